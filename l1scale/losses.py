@@ -1,0 +1,428 @@
+"""Losses on margins: value, derivative, curvature and convex conjugate.
+
+A loss never sees X: it works on margins ``z = x . w + b`` and labels ``y``.
+Labels are in {-1, +1} for the classification losses and real for
+``squared``.  Each loss is defined once, as Numba-compiled scalar functions
+(``_<name>_value(y, z)`` and friends) that jitted solver kernels can call, and
+exposed to Python drivers as cached NumPy ufuncs built from those same scalars,
+so the formulas cannot drift apart.
+
+Conventions (ALGORITHMS.md section 1):
+
+========  ==========================  =====================  =====================
+loss      value                       d/dz                   d2/dz2
+========  ==========================  =====================  =====================
+logistic  log(1 + exp(-y z))          -y / (1 + exp(y z))    p (1 - p), p = expit(z)
+probit    -log Phi(y z)               -y phi(z) / Phi(y z)   lam(m) (m + lam(m)), m = y z
+squared   (z - y)^2 / 2               z - y                  1
+sq_hinge  max(0, 1 - y z)^2           -2 y max(0, 1 - y z)   2 where y z < 1
+hinge     max(0, 1 - y z)             -y where y z < 1       (not smooth)
+========  ==========================  =====================  =====================
+
+All of them are evaluated in forms that stay finite and accurate for
+|z| of 50 and far beyond (log1p/expit tricks, the Mills ratio for probit).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, vectorize
+
+__all__ = ["Loss", "Logistic", "Probit", "Squared", "SquaredHinge", "Hinge", "get_loss", "LOSSES"]
+
+_SQRT2 = math.sqrt(2.0)
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+# Below this margin Phi(m) is computed through the Mills ratio: erfc starts to
+# lose relative accuracy to underflow long before it reaches zero.
+_MILLS_SWITCH = -5.0
+
+
+# --------------------------------------------------------------------------- logistic
+@njit(cache=True, inline="always")
+def _logistic_value(y, z):
+    m = y * z
+    if m > 0.0:
+        return math.log1p(math.exp(-m))
+    return -m + math.log1p(math.exp(m))
+
+
+@njit(cache=True, inline="always")
+def _logistic_derivative(y, z):
+    m = y * z
+    if m > 0.0:
+        e = math.exp(-m)
+        return -y * e / (1.0 + e)
+    return -y / (1.0 + math.exp(m))
+
+
+@njit(cache=True, inline="always")
+def _logistic_curvature(y, z):
+    e = math.exp(-abs(z))
+    return e / ((1.0 + e) * (1.0 + e))
+
+
+@njit(cache=True, inline="always")
+def _xlogx(t):
+    return t * math.log(t) if t > 0.0 else 0.0
+
+
+@njit(cache=True, inline="always")
+def _logistic_conjugate(y, u):
+    # f*(u) for z -> log(1 + exp(-y z)); finite only for t = -y u in [0, 1].
+    t = -y * u
+    if t < 0.0 or t > 1.0:
+        return math.inf
+    return _xlogx(t) + _xlogx(1.0 - t)
+
+
+# --------------------------------------------------------------------------- probit
+@njit(cache=True, inline="always")
+def _mills_ratio(t):
+    """R(t) = Phi(-t) / phi(t) for t >= 5, by its continued fraction
+    1 / (t + 1 / (t + 2 / (t + 3 / (t + ...)))), evaluated backwards."""
+    acc = t
+    for k in range(80, 0, -1):
+        acc = t + k / acc
+    return 1.0 / acc
+
+
+@njit(cache=True, inline="always")
+def _log_ndtr(m):
+    if m < _MILLS_SWITCH:
+        return -0.5 * m * m - _LOG_SQRT_2PI + math.log(_mills_ratio(-m))
+    if m > 5.0:
+        return math.log1p(-0.5 * math.erfc(m / _SQRT2))
+    return math.log(0.5 * math.erfc(-m / _SQRT2))
+
+
+@njit(cache=True, inline="always")
+def _inverse_mills(m):
+    """phi(m) / Phi(m), accurate for every finite m."""
+    if m < _MILLS_SWITCH:
+        return 1.0 / _mills_ratio(-m)
+    return math.exp(-0.5 * m * m - _LOG_SQRT_2PI) / (0.5 * math.erfc(-m / _SQRT2))
+
+
+@njit(cache=True, inline="always")
+def _probit_value(y, z):
+    return -_log_ndtr(y * z)
+
+
+@njit(cache=True, inline="always")
+def _probit_derivative(y, z):
+    return -y * _inverse_mills(y * z)
+
+
+@njit(cache=True, inline="always")
+def _probit_curvature(y, z):
+    m = y * z
+    lam = _inverse_mills(m)
+    c = lam * (m + lam)
+    # Exact value is in (0, 1); clip the rounding of m + lam for very negative m.
+    return min(max(c, 0.0), 1.0)
+
+
+# --------------------------------------------------------------------------- squared
+@njit(cache=True, inline="always")
+def _squared_value(y, z):
+    return 0.5 * (z - y) * (z - y)
+
+
+@njit(cache=True, inline="always")
+def _squared_derivative(y, z):
+    return z - y
+
+
+@njit(cache=True, inline="always")
+def _squared_curvature(y, z):
+    return 1.0
+
+
+@njit(cache=True, inline="always")
+def _squared_conjugate(y, u):
+    return 0.5 * u * u + u * y
+
+
+# --------------------------------------------------------------------------- squared hinge
+@njit(cache=True, inline="always")
+def _sq_hinge_value(y, z):
+    s = 1.0 - y * z
+    return s * s if s > 0.0 else 0.0
+
+
+@njit(cache=True, inline="always")
+def _sq_hinge_derivative(y, z):
+    s = 1.0 - y * z
+    return -2.0 * y * s if s > 0.0 else 0.0
+
+
+@njit(cache=True, inline="always")
+def _sq_hinge_curvature(y, z):
+    # Generalised Hessian (liblinear's choice): 2 on the active side, 0 beyond.
+    return 2.0 if y * z < 1.0 else 0.0
+
+
+@njit(cache=True, inline="always")
+def _sq_hinge_conjugate(y, u):
+    # sup_z u z - max(0, 1 - y z)^2 = y u + u^2 / 4 for y u <= 0, +inf otherwise.
+    if y * u > 0.0:
+        return math.inf
+    return y * u + 0.25 * u * u
+
+
+# --------------------------------------------------------------------------- hinge
+@njit(cache=True, inline="always")
+def _hinge_value(y, z):
+    s = 1.0 - y * z
+    return s if s > 0.0 else 0.0
+
+
+@njit(cache=True, inline="always")
+def _hinge_derivative(y, z):
+    # A subgradient: -y on the active side (including the kink), 0 beyond.
+    return -y if y * z <= 1.0 else 0.0
+
+
+# --------------------------------------------------------------------------- ufuncs
+# Cached NumPy ufuncs over the scalar kernels above: what Python drivers call.
+# Written out one by one because Numba cannot cache ufuncs built in a factory.
+_SIG = ["float64(float64, float64)"]
+
+
+@vectorize(_SIG, cache=True)
+def logistic_value(y, z):
+    return _logistic_value(y, z)
+
+
+@vectorize(_SIG, cache=True)
+def logistic_derivative(y, z):
+    return _logistic_derivative(y, z)
+
+
+@vectorize(_SIG, cache=True)
+def logistic_curvature(y, z):
+    return _logistic_curvature(y, z)
+
+
+@vectorize(_SIG, cache=True)
+def logistic_conjugate(y, u):
+    return _logistic_conjugate(y, u)
+
+
+@vectorize(_SIG, cache=True)
+def probit_value(y, z):
+    return _probit_value(y, z)
+
+
+@vectorize(_SIG, cache=True)
+def probit_derivative(y, z):
+    return _probit_derivative(y, z)
+
+
+@vectorize(_SIG, cache=True)
+def probit_curvature(y, z):
+    return _probit_curvature(y, z)
+
+
+@vectorize(_SIG, cache=True)
+def squared_value(y, z):
+    return _squared_value(y, z)
+
+
+@vectorize(_SIG, cache=True)
+def squared_derivative(y, z):
+    return _squared_derivative(y, z)
+
+
+@vectorize(_SIG, cache=True)
+def squared_curvature(y, z):
+    return _squared_curvature(y, z)
+
+
+@vectorize(_SIG, cache=True)
+def squared_conjugate(y, u):
+    return _squared_conjugate(y, u)
+
+
+@vectorize(_SIG, cache=True)
+def sq_hinge_value(y, z):
+    return _sq_hinge_value(y, z)
+
+
+@vectorize(_SIG, cache=True)
+def sq_hinge_derivative(y, z):
+    return _sq_hinge_derivative(y, z)
+
+
+@vectorize(_SIG, cache=True)
+def sq_hinge_curvature(y, z):
+    return _sq_hinge_curvature(y, z)
+
+
+@vectorize(_SIG, cache=True)
+def sq_hinge_conjugate(y, u):
+    return _sq_hinge_conjugate(y, u)
+
+
+@vectorize(_SIG, cache=True)
+def hinge_value(y, z):
+    return _hinge_value(y, z)
+
+
+@vectorize(_SIG, cache=True)
+def hinge_derivative(y, z):
+    return _hinge_derivative(y, z)
+
+class Loss:
+    """A loss of the margin, ``loss(y, z)``, with what solvers may ask of it.
+
+    Attributes
+    ----------
+    name : str
+        The name used by estimators and the CLI.
+    smooth : bool
+        Whether the derivative is continuous (required by Newton-type solvers).
+    has_conjugate : bool
+        Whether ``conjugate`` is known, so that the duality gap certifies optimality;
+        otherwise solvers certify with the KKT violation.
+    curvature_bound : float or None
+        A global upper bound on the second derivative (``beta`` of seed 1).
+    is_classification : bool
+        Labels must be in {-1, +1}.
+    """
+
+    name: str = ""
+    smooth = True
+    has_conjugate = True
+    curvature_bound: float | None = None
+    is_classification = True
+    # jitted scalar kernels for solver kernels, and the ufuncs over them
+    # (None where the loss lacks them)
+    value_kernel = derivative_kernel = curvature_kernel = conjugate_kernel = None
+    _value = _derivative = _curvature = _conjugate = None
+
+    def value(self, y, z):
+        """Elementwise loss(y, z)."""
+        return self._value(np.asarray(y, dtype=np.float64), np.asarray(z, dtype=np.float64))
+
+    def derivative(self, y, z):
+        """Elementwise d loss / d z."""
+        return self._derivative(np.asarray(y, dtype=np.float64), np.asarray(z, dtype=np.float64))
+
+    def curvature(self, y, z):
+        """Elementwise d^2 loss / d z^2 (generalised Hessian where it jumps)."""
+        if self._curvature is None:
+            raise NotImplementedError(f"loss {self.name!r} has no curvature (it is not smooth)")
+        return self._curvature(np.asarray(y, dtype=np.float64), np.asarray(z, dtype=np.float64))
+
+    def conjugate(self, y, u):
+        """Elementwise convex conjugate of z -> loss(y, z), evaluated at u (inf outside its domain)."""
+        if self._conjugate is None:
+            raise NotImplementedError(
+                f"loss {self.name!r} has no known conjugate; certify with the KKT violation instead"
+            )
+        return self._conjugate(np.asarray(y, dtype=np.float64), np.asarray(u, dtype=np.float64))
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+    def __eq__(self, other):
+        return type(self) is type(other)
+
+    def __hash__(self):
+        return hash(type(self))
+
+
+class Logistic(Loss):
+    """Logistic loss ``log(1 + exp(-y z))``, y in {-1, +1}."""
+
+    name = "logistic"
+    curvature_bound = 0.25
+    value_kernel = _logistic_value
+    derivative_kernel = _logistic_derivative
+    curvature_kernel = _logistic_curvature
+    conjugate_kernel = _logistic_conjugate
+    _value = staticmethod(logistic_value)
+    _derivative = staticmethod(logistic_derivative)
+    _curvature = staticmethod(logistic_curvature)
+    _conjugate = staticmethod(logistic_conjugate)
+
+
+class Probit(Loss):
+    """Probit loss ``-log Phi(y z)``, y in {-1, +1}; no closed-form conjugate."""
+
+    name = "probit"
+    has_conjugate = False
+    curvature_bound = 1.0
+    value_kernel = _probit_value
+    derivative_kernel = _probit_derivative
+    curvature_kernel = _probit_curvature
+    _value = staticmethod(probit_value)
+    _derivative = staticmethod(probit_derivative)
+    _curvature = staticmethod(probit_curvature)
+
+
+class Squared(Loss):
+    """Squared loss ``(z - y)^2 / 2`` for regression (the Lasso)."""
+
+    name = "squared"
+    curvature_bound = 1.0
+    is_classification = False
+    value_kernel = _squared_value
+    derivative_kernel = _squared_derivative
+    curvature_kernel = _squared_curvature
+    conjugate_kernel = _squared_conjugate
+    _value = staticmethod(squared_value)
+    _derivative = staticmethod(squared_derivative)
+    _curvature = staticmethod(squared_curvature)
+    _conjugate = staticmethod(squared_conjugate)
+
+
+class SquaredHinge(Loss):
+    """Squared hinge loss ``max(0, 1 - y z)^2`` (L2-loss SVM), y in {-1, +1}."""
+
+    name = "squared_hinge"
+    curvature_bound = 2.0
+    value_kernel = _sq_hinge_value
+    derivative_kernel = _sq_hinge_derivative
+    curvature_kernel = _sq_hinge_curvature
+    conjugate_kernel = _sq_hinge_conjugate
+    _value = staticmethod(sq_hinge_value)
+    _derivative = staticmethod(sq_hinge_derivative)
+    _curvature = staticmethod(sq_hinge_curvature)
+    _conjugate = staticmethod(sq_hinge_conjugate)
+
+
+class Hinge(Loss):
+    """Hinge loss ``max(0, 1 - y z)``; not smooth, for online (subgradient) methods only."""
+
+    name = "hinge"
+    smooth = False
+    has_conjugate = False
+    value_kernel = _hinge_value
+    derivative_kernel = _hinge_derivative
+    _value = staticmethod(hinge_value)
+    _derivative = staticmethod(hinge_derivative)
+
+
+LOSSES = {cls.name: cls for cls in (Logistic, Probit, Squared, SquaredHinge, Hinge)}
+_INSTANCES: dict[str, Loss] = {}
+
+
+def get_loss(loss) -> Loss:
+    """Return the Loss for a name (or pass a Loss through).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, listing the known ones.
+    """
+    if isinstance(loss, Loss):
+        return loss
+    if loss not in LOSSES:
+        raise ValueError(f"loss={loss!r} is not a known loss; choose one of {sorted(LOSSES)}")
+    if loss not in _INSTANCES:
+        _INSTANCES[loss] = LOSSES[loss]()
+    return _INSTANCES[loss]

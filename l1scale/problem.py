@@ -1,0 +1,248 @@
+"""The optimisation problem every solver minimises, validated once.
+
+    P(w, b) = sum_i c_i * loss(y_i, x_i . w + b)  +  lam * ( l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2 )
+
+with c_i = s_i / sum(s) (sample weights s, default 1, so the loss term is a
+mean) and an unpenalised intercept b when ``fit_intercept`` (ALGORITHMS.md
+section 1). Optimality is certified by the duality gap (Koh, Kim & Boyd 2007,
+sec. 2.3) for losses with a known conjugate, by the KKT violation otherwise.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from .data.memory import as_columns
+from .losses import get_loss
+from .penalties import ElasticNet
+
+__all__ = ["Problem", "Certificate", "lam_max", "check_design", "check_labels", "check_sample_weight"]
+
+
+class Certificate(NamedTuple):
+    """A certificate of (sub)optimality: ``name`` is ``"duality_gap"`` or ``"kkt"``;
+    ``relative`` is gap / P, or violation / (lam * l1_ratio)."""
+
+    name: str
+    value: float
+    relative: float
+    objective: float
+
+
+def check_design(X, name="X"):
+    """Validate a design matrix: 2-D, numeric, finite. Returns CSC/CSR/ndarray as float64."""
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D")
+        data = X.data
+    else:
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be a 2-D array, got shape {X.shape}")
+        if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
+            raise ValueError(f"{name} must be numeric, got dtype {X.dtype}")
+        data = X
+    if data.size and not np.isfinite(data).all():
+        bad = np.argwhere(~np.isfinite(X.toarray() if sp.issparse(X) else X))[0]
+        raise ValueError(f"{name} contains NaN or infinity (first at row {bad[0]}, column {bad[1]})")
+    return X
+
+
+def check_labels(y, loss, n_samples):
+    """Labels as float64: in {-1, +1} for classification losses, finite reals otherwise."""
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    if y.shape[0] != n_samples:
+        raise ValueError(f"y has {y.shape[0]} labels but X has {n_samples} rows")
+    if not np.isfinite(y).all():
+        raise ValueError(f"y contains NaN or infinity (first at index {np.flatnonzero(~np.isfinite(y))[0]})")
+    if loss.is_classification:
+        values = np.unique(y)
+        if not np.isin(values, (-1.0, 1.0)).all():
+            raise ValueError(f"loss {loss.name!r} needs labels in {{-1, +1}}, got values {values[:5]}")
+        if values.shape[0] < 2:
+            raise ValueError(f"y has a single class ({values[0]:g}); a classifier needs two")
+    return y
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """Normalised weights c = s / sum(s) (uniform when None)."""
+    if sample_weight is None:
+        return np.full(n_samples, 1.0 / n_samples)
+    s = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+    if s.shape[0] != n_samples:
+        raise ValueError(f"sample_weight has {s.shape[0]} entries but X has {n_samples} rows")
+    if not np.isfinite(s).all() or (s < 0).any():
+        raise ValueError("sample_weight must be finite and non-negative")
+    total = s.sum()
+    if total <= 0:
+        raise ValueError("sample_weight must have a positive sum")
+    return s / total
+
+
+def optimal_intercept(loss, y, c, z, b=0.0, tol=1e-13, max_iter=100):
+    """The b minimising sum_i c_i loss(y_i, z_i + b) for fixed margins z (w fixed).
+
+    Safeguarded Newton on the monotone derivative h(b) = sum_i c_i loss'(y_i, z_i + b):
+    Newton steps inside a bracket that always holds the root, bisection when a step
+    leaves it (curvature can vanish for the squared hinge).
+    """
+    def h(b):
+        return float(c @ loss.derivative(y, z + b))
+
+    lo, hi = -np.inf, np.inf
+    for _ in range(max_iter):
+        zb = z + b
+        grad = float(c @ loss.derivative(y, zb))
+        if grad > 0:
+            hi = b
+        else:
+            lo = b
+        if abs(grad) <= tol:
+            return b
+        curv = float(c @ loss.curvature(y, zb))
+        step = b - grad / curv if curv > 1e-300 else np.nan
+        if np.isfinite(lo) and np.isfinite(hi):
+            if not (lo < step < hi):
+                step = 0.5 * (lo + hi)
+            if hi - lo <= 1e-15 * max(1.0, abs(b)):
+                return b
+        elif not np.isfinite(step):
+            # No bracket yet and no curvature: walk out geometrically.
+            step = b + (-1.0 if grad > 0 else 1.0) * max(1.0, 2.0 * abs(b))
+        b = step
+    return b
+
+
+def lam_max(X, y, loss="logistic", *, l1_ratio=1.0, fit_intercept=True, sample_weight=None):
+    """Smallest lam for which w = 0 is optimal.
+
+    ``||X^T (c * loss'(y, b0))||_inf / l1_ratio`` where b0 = 0 without intercept and
+    the intercept-only optimum with one.
+    """
+    loss = get_loss(loss)
+    X = check_design(X)
+    y = check_labels(y, loss, X.shape[0])
+    c = check_sample_weight(sample_weight, X.shape[0])
+    z0 = np.zeros(X.shape[0])
+    b0 = optimal_intercept(loss, y, c, z0) if fit_intercept else 0.0
+    v = X.T @ (c * loss.derivative(y, z0 + b0))
+    return float(np.max(np.abs(v), initial=0.0)) / l1_ratio
+
+
+class Problem:
+    """Data + labels + loss + penalty + weights + intercept, validated once.
+
+    Parameters
+    ----------
+    X : ndarray or scipy.sparse matrix, shape (n_samples, n_features)
+    y : ndarray, shape (n_samples,)
+        In {-1, +1} for classification losses.
+    loss : str or Loss
+    lam : float, optional
+        Strength in the mean-loss form; exactly one of ``lam`` / ``lam_ratio``.
+    lam_ratio : float, optional
+        lam as a fraction of ``lam_max``.
+    l1_ratio : float, default 1.0
+    fit_intercept : bool, default True
+    sample_weight : ndarray, optional
+    """
+
+    def __init__(self, X, y, loss="logistic", lam=None, *, lam_ratio=None, l1_ratio=1.0,
+                 fit_intercept=True, sample_weight=None):
+        self.loss = get_loss(loss)
+        X = check_design(X)
+        self.n_samples, self.n_features = X.shape
+        self.y = check_labels(y, self.loss, self.n_samples)
+        self.c = check_sample_weight(sample_weight, self.n_samples)
+        self.fit_intercept = bool(fit_intercept)
+        self.columns = as_columns(X)
+        # The matrix used for products X @ w and X^T r: scipy CSC or Fortran-ordered dense,
+        # sharing memory with `columns`.
+        if self.columns.dense:
+            self.X = self.columns.data.reshape(self.columns.shape, order="F")
+        else:
+            self.X = sp.csc_matrix((self.columns.data, self.columns.indices, self.columns.indptr),
+                                   shape=self.columns.shape)
+        if (lam is None) == (lam_ratio is None):
+            raise ValueError("give exactly one of lam and lam_ratio")
+        if lam is None:
+            if not isinstance(lam_ratio, numbers.Real) or not (0 < lam_ratio):
+                raise ValueError(f"lam_ratio must be > 0, got lam_ratio={lam_ratio!r}")
+            ElasticNet(1.0, l1_ratio)  # validates l1_ratio before lam_max divides by it
+            lam = lam_ratio * self.lam_max(l1_ratio)
+            if lam <= 0:
+                raise ValueError("lam_max is 0 for these data (every feature is zero): no lam_ratio can be used")
+        self.penalty = ElasticNet(lam, l1_ratio)
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def lam(self) -> float:
+        return self.penalty.lam
+
+    def lam_max(self, l1_ratio=None) -> float:
+        """lam_max for these data (see :func:`lam_max`)."""
+        l1_ratio = self.penalty.l1_ratio if l1_ratio is None else l1_ratio
+        z0 = np.zeros(self.n_samples)
+        b0 = optimal_intercept(self.loss, self.y, self.c, z0) if self.fit_intercept else 0.0
+        v = self.X.T @ (self.c * self.loss.derivative(self.y, z0 + b0))
+        return float(np.max(np.abs(v), initial=0.0)) / l1_ratio
+
+    def margins(self, w, b=0.0):
+        return self.X @ w + b
+
+    def objective(self, w, b=0.0, z=None) -> float:
+        """P(w, b); pass the margins ``z`` when already known."""
+        z = self.margins(w, b) if z is None else z
+        return float(self.c @ self.loss.value(self.y, z)) + self.penalty.value(w)
+
+    def optimal_intercept(self, z_without_b, b=0.0) -> float:
+        return optimal_intercept(self.loss, self.y, self.c, z_without_b, b)
+
+    # ------------------------------------------------------------------ certificates
+    def certificate(self, w, b=0.0) -> Certificate:
+        """Duality gap (losses with a conjugate) or KKT violation (others) at (w, b).
+
+        With an intercept, the gap is taken at the intercept that is optimal for this w
+        (a 1-D solve), which makes sum_i c_i u_i = 0 as the dual requires.
+        """
+        w = np.asarray(w, dtype=np.float64)
+        z = self.X @ w
+        if self.fit_intercept and self.loss.has_conjugate:
+            b = self.optimal_intercept(z, b)
+        z = z + b
+        u = self.loss.derivative(self.y, z)
+        v = self.X.T @ (self.c * u)
+        return self.certificate_from(w, b, z, u, v)
+
+    def certificate_from(self, w, b, z, u, v) -> Certificate:
+        """The certificate from quantities a solver already has.
+
+        Parameters
+        ----------
+        w : ndarray (n_features,)
+        b : float
+        z : ndarray (n_samples,)  margins X w + b
+        u : ndarray (n_samples,)  loss'(y, z)
+        v : ndarray (n_features,) X^T (c * u), the gradient of the loss term
+        """
+        primal = float(self.c @ self.loss.value(self.y, z)) + self.penalty.value(w)
+        if self.loss.has_conjugate:
+            gap = primal - self._dual(u, v)
+            return Certificate("duality_gap", gap, gap / max(abs(primal), 1e-300), primal)
+        viol = float(np.max(self.penalty.subdifferential_distance(w, v), initial=0.0))
+        if self.fit_intercept:
+            viol = max(viol, abs(float(self.c @ u)))
+        return Certificate("kkt", viol, viol / self.penalty.l1, primal)
+
+    def _dual(self, u, v) -> float:
+        pen = self.penalty
+        if pen.l2 == 0.0:
+            # Rescale into the dual feasible set ||X^T (c u)||_inf <= lam; the scale
+            # factor is <= 1, so u stays inside the conjugate's domain.
+            scale = min(1.0, pen.l1 / max(float(np.max(np.abs(v), initial=0.0)), 1e-300))
+            return -float(self.c @ self.loss.conjugate(self.y, scale * u))
+        return -float(self.c @ self.loss.conjugate(self.y, u)) - pen.conjugate_of_negative(v)

@@ -1,0 +1,135 @@
+"""What every solver shares: the Result it returns, its History, and the
+declaration of what it needs from the problem (checked before any compiling)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["History", "Result", "Solver", "Timer"]
+
+
+@dataclass
+class History:
+    """One row per iteration (batch solvers) or per pass (streaming solvers).
+
+    Attributes
+    ----------
+    objective, certificate : list of float
+        P(w, b) and the duality gap (or KKT violation) at the start of the iteration.
+    nnz : list of int
+        Nonzero coefficients.
+    time : list of float
+        Seconds since the solver started (compile time excluded).
+    data_accesses : list of int
+        Cumulative number of nonzeros of X read.
+    """
+
+    objective: list = field(default_factory=list)
+    certificate: list = field(default_factory=list)
+    nnz: list = field(default_factory=list)
+    time: list = field(default_factory=list)
+    data_accesses: list = field(default_factory=list)
+
+    def append(self, *, objective, certificate, nnz, time, data_accesses):
+        self.objective.append(float(objective))
+        self.certificate.append(float(certificate))
+        self.nnz.append(int(nnz))
+        self.time.append(float(time))
+        self.data_accesses.append(int(data_accesses))
+
+    def __len__(self):
+        return len(self.objective)
+
+    def as_dict(self) -> dict:
+        return {k: list(v) for k, v in self.__dict__.items()}
+
+
+@dataclass
+class Result:
+    """What a solver returns.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (n_features,)
+    intercept : float
+    objective : float
+        P(coef, intercept) at the end.
+    n_iter : int
+        Outer iterations (batch) or passes (streaming).
+    converged : bool
+        Whether the stopping criterion was reached (rather than max_iter).
+    stop_reason : str
+        ``"duality_gap"``, ``"kkt"``, ``"max_iter"`` or ``"line_search"``.
+    certificate_name : str
+        ``"duality_gap"`` or ``"kkt"``.
+    certificate : float
+        Its final value (absolute).
+    relative_certificate : float
+        Gap / objective, or KKT violation / lam.
+    history : History
+    timings : dict
+        Seconds spent: ``{"solve": ..., "compile": ...}``.
+    """
+
+    coef: np.ndarray
+    intercept: float
+    objective: float
+    n_iter: int
+    converged: bool
+    stop_reason: str
+    certificate_name: str
+    certificate: float
+    relative_certificate: float
+    history: History
+    timings: dict
+
+    @property
+    def nnz(self) -> int:
+        return int(np.count_nonzero(self.coef))
+
+
+class Timer:
+    """Seconds since creation; ``pause()`` excludes a block (e.g. JIT compilation)."""
+
+    def __init__(self):
+        self._start = time.perf_counter()
+        self._excluded = 0.0
+
+    def __call__(self) -> float:
+        return time.perf_counter() - self._start - self._excluded
+
+    def exclude(self, seconds: float):
+        self._excluded += seconds
+
+
+class Solver:
+    """Base class: a solver declares what it needs and solves a Problem.
+
+    Class attributes
+    ----------------
+    name : str
+    data_access : str
+        ``"columns"``, ``"rows"`` or ``"stream"``.
+    requires : tuple of str
+        Loss attributes that must be true or not None (``"smooth"``, ``"curvature_kernel"``, ...).
+    """
+
+    name = ""
+    data_access = "columns"
+    requires: tuple = ()
+
+    def check_problem(self, problem):
+        """Raise a ValueError naming what the problem's loss lacks for this solver."""
+        loss = problem.loss
+        missing = [attr for attr in self.requires if not getattr(loss, attr, None)]
+        if missing:
+            raise ValueError(
+                f"solver {self.name!r} cannot minimise loss {loss.name!r}: it needs the loss to have "
+                + ", ".join(missing)
+            )
+
+    def solve(self, problem, coef_init=None, intercept_init=None):  # pragma: no cover - interface
+        raise NotImplementedError
