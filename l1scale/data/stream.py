@@ -1,0 +1,406 @@
+"""Stream: a re-iterable sequence of row chunks.
+
+One ``for chunk in stream`` is one pass over the data; every pass yields the
+same chunks in the same order. A pass holds one chunk at a time (plus the
+reader's text buffer), so data of any size can be streamed.
+
+Streams come from svmlight files, in-memory arrays, generator factories, or a
+binary chunk cache. The cache is a directory::
+
+    chunk-000000.npz   data, indices, indptr, shape, y [, sample_weight]  (np.savez, uncompressed)
+    chunk-000001.npz   ...
+    meta.json          format, version, n_features, n_samples, n_chunks, nnz, source, params
+
+``meta.json`` is written last and atomically, after a complete pass, so a cache
+without it is incomplete and gets rebuilt. Two processes building the same
+cache at the same time are not supported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Callable, Iterator, NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..exceptions import DataFormatError
+from . import svmlight as _svm
+from ._svmlight_write import SvmlightWriter, atomic_file, make_csr
+
+__all__ = ["Chunk", "Stream", "write_cache", "cache_to_svmlight"]
+
+CACHE_FORMAT, CACHE_VERSION = "l1scale-chunk-cache", 1
+_META = "meta.json"
+
+
+class Chunk(NamedTuple):
+    """Rows of a stream.
+
+    Attributes
+    ----------
+    X : scipy.sparse.csr_matrix (int64 indices) or C-contiguous ndarray, shape (rows, n_features)
+    y : ndarray of float64, shape (rows,)
+    sample_weight : ndarray of float64, shape (rows,), or None
+    """
+
+    X: object
+    y: np.ndarray
+    sample_weight: np.ndarray | None = None
+
+
+def _as_vector(v, rows: int, what: str, where: str) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float64)
+    if v.ndim != 1 or v.shape[0] != rows:
+        raise ValueError(f"{where}: {what} must be 1-D with {rows} entries, got shape {v.shape}")
+    return v
+
+
+def _as_chunk(item, where: str) -> Chunk:
+    """Normalise a Chunk or an (X, y[, sample_weight]) tuple to the Chunk contract."""
+    if not isinstance(item, tuple) or len(item) not in (2, 3):
+        raise TypeError(f"{where}: expected a Chunk or an (X, y[, sample_weight]) tuple, got {type(item).__name__}")
+    X, y, w = (tuple(item) + (None,))[:3]
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        data = X.data if X.dtype in (np.float32, np.float64) else X.data.astype(np.float64)
+        X = make_csr(data, X.indices.astype(np.int64, copy=False), X.indptr.astype(np.int64, copy=False),
+                     X.shape, sorted_indices=X.has_sorted_indices)
+    else:
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"{where}: X must be 2-D, got shape {X.shape}")
+        X = np.ascontiguousarray(X, dtype=X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
+    y = _as_vector(y, X.shape[0], "y", where)
+    w = None if w is None else _as_vector(w, X.shape[0], "sample_weight", where)
+    return Chunk(X, y, w)
+
+
+class Stream:
+    """A re-iterable source of row chunks; ``for chunk in stream`` is one pass.
+
+    Build one with :meth:`from_svmlight`, :meth:`from_arrays`,
+    :meth:`from_generator`, :meth:`from_cache` or :meth:`open`.
+
+    Attributes
+    ----------
+    n_features : int or None
+        Width of every chunk; None until known (for svmlight files: until the
+        first pass starts; for generators without it: until the first chunk).
+    n_samples : int or None
+        Number of rows; None until known (after the first complete pass).
+    passes : int
+        Number of complete passes so far.
+    """
+
+    def __init__(self, source, *, n_samples=None):
+        self._source = source
+        self.n_samples = n_samples
+        self.passes = 0
+
+    @property
+    def n_features(self):
+        return self._source.n_features
+
+    def __iter__(self) -> Iterator[Chunk]:
+        rows = 0
+        for chunk in self._source.chunks():
+            rows += chunk.X.shape[0]
+            yield chunk
+        self.n_samples = rows
+        self.passes += 1
+
+    def __repr__(self):
+        return (f"Stream({self._source.describe()}, n_features={self.n_features}, "
+                f"n_samples={self.n_samples}, passes={self.passes})")
+
+    @classmethod
+    def from_svmlight(cls, path, *, n_features=None, zero_based="auto", dtype=np.float64,
+                      chunk_bytes: int = 16 << 20, cache=None) -> "Stream":
+        """Stream an svmlight file (plain, .gz, .bz2 or .xz).
+
+        Parameters
+        ----------
+        path : str or path-like
+        n_features : int, optional
+            Width of X. When None it is found by a pre-scan of the file at the
+            start of the first pass (like ``zero_based="auto"``); pass both to
+            read the text only once.
+        zero_based : bool or "auto"
+        dtype : float32 or float64
+        chunk_bytes : int
+            Text parsed per chunk; it sets the chunk sizes.
+        cache : str or path-like, optional
+            Directory of a binary chunk cache: written during the first pass,
+            read by later passes (and by the first, when it is complete and the
+            file's size and mtime match those recorded).
+        """
+        return cls(_SvmlightSource(path, n_features, zero_based, dtype, chunk_bytes, cache))
+
+    @classmethod
+    def from_arrays(cls, X, y, sample_weight=None, *, chunk_rows: int = 10000) -> "Stream":
+        """Stream in-memory data in chunks of ``chunk_rows`` rows.
+
+        Chunks are views of C-ordered dense X or of CSR X (no copy of the data);
+        other sparse formats are converted to CSR once, F-ordered dense X is
+        copied one chunk at a time.
+        """
+        source = _ArraySource(X, y, sample_weight, chunk_rows)
+        return cls(source, n_samples=source.y.shape[0])
+
+    @classmethod
+    def from_generator(cls, factory: Callable[[], Iterator], *, n_features) -> "Stream":
+        """Stream chunks produced by ``factory()``, called afresh for each pass.
+
+        ``factory()`` returns an iterator of :class:`Chunk` or ``(X, y[, sample_weight])``
+        tuples; it must give the same chunks on every pass. ``n_features`` may be
+        None, then the first chunk's width is used; every chunk must have it.
+        """
+        return cls(_GeneratorSource(factory, n_features))
+
+    @classmethod
+    def from_cache(cls, directory) -> "Stream":
+        """Stream a complete binary chunk cache (see :func:`write_cache`)."""
+        source = _CacheSource(directory)
+        return cls(source, n_samples=source.meta["n_samples"])
+
+    @classmethod
+    def open(cls, path_or_obj, **kw) -> "Stream":
+        """A Stream for ``path_or_obj``: a Stream (returned as is), a cache
+        directory (:meth:`from_cache`) or an svmlight file (:meth:`from_svmlight` with ``kw``)."""
+        if isinstance(path_or_obj, Stream):
+            if kw:
+                raise TypeError(f"Stream.open got options {sorted(kw)} for an existing Stream")
+            return path_or_obj
+        path = os.fspath(path_or_obj)
+        if os.path.isdir(path):
+            if kw:
+                raise TypeError(f"Stream.open got options {sorted(kw)} for the cache directory {path}")
+            return cls.from_cache(path)
+        return cls.from_svmlight(path, **kw)
+
+
+# ------------------------------------------------------------------------- sources
+
+
+class _ArraySource:
+    def __init__(self, X, y, sample_weight, chunk_rows):
+        if chunk_rows < 1:
+            raise ValueError(f"chunk_rows must be positive, got {chunk_rows}")
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)  # CSC/COO/...: one conversion; CSR: no copy
+            if not X.has_sorted_indices:
+                X = X.sorted_indices()
+        else:
+            X = np.asarray(X)
+            if X.ndim != 2:
+                raise ValueError(f"X must be 2-D, got shape {X.shape}")
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        self.X, self.chunk_rows, self.n_features = X, chunk_rows, X.shape[1]
+        self.y = _as_vector(y, X.shape[0], "y", "from_arrays")
+        self.w = None if sample_weight is None else _as_vector(sample_weight, X.shape[0], "sample_weight", "from_arrays")
+
+    def describe(self):
+        return f"arrays {type(self.X).__name__}"
+
+    def chunks(self):
+        X, n = self.X, self.X.shape[0]
+        for a in range(0, n, self.chunk_rows):
+            b = min(n, a + self.chunk_rows)
+            if sp.issparse(X):
+                lo, hi = X.indptr[a], X.indptr[b]
+                Xc = make_csr(X.data[lo:hi], X.indices[lo:hi].astype(np.int64, copy=False),
+                              (X.indptr[a : b + 1] - lo).astype(np.int64, copy=False), (b - a, X.shape[1]))
+            else:
+                Xc = np.ascontiguousarray(X[a:b])
+            yield Chunk(Xc, self.y[a:b], None if self.w is None else self.w[a:b])
+
+
+class _GeneratorSource:
+    def __init__(self, factory, n_features):
+        if not callable(factory):
+            raise TypeError("from_generator needs a callable returning a fresh iterator for each pass")
+        self.factory, self.n_features = factory, n_features
+
+    def describe(self):
+        return f"generator {getattr(self.factory, '__name__', self.factory)!r}"
+
+    def chunks(self):
+        for i, item in enumerate(self.factory()):
+            chunk = _as_chunk(item, f"chunk {i}")
+            if self.n_features is None:
+                self.n_features = chunk.X.shape[1]
+            elif chunk.X.shape[1] != self.n_features:
+                raise ValueError(f"chunk {i} has {chunk.X.shape[1]} features, the stream has {self.n_features}")
+            yield chunk
+
+
+class _CacheSource:
+    def __init__(self, directory):
+        self.directory = os.fspath(directory)
+        self.meta = _read_meta(self.directory)
+        if self.meta is None:
+            raise DataFormatError("not a complete l1scale chunk cache (missing or invalid meta.json)",
+                                  path=self.directory)
+        self.n_features = self.meta["n_features"]
+
+    def describe(self):
+        return f"cache {self.directory!r}"
+
+    def chunks(self):
+        return _iter_cache(self.directory, self.meta)
+
+
+class _SvmlightSource:
+    def __init__(self, path, n_features, zero_based, dtype, chunk_bytes, cache):
+        zero_based = _svm._check_zero_based(zero_based)
+        n_features = _svm._check_n_features(n_features)
+        self.path = os.fspath(path)
+        if not os.path.isfile(self.path):
+            raise FileNotFoundError(2, "no such svmlight file", self.path)
+        self.dtype = _svm._check_dtype(dtype)
+        self.requested = {"n_features": n_features, "zero_based": zero_based, "dtype": self.dtype.name}
+        self.n_features, self.zero_based, self.chunk_bytes = n_features, zero_based, chunk_bytes
+        self.cache = None if cache is None else os.fspath(cache)
+        self._resolved = False
+
+    def describe(self):
+        return f"svmlight {self.path!r}" + ("" if self.cache is None else f", cache={self.cache!r}")
+
+    def _source_info(self):
+        st = os.stat(self.path)
+        return {"name": os.path.basename(self.path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+    def chunks(self):
+        if self.cache is not None:
+            meta = _read_meta(self.cache)
+            if meta and meta.get("source") == self._source_info() and meta.get("params") == self.requested:
+                self.n_features = meta["n_features"]
+                yield from _iter_cache(self.cache, meta)
+                return
+        if not self._resolved:  # pre-scan once per Stream, not once per pass
+            self.zero_based, self.n_features = _svm.resolve_layout(
+                self.path, self.zero_based, self.n_features, self.chunk_bytes, need_width=True)
+            self._resolved = True
+        info = None if self.cache is None else self._source_info()
+        writer = None if self.cache is None else _CacheWriter(self.cache)
+        for X, y in _svm._iter_chunks(self.path, self.n_features, self.zero_based, self.dtype,
+                                      self.chunk_bytes, None):
+            chunk = Chunk(X, y)
+            if writer is not None:
+                writer.add(chunk)
+            yield chunk
+        if writer is not None:
+            writer.finish(self.n_features, source=info, params=self.requested)
+
+
+# --------------------------------------------------------------------------- cache
+
+
+def _read_meta(directory):
+    """The cache's metadata, or None when the cache is absent, incomplete or foreign."""
+    try:
+        with open(os.path.join(directory, _META), encoding="utf-8") as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or meta.get("format") != CACHE_FORMAT or meta.get("version") != CACHE_VERSION:
+        return None
+    return meta
+
+
+def _iter_cache(directory, meta):
+    for i in range(meta["n_chunks"]):
+        path = os.path.join(directory, f"chunk-{i:06d}.npz")
+        try:
+            with np.load(path) as z:
+                rows = int(z["shape"][0])
+                X = make_csr(z["data"], z["indices"], z["indptr"], (rows, meta["n_features"]))
+                w = z["sample_weight"] if "sample_weight" in z.files else None
+                chunk = Chunk(X, z["y"], w)
+        except (OSError, KeyError, ValueError) as e:
+            raise DataFormatError(f"unreadable cache chunk ({e})", path=path) from e
+        yield chunk
+
+
+class _CacheWriter:
+    """Writes chunk files as a pass goes, and meta.json after it completes."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        os.makedirs(directory, exist_ok=True)
+        # meta.json goes first: from now on the directory is not a complete cache.
+        names = sorted(n for n in os.listdir(directory) if n.startswith("chunk-") and n.endswith(".npz"))
+        for name in [_META] + names:
+            try:
+                os.unlink(os.path.join(directory, name))
+            except FileNotFoundError:
+                pass
+        self.n_chunks = self.n_samples = self.nnz = 0
+        self.width = 0
+
+    def add(self, chunk: Chunk) -> None:
+        X = chunk.X if sp.issparse(chunk.X) else sp.csr_matrix(chunk.X)
+        arrays = {"data": X.data, "indices": X.indices.astype(np.int64, copy=False),
+                  "indptr": X.indptr.astype(np.int64, copy=False),
+                  "shape": np.array(X.shape, dtype=np.int64), "y": chunk.y}
+        if chunk.sample_weight is not None:
+            arrays["sample_weight"] = chunk.sample_weight
+        with open(os.path.join(self.directory, f"chunk-{self.n_chunks:06d}.npz"), "wb") as f:
+            np.savez(f, **arrays)
+        self.n_chunks += 1
+        self.n_samples += X.shape[0]
+        self.nnz += X.nnz
+        self.width = max(self.width, X.shape[1])
+
+    def finish(self, n_features, *, source=None, params=None) -> None:
+        meta = {"format": CACHE_FORMAT, "version": CACHE_VERSION,
+                "n_features": int(self.width if n_features is None else n_features),
+                "n_samples": self.n_samples, "n_chunks": self.n_chunks, "nnz": self.nnz,
+                "source": source, "params": params}
+        with atomic_file(os.path.join(self.directory, _META)) as f:
+            f.write(json.dumps(meta, indent=1).encode())
+
+
+def write_cache(stream_or_path, directory, **kw) -> Stream:
+    """Write a binary chunk cache of an svmlight file or of any Stream.
+
+    Parameters
+    ----------
+    stream_or_path : Stream, str or path-like
+        A path is read with :meth:`Stream.from_svmlight` (``kw`` are its options).
+    directory : str or path-like
+        The cache directory (created if needed; old chunk files are replaced).
+
+    Returns
+    -------
+    Stream
+        ``Stream.from_cache(directory)``.
+    """
+    directory = os.fspath(directory)
+    if isinstance(stream_or_path, Stream):
+        if kw:
+            raise TypeError(f"write_cache got options {sorted(kw)} for an existing Stream")
+        source = stream_or_path._source
+        if getattr(source, "cache", None) == directory or getattr(source, "directory", None) == directory:
+            for _ in stream_or_path:  # its own cache: one pass completes it
+                pass
+        else:
+            writer = _CacheWriter(directory)
+            for chunk in stream_or_path:
+                writer.add(chunk)
+            writer.finish(stream_or_path.n_features)
+    else:
+        for _ in Stream.from_svmlight(stream_or_path, cache=directory, **kw):
+            pass
+    return Stream.from_cache(directory)
+
+
+def cache_to_svmlight(directory, path, *, zero_based=False, comment=None) -> None:
+    """Write a binary chunk cache back as an svmlight file (atomically; see
+    :func:`~l1scale.data.svmlight.dump_svmlight`). Sample weights are not written."""
+    with SvmlightWriter(path, zero_based=zero_based, comment=comment) as writer:
+        for chunk in Stream.from_cache(directory):
+            writer.write(chunk.X, chunk.y)
