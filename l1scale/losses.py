@@ -275,6 +275,76 @@ def hinge_value(y, z):
 def hinge_derivative(y, z):
     return _hinge_derivative(y, z)
 
+# --------------------------------------------------------------------------- dispatch
+# Jitted solver kernels take the loss as a small integer (``Loss.kernel_id``) and
+# branch here, once per element: Numba cannot cache kernels that take functions
+# as arguments, and this keeps every solver kernel written once for all losses.
+# Adding a loss means adding its scalars and one branch below, no solver change.
+LOGISTIC, PROBIT, SQUARED, SQUARED_HINGE, HINGE = 0, 1, 2, 3, 4
+
+
+@njit(cache=True, inline="always")
+def loss_value(kind, y, z):
+    if kind == LOGISTIC:
+        return _logistic_value(y, z)
+    if kind == PROBIT:
+        return _probit_value(y, z)
+    if kind == SQUARED:
+        return _squared_value(y, z)
+    if kind == SQUARED_HINGE:
+        return _sq_hinge_value(y, z)
+    return _hinge_value(y, z)
+
+
+@njit(cache=True, inline="always")
+def loss_derivative(kind, y, z):
+    if kind == LOGISTIC:
+        return _logistic_derivative(y, z)
+    if kind == PROBIT:
+        return _probit_derivative(y, z)
+    if kind == SQUARED:
+        return _squared_derivative(y, z)
+    if kind == SQUARED_HINGE:
+        return _sq_hinge_derivative(y, z)
+    return _hinge_derivative(y, z)
+
+
+@njit(cache=True, inline="always")
+def loss_curvature(kind, y, z):
+    if kind == LOGISTIC:
+        return _logistic_curvature(y, z)
+    if kind == PROBIT:
+        return _probit_curvature(y, z)
+    if kind == SQUARED:
+        return 1.0
+    if kind == SQUARED_HINGE:
+        return _sq_hinge_curvature(y, z)
+    return 0.0
+
+
+@njit(cache=True)
+def weighted_terms(kind, y, z, c, r, D):
+    """One pass over the margins: r = c * loss', D = c * loss''; returns sum c * loss.
+
+    Shapes: y, z, c, r, D (n,).
+    """
+    total = 0.0
+    for i in range(z.shape[0]):
+        total += c[i] * loss_value(kind, y[i], z[i])
+        r[i] = c[i] * loss_derivative(kind, y[i], z[i])
+        D[i] = c[i] * loss_curvature(kind, y[i], z[i])
+    return total
+
+
+@njit(cache=True)
+def weighted_value_along(kind, y, z, dz, step, c):
+    """sum_i c_i loss(y_i, z_i + step dz_i), without forming z + step dz. Shapes (n,)."""
+    total = 0.0
+    for i in range(z.shape[0]):
+        total += c[i] * loss_value(kind, y[i], z[i] + step * dz[i])
+    return total
+
+
 class Loss:
     """A loss of the margin, ``loss(y, z)``, with what solvers may ask of it.
 
@@ -301,6 +371,7 @@ class Loss:
     # jitted scalar kernels for solver kernels, and the ufuncs over them
     # (None where the loss lacks them)
     value_kernel = derivative_kernel = curvature_kernel = conjugate_kernel = None
+    kernel_id: int = -1  # the loss's branch in loss_value / loss_derivative / ...
     _value = _derivative = _curvature = _conjugate = None
 
     def value(self, y, z):
@@ -339,6 +410,7 @@ class Logistic(Loss):
     """Logistic loss ``log(1 + exp(-y z))``, y in {-1, +1}."""
 
     name = "logistic"
+    kernel_id = LOGISTIC
     curvature_bound = 0.25
     value_kernel = _logistic_value
     derivative_kernel = _logistic_derivative
@@ -354,6 +426,7 @@ class Probit(Loss):
     """Probit loss ``-log Phi(y z)``, y in {-1, +1}; no closed-form conjugate."""
 
     name = "probit"
+    kernel_id = PROBIT
     has_conjugate = False
     curvature_bound = 1.0
     value_kernel = _probit_value
@@ -368,6 +441,7 @@ class Squared(Loss):
     """Squared loss ``(z - y)^2 / 2`` for regression (the Lasso)."""
 
     name = "squared"
+    kernel_id = SQUARED
     curvature_bound = 1.0
     is_classification = False
     value_kernel = _squared_value
@@ -384,6 +458,7 @@ class SquaredHinge(Loss):
     """Squared hinge loss ``max(0, 1 - y z)^2`` (L2-loss SVM), y in {-1, +1}."""
 
     name = "squared_hinge"
+    kernel_id = SQUARED_HINGE
     curvature_bound = 2.0
     value_kernel = _sq_hinge_value
     derivative_kernel = _sq_hinge_derivative
@@ -399,6 +474,7 @@ class Hinge(Loss):
     """Hinge loss ``max(0, 1 - y z)``; not smooth, for online (subgradient) methods only."""
 
     name = "hinge"
+    kernel_id = HINGE
     smooth = False
     has_conjugate = False
     value_kernel = _hinge_value
