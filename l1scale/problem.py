@@ -64,7 +64,7 @@ def check_labels(y, loss, n_samples):
         if not np.isin(values, (-1.0, 1.0)).all():
             raise ValueError(f"loss {loss.name!r} needs labels in {{-1, +1}}, got values {values[:5]}")
         if values.shape[0] < 2:
-            raise ValueError(f"y has a single class ({values[0]:g}); a classifier needs two")
+            raise ValueError(f"y has only one class ({values[0]:g}); a classifier needs two")
     return y
 
 
@@ -175,7 +175,9 @@ class Problem:
             ElasticNet(1.0, l1_ratio)  # validates l1_ratio before lam_max divides by it
             lam = lam_ratio * self.lam_max(l1_ratio)
             if lam <= 0:
-                raise ValueError("lam_max is 0 for these data (every feature is zero): no lam_ratio can be used")
+                # lam_max = 0: w = 0 is optimal for every lam > 0 (e.g. constant
+                # features or targets), so any positive value gives the same model.
+                lam = lam_ratio
         self.penalty = ElasticNet(lam, l1_ratio)
 
     # ------------------------------------------------------------------ basics

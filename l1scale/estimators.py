@@ -1,0 +1,321 @@
+"""scikit-learn estimators over the l1scale solvers.
+
+Both minimise, per binary problem (ALGORITHMS.md section 1),
+
+    P(w, b) = sum_i c_i loss(y_i, x_i . w + b) + lam ( l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2 ),
+
+c_i = s_i / sum(s) (sample weights times class weights). ``__init__`` stores its
+parameters unchanged; ``"auto"`` choices and defaults are resolved at fit into
+attributes ending in ``_``. Multiclass classification is one-vs-rest.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from scipy.special import expit, ndtr
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.class_weight import compute_sample_weight
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from .losses import get_loss
+from .model_io import load_model, save_model
+from .problem import Problem
+from .solvers import SOLVERS
+
+__all__ = ["SparseLogisticRegression", "SparseLinearRegression", "load"]
+
+_DEFAULT_LAM_RATIO = 0.01
+
+
+class _SparseLinearModel(BaseEstimator):
+    """What the classifier and the regressor share: parameters, solving, saving."""
+
+    _losses: tuple = ()
+
+    def _check_params(self):
+        if self.loss not in self._losses:
+            raise ValueError(f"loss={self.loss!r} is not supported by {type(self).__name__}; "
+                             f"choose one of {list(self._losses)}")
+        if self.solver != "auto" and self.solver not in SOLVERS:
+            raise ValueError(f"solver={self.solver!r} is not a known solver; choose 'auto' or one of {sorted(SOLVERS)}")
+        if self.lam is not None and self.lam_ratio is not None:
+            raise ValueError("give lam or lam_ratio, not both")
+        for name in ("lam", "lam_ratio"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {name}={value!r}")
+        if not isinstance(self.l1_ratio, numbers.Real) or not 0 < self.l1_ratio <= 1:
+            raise ValueError(f"l1_ratio must be in (0, 1], got l1_ratio={self.l1_ratio!r}")
+        if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
+            raise ValueError(f"tol must be > 0, got tol={self.tol!r}")
+        if not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
+            raise ValueError(f"max_iter must be an integer >= 1, got max_iter={self.max_iter!r}")
+        # "auto": every problem held in memory is solved by the certified CD solver.
+        return "cd" if self.solver == "auto" else self.solver
+
+    def _solve(self, X, y, sample_weight, coef_init, intercept_init):
+        """One binary (or regression) problem; returns (Result, lam)."""
+        if self.lam is not None:
+            problem = Problem(X, y, self.loss, self.lam, l1_ratio=self.l1_ratio,
+                              fit_intercept=self.fit_intercept, sample_weight=sample_weight)
+        else:
+            ratio = _DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio
+            problem = Problem(X, y, self.loss, lam_ratio=ratio, l1_ratio=self.l1_ratio,
+                              fit_intercept=self.fit_intercept, sample_weight=sample_weight)
+        solver = SOLVERS[self.solver_](tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
+                                       random_state=self.random_state, callback=self.callback)
+        return solver.solve(problem, coef_init, intercept_init), problem.lam
+
+    def _warm(self, n_rows, n_features):
+        if self.warm_start and hasattr(self, "coef_") and self.coef_.shape == (n_rows, n_features):
+            return self.coef_, self.intercept_
+        return None, None
+
+    def save(self, path):
+        """Write the fitted model to ``path`` (portable, versioned, written atomically)."""
+        check_is_fitted(self)
+        meta = {"estimator": type(self).__name__, "params": _json_params(self.get_params()),
+                "loss": self.loss, "lam": np.atleast_1d(self.lam_).tolist(), "l1_ratio": self.l1_ratio,
+                "fit_intercept": self.fit_intercept, "n_features": int(self.n_features_in_)}
+        if hasattr(self, "classes_"):
+            meta["classes"] = self.classes_.tolist()
+        save_model(path, coef=self.coef_, intercept=self.intercept_, metadata=meta)
+
+
+def _json_params(params):
+    return {k: v for k, v in params.items() if v is None or isinstance(v, (str, bool, int, float, dict))}
+
+
+class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
+    """L1 (elastic-net) regularised linear classifier: logistic, probit or squared hinge loss.
+
+    Minimises  sum_i c_i loss(y_i, x_i . w + b) + lam (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)
+    with y_i in {-1, +1} per class (one-vs-rest for more than two classes).
+
+    Parameters
+    ----------
+    loss : {"logistic", "probit", "squared_hinge"}, default "logistic"
+    lam : float, optional
+        Regularisation strength in the mean-loss form (liblinear's C = 1 / (n lam)).
+    lam_ratio : float, optional
+        lam as a fraction of lam_max (the smallest lam giving w = 0). Give lam or
+        lam_ratio; with neither, lam_ratio = 0.01.
+    l1_ratio : float in (0, 1], default 1.0
+        1 is pure L1; below 1 adds the ridge part of the elastic net.
+    fit_intercept : bool, default True
+        Fit an unpenalised intercept.
+    solver : {"auto", "cd"}, default "auto"
+        "auto" picks the certified coordinate-descent solver for in-memory data.
+    tol : float, default 1e-6
+        Stop when the duality gap <= tol * objective (KKT violation <= tol * lam for probit).
+    max_iter : int, default 200
+        Outer iterations of the solver.
+    class_weight : dict, "balanced" or None
+        Multiplies sample weights per class.
+    warm_start : bool, default False
+        Start from the previous ``coef_`` when refitting.
+    random_state : int or None
+        Seed of the coordinate order.
+    verbose : int, default 0
+    callback : callable, optional
+        ``callback(iteration, history)`` after each solver iteration (progress displays).
+
+    Attributes
+    ----------
+    coef_ : ndarray (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray (1,) or (n_classes,)
+    classes_ : ndarray
+    lam_ : ndarray
+        The lam used for each binary problem.
+    n_iter_ : ndarray of int
+    result_ : Result or list of Result
+        The solver's Result (with its History) per binary problem.
+    solver_ : str
+        The solver "auto" resolved to.
+    """
+
+    _losses = ("logistic", "probit", "squared_hinge")
+
+    def __init__(self, loss="logistic", *, lam=None, lam_ratio=None, l1_ratio=1.0, fit_intercept=True,
+                 solver="auto", tol=1e-6, max_iter=200, class_weight=None, warm_start=False,
+                 random_state=None, verbose=0, callback=None):
+        self.loss = loss
+        self.lam = lam
+        self.lam_ratio = lam_ratio
+        self.l1_ratio = l1_ratio
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.class_weight = class_weight
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit on X (dense or sparse) and labels y (any two or more values)."""
+        self.solver_ = self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.shape[0] < 2:
+            raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs at least two")
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        if self.class_weight is not None:
+            sample_weight = sample_weight * compute_sample_weight(self.class_weight, y)
+        targets = [classes[1]] if classes.shape[0] == 2 else list(classes)
+        coef_init, intercept_init = self._warm(len(targets), X.shape[1])
+        results, lams = [], []
+        for k, positive in enumerate(targets):
+            y_k = np.where(y == positive, 1.0, -1.0)
+            result, lam = self._solve(X, y_k, sample_weight,
+                                      None if coef_init is None else coef_init[k],
+                                      None if intercept_init is None else intercept_init[k])
+            results.append(result)
+            lams.append(lam)
+        self.classes_ = classes
+        self.coef_ = np.vstack([r.coef for r in results])
+        self.intercept_ = np.array([r.intercept for r in results])
+        self.lam_ = np.array(lams)
+        self.n_iter_ = np.array([r.n_iter for r in results], dtype=np.int64)
+        self.result_ = results[0] if len(results) == 1 else results
+        return self
+
+    def decision_function(self, X):
+        """Margins x . w + b: shape (n,) for two classes, (n, n_classes) otherwise."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=False)
+        scores = np.asarray(X @ self.coef_.T) + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def _has_proba(self):
+        return self.loss in ("logistic", "probit")
+
+    @available_if(_has_proba)
+    def predict_proba(self, X):
+        """Class probabilities: expit (logistic) or Phi (probit) of the margins;
+        one-vs-rest probabilities are normalised to sum to one."""
+        scores = self.decision_function(X)
+        link = expit if self.loss == "logistic" else ndtr
+        if scores.ndim == 1:
+            p = link(scores)
+            return np.column_stack([1.0 - p, p])
+        p = link(scores)
+        return p / p.sum(axis=1, keepdims=True)
+
+    @available_if(_has_proba)
+    def predict_log_proba(self, X):
+        return np.log(self.predict_proba(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
+    """Lasso / elastic net: squared loss with an L1 (elastic-net) penalty.
+
+    Minimises  sum_i c_i (x_i . w + b - y_i)^2 / 2 + lam (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2),
+    the objective of scikit-learn's ``Lasso(alpha=lam)`` / ``ElasticNet(alpha=lam, l1_ratio)``.
+
+    Parameters
+    ----------
+    lam, lam_ratio, l1_ratio, fit_intercept, solver, tol, max_iter, warm_start, random_state,
+    verbose, callback
+        As for :class:`SparseLogisticRegression`.
+
+    Attributes
+    ----------
+    coef_ : ndarray (n_features,)
+    intercept_ : float
+    lam_ : float
+    n_iter_ : int
+    result_ : Result
+    solver_ : str
+    """
+
+    _losses = ("squared",)
+    loss = "squared"
+
+    def __init__(self, *, lam=None, lam_ratio=None, l1_ratio=1.0, fit_intercept=True, solver="auto",
+                 tol=1e-6, max_iter=200, warm_start=False, random_state=None, verbose=0, callback=None):
+        self.lam = lam
+        self.lam_ratio = lam_ratio
+        self.l1_ratio = l1_ratio
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
+
+    def fit(self, X, y, sample_weight=None):
+        self.solver_ = self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+                             y_numeric=True)
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        coef_init, intercept_init = self._warm(1, X.shape[1])
+        result, lam = self._solve(X, np.asarray(y, dtype=np.float64), sample_weight,
+                                  None if coef_init is None else coef_init[0],
+                                  None if intercept_init is None else intercept_init[0])
+        self.coef_ = result.coef
+        self.intercept_ = float(result.intercept)
+        self.lam_ = lam
+        self.n_iter_ = result.n_iter
+        self.result_ = result
+        return self
+
+    def _warm(self, n_rows, n_features):
+        if self.warm_start and hasattr(self, "coef_") and self.coef_.shape == (n_features,):
+            return self.coef_[None, :], np.array([self.intercept_])
+        return None, None
+
+    def predict(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=False)
+        return np.asarray(X @ self.coef_).ravel() + self.intercept_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+_ESTIMATORS = {cls.__name__: cls for cls in (SparseLogisticRegression, SparseLinearRegression)}
+
+
+def load(path):
+    """Load an estimator saved with ``save``; checks the format version and the metadata."""
+    from .exceptions import ModelFormatError
+
+    coef, intercept, meta = load_model(path)
+    name = meta.get("estimator")
+    if name not in _ESTIMATORS:
+        raise ModelFormatError(f"{path}: not an l1scale estimator model (estimator={name!r})")
+    est = _ESTIMATORS[name](**{k: v for k, v in meta.get("params", {}).items()
+                               if k in _ESTIMATORS[name]().get_params()})
+    est.coef_ = np.asarray(coef, dtype=np.float64)
+    est.n_features_in_ = int(meta["n_features"])
+    lam = np.asarray(meta["lam"], dtype=np.float64)
+    if name == "SparseLinearRegression":
+        est.intercept_, est.lam_ = float(np.ravel(intercept)[0]), float(lam[0])
+    else:
+        est.intercept_, est.lam_ = np.atleast_1d(np.asarray(intercept, dtype=np.float64)), lam
+        est.coef_ = np.atleast_2d(est.coef_)
+        est.classes_ = np.asarray(meta["classes"])
+    est.solver_ = "cd" if est.solver == "auto" else est.solver
+    return est

@@ -1,0 +1,12 @@
+"""Solvers: one module per algorithm family, each a Solver whose solve() returns a Result.
+
+``SOLVERS`` maps the names estimators and the CLI accept to the Solver classes;
+``"auto"`` is resolved by the estimators at fit time.
+"""
+
+from .base import History, Result, Solver
+from .cd import CoordinateDescent
+
+SOLVERS = {"cd": CoordinateDescent}
+
+__all__ = ["SOLVERS", "CoordinateDescent", "History", "Result", "Solver"]

@@ -1,0 +1,163 @@
+"""Estimator contract (scikit-learn's checks) and behaviour of the public estimators."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification, make_regression
+from sklearn.linear_model import Lasso
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from l1scale import SparseLinearRegression, SparseLogisticRegression, load
+from l1scale.exceptions import ModelFormatError
+from l1scale.problem import Problem
+
+_WEIGHT_EQUIVALENCE = {
+    "check_sample_weight_equivalence_on_dense_data":
+        "weights equal repetition only up to the solver tolerance; checked at tol=1e-10 below",
+    "check_sample_weight_equivalence_on_sparse_data":
+        "weights equal repetition only up to the solver tolerance; checked at tol=1e-10 below",
+}
+
+
+def _expected_failures(estimator):
+    if getattr(estimator, "class_weight", None) == "balanced":
+        # Repeating rows changes the class counts that "balanced" weights are made of.
+        return {k: "balanced class weights depend on the class counts" for k in _WEIGHT_EQUIVALENCE}
+    return _WEIGHT_EQUIVALENCE if estimator.tol > 1e-9 else {}
+
+
+@parametrize_with_checks(
+    [
+        SparseLogisticRegression(),
+        SparseLogisticRegression(tol=1e-10),
+        SparseLogisticRegression(loss="probit", tol=1e-10),
+        SparseLogisticRegression(loss="squared_hinge", tol=1e-10),
+        SparseLogisticRegression(l1_ratio=0.5, class_weight="balanced", tol=1e-10),
+        SparseLinearRegression(),
+        SparseLinearRegression(l1_ratio=0.7, tol=1e-10),
+    ],
+    expected_failed_checks=_expected_failures,
+)
+def test_sklearn_contract(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)
+        check(estimator)
+
+
+@pytest.fixture(scope="module")
+def binary():
+    X, y = make_classification(n_samples=300, n_features=30, n_informative=5, random_state=0)
+    return X, np.where(y == 1, "spam", "ham")
+
+
+def test_logistic_matches_objective_of_problem(binary):
+    X, y = binary
+    est = SparseLogisticRegression(lam_ratio=0.05, tol=1e-10).fit(X, y)
+    problem = Problem(X, np.where(y == "spam", 1.0, -1.0), "logistic", lam_ratio=0.05)
+    assert est.classes_.tolist() == ["ham", "spam"]
+    assert est.lam_[0] == pytest.approx(problem.lam)
+    cert = problem.certificate(est.coef_[0], est.intercept_[0])
+    assert cert.relative <= 1e-9
+    assert 0 < np.count_nonzero(est.coef_) < X.shape[1]
+
+
+def test_lam_ratio_one_gives_zero_model_and_intercept_only_probabilities(binary):
+    X, y = binary
+    est = SparseLogisticRegression(lam_ratio=1.0).fit(X, y)
+    assert np.count_nonzero(est.coef_) == 0
+    np.testing.assert_allclose(est.predict_proba(X)[:, 1], np.mean(y == "spam"), rtol=1e-8)
+
+
+def test_dense_and_sparse_fit_agree(binary):
+    X, y = binary
+    a = SparseLogisticRegression(lam_ratio=0.05, tol=1e-10).fit(X, y)
+    b = SparseLogisticRegression(lam_ratio=0.05, tol=1e-10).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-7)
+
+
+def test_class_weight_equals_sample_weight(binary):
+    X, y = binary
+    a = SparseLogisticRegression(lam=0.01, class_weight={"ham": 1.0, "spam": 3.0}, tol=1e-10).fit(X, y)
+    b = SparseLogisticRegression(lam=0.01, tol=1e-10).fit(X, y, sample_weight=np.where(y == "spam", 3.0, 1.0))
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-8)
+
+
+def test_multiclass_one_vs_rest():
+    X, y = make_classification(n_samples=400, n_features=20, n_informative=6, n_classes=3, random_state=1)
+    est = SparseLogisticRegression(lam_ratio=0.05, tol=1e-10).fit(X, y)
+    assert est.coef_.shape == (3, 20) and est.intercept_.shape == (3,) and len(est.result_) == 3
+    proba = est.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert (est.predict(X) == est.classes_[proba.argmax(axis=1)]).all()
+    # Each row is the binary problem "class k against the rest".
+    single = SparseLogisticRegression(lam_ratio=0.05, tol=1e-10).fit(X, y == 2)
+    np.testing.assert_allclose(est.coef_[2], single.coef_[0], atol=1e-7)
+    assert est.score(X, y) > 0.7
+
+
+def test_lasso_matches_sklearn():
+    X, y = make_regression(n_samples=200, n_features=40, n_informative=5, noise=1.0, random_state=0)
+    lam = 0.5
+    ours = SparseLinearRegression(lam=lam, tol=1e-12).fit(X, y)
+    ref = Lasso(alpha=lam, tol=1e-12, max_iter=100000).fit(X, y)
+    np.testing.assert_allclose(ours.coef_, ref.coef_, rtol=1e-6, atol=1e-8)
+    assert ours.intercept_ == pytest.approx(ref.intercept_, rel=1e-6)
+
+
+def test_warm_start_reuses_solution(binary):
+    X, y = binary
+    est = SparseLogisticRegression(lam_ratio=0.05, tol=1e-8, warm_start=True).fit(X, y)
+    first = est.n_iter_[0]
+    est.fit(X, y)
+    assert est.n_iter_[0] <= 1 < first
+
+
+def test_save_and_load_round_trip(binary, tmp_path):
+    X, y = binary
+    est = SparseLogisticRegression(loss="probit", lam_ratio=0.05).fit(X, y)
+    est.save(tmp_path / "m.l1m")
+    back = load(tmp_path / "m.l1m")
+    assert isinstance(back, SparseLogisticRegression) and back.loss == "probit"
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+    np.testing.assert_allclose(back.predict_proba(X), est.predict_proba(X))
+    reg = SparseLinearRegression(lam=0.1).fit(X, X[:, 0] * 2.0)
+    reg.save(tmp_path / "r.l1m")
+    np.testing.assert_allclose(load(tmp_path / "r.l1m").predict(X), reg.predict(X))
+
+
+def test_load_rejects_other_files(tmp_path):
+    bad = tmp_path / "x.l1m"
+    bad.write_text("not a model")
+    with pytest.raises(ModelFormatError, match="x.l1m"):
+        load(bad)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"solver": "newton"}, "solver='newton'"),
+    ({"loss": "squared"}, "loss='squared'"),
+    ({"lam": -1.0}, "lam must be"),
+    ({"lam": 0.1, "lam_ratio": 0.1}, "not both"),
+    ({"lam_ratio": 0.0}, "lam_ratio must be"),
+    ({"l1_ratio": 0.0}, "l1_ratio must be"),
+    ({"tol": 0.0}, "tol must be"),
+    ({"max_iter": 0}, "max_iter must be"),
+])
+def test_bad_parameters_name_the_parameter(binary, params, match):
+    X, y = binary
+    with pytest.raises(ValueError, match=match):
+        SparseLogisticRegression(**params).fit(X, y)
+
+
+def test_single_class_is_an_error(binary):
+    X, _ = binary
+    with pytest.raises(ValueError, match="one class"):
+        SparseLogisticRegression().fit(X, np.ones(X.shape[0]))
+
+
+def test_predict_checks_width(binary):
+    X, y = binary
+    est = SparseLogisticRegression().fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(X[:, :10])
