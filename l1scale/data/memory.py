@@ -58,7 +58,9 @@ class Matrix(NamedTuple):
 
 def _as_sparse_layout(X, fmt: str, dtype) -> Matrix:
     X = X.asformat(fmt, copy=False)
-    X.sum_duplicates()  # also sorts indices; a no-op when already canonical
+    if not X.has_canonical_format:
+        X = X.copy()  # never sort or merge the caller's matrix in place
+        X.sum_duplicates()
     data = np.ascontiguousarray(X.data, dtype=dtype)
     return Matrix(data, X.indices.astype(np.int64), X.indptr.astype(np.int64), False, X.shape)
 

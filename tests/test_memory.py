@@ -1,0 +1,58 @@
+"""The one column / row accessor serves dense, CSR and CSC alike."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numba import njit
+
+from l1scale.data.memory import as_columns, as_rows, column, row
+
+
+@njit(cache=True)
+def _column_dots(data, indices, indptr, dense, v, out):
+    for j in range(out.shape[0]):
+        rows, vals = column(data, indices, indptr, dense, j)
+        acc = 0.0
+        for p in range(rows.shape[0]):
+            acc += vals[p] * v[rows[p]]
+        out[j] = acc
+
+
+@njit(cache=True)
+def _row_dots(data, indices, indptr, dense, w, out):
+    for i in range(out.shape[0]):
+        cols, vals = row(data, indices, indptr, dense, i)
+        acc = 0.0
+        for p in range(cols.shape[0]):
+            acc += vals[p] * w[cols[p]]
+        out[i] = acc
+
+
+@pytest.fixture
+def X():
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(7, 5))
+    A[rng.random(A.shape) < 0.5] = 0.0
+    return A
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr", "csc", "coo", "float32"])
+def test_accessors_give_the_same_products(X, fmt):
+    given = {"dense": X, "csr": sp.csr_matrix(X), "csc": sp.csc_matrix(X), "coo": sp.coo_matrix(X),
+             "float32": X.astype(np.float32)}[fmt]
+    v, w = np.arange(7.0), np.arange(5.0) - 2
+    cols, rows = as_columns(given), as_rows(given)
+    out_c, out_r = np.empty(5), np.empty(7)
+    _column_dots(*cols.arrays, v, out_c)
+    _row_dots(*rows.arrays, w, out_r)
+    Xd = X.astype(np.float32).astype(np.float64) if fmt == "float32" else X
+    np.testing.assert_allclose(out_c, Xd.T @ v, rtol=1e-12)
+    np.testing.assert_allclose(out_r, Xd @ w, rtol=1e-12)
+    assert cols.indices.dtype == np.int64 and cols.indptr.dtype == np.int64
+    assert cols.shape == rows.shape == X.shape
+
+
+def test_duplicate_entries_are_summed_once():
+    A = sp.csr_matrix((np.array([1.0, 2.0]), np.array([1, 1]), np.array([0, 2])), shape=(1, 3))
+    cols = as_columns(A)
+    assert cols.nnz == 1 and cols.data[0] == 3.0
