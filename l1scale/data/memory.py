@@ -65,24 +65,23 @@ def _as_sparse_layout(X, fmt: str, dtype) -> Matrix:
     return Matrix(data, X.indices.astype(np.int64), X.indptr.astype(np.int64), False, X.shape)
 
 
+def _as_dense_layout(X, order: str, dtype) -> Matrix:
+    # Columns of a Fortran array (rows of a C array) are contiguous slices of its
+    # ravel; the shared arange stands in for the positions a sparse layout stores.
+    X = np.asarray(X, dtype=dtype, order=order)
+    n_major, n_minor = X.shape if order == "C" else X.shape[::-1]
+    indptr = np.arange(0, (n_major + 1) * n_minor, max(n_minor, 1), dtype=np.int64)[: n_major + 1]
+    return Matrix(X.ravel(order=order), np.arange(n_minor, dtype=np.int64), indptr, True, X.shape)
+
+
 def as_columns(X, dtype=np.float64) -> Matrix:
     """Column layout: CSC for sparse input, Fortran order for dense input."""
-    if sp.issparse(X):
-        return _as_sparse_layout(X, "csc", dtype)
-    X = np.asfortranarray(X, dtype=dtype)
-    n, d = X.shape
-    return Matrix(X.ravel(order="F"), np.arange(n, dtype=np.int64),
-                  np.arange(0, (d + 1) * n, n, dtype=np.int64)[: d + 1], True, (n, d))
+    return _as_sparse_layout(X, "csc", dtype) if sp.issparse(X) else _as_dense_layout(X, "F", dtype)
 
 
 def as_rows(X, dtype=np.float64) -> Matrix:
     """Row layout: CSR for sparse input, C order for dense input."""
-    if sp.issparse(X):
-        return _as_sparse_layout(X, "csr", dtype)
-    X = np.ascontiguousarray(X, dtype=dtype)
-    n, d = X.shape
-    return Matrix(X.ravel(order="C"), np.arange(d, dtype=np.int64),
-                  np.arange(0, (n + 1) * d, d, dtype=np.int64)[: n + 1], True, (n, d))
+    return _as_sparse_layout(X, "csr", dtype) if sp.issparse(X) else _as_dense_layout(X, "C", dtype)
 
 
 @njit(cache=True, inline="always")
