@@ -2,7 +2,26 @@
 
 __version__ = "0.1.0"
 
-from .estimators import SparseLinearRegression, SparseLogisticRegression, load
-from .problem import Problem, lam_max
-
 __all__ = ["Problem", "SparseLinearRegression", "SparseLogisticRegression", "lam_max", "load", "__version__"]
+
+# Public names are imported on first use, so that `l1scale --help` and light
+# imports (the data readers) do not pay for Numba and scikit-learn.
+_WHERE = {
+    "Problem": "problem",
+    "lam_max": "problem",
+    "SparseLinearRegression": "estimators",
+    "SparseLogisticRegression": "estimators",
+    "load": "estimators",
+}
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_WHERE[name]}", __name__), name)
+    raise AttributeError(f"module 'l1scale' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)
