@@ -322,6 +322,71 @@ def loss_curvature(kind, y, z):
     return 0.0
 
 
+@njit(cache=True, inline="always")
+def loss_conjugate(kind, y, u):
+    """Convex conjugate of z -> loss(y, z) at u; NaN for losses without one."""
+    if kind == LOGISTIC:
+        return _logistic_conjugate(y, u)
+    if kind == SQUARED:
+        return _squared_conjugate(y, u)
+    if kind == SQUARED_HINGE:
+        return _sq_hinge_conjugate(y, u)
+    return math.nan
+
+
+@njit(cache=True, inline="always")
+def loss_terms(kind, y, z):
+    """(value, derivative, curvature) at one margin; the logistic branch shares one exp."""
+    if kind == LOGISTIC:
+        m = y * z
+        e = math.exp(-abs(m))
+        q = 1.0 / (1.0 + e)
+        if m > 0.0:
+            return math.log1p(e), -y * e * q, e * q * q
+        return math.log1p(e) - m, -y * q, e * q * q
+    return loss_value(kind, y, z), loss_derivative(kind, y, z), loss_curvature(kind, y, z)
+
+
+@njit(cache=True)
+def weighted_terms_along(kind, y, z, dz, step, c, lv, z_new, lv_new, r, D):
+    """At z_new = z + step dz: lv_new = loss, r = c loss', D = c loss''; one pass.
+
+    Returns sum_i c_i (lv_new_i - lv_i), summed term by term so that the change
+    stays accurate when it is far below the loss itself (line searches near the
+    optimum). Shapes: all (n,). With lv = 0 it returns the weighted loss.
+    """
+    total = 0.0
+    for i in range(z.shape[0]):
+        zi = z[i] + step * dz[i]
+        v, d1, d2 = loss_terms(kind, y[i], zi)
+        z_new[i] = zi
+        lv_new[i] = v
+        r[i] = c[i] * d1
+        D[i] = c[i] * d2
+        total += c[i] * (v - lv[i])
+    return total
+
+
+@njit(cache=True)
+def weighted_value(kind, y, z, c):
+    """sum_i c_i loss(y_i, z_i). Shapes (n,)."""
+    total = 0.0
+    for i in range(z.shape[0]):
+        total += c[i] * loss_value(kind, y[i], z[i])
+    return total
+
+
+@njit(cache=True)
+def weighted_conjugate(kind, y, z, c, scale):
+    """sum_i c_i f_i*(scale * loss'(y_i, z_i)): the loss part of the dual at the scaled
+    residuals (rows of zero weight are skipped). Shapes (n,)."""
+    total = 0.0
+    for i in range(z.shape[0]):
+        if c[i] != 0.0:
+            total += c[i] * loss_conjugate(kind, y[i], scale * loss_derivative(kind, y[i], z[i]))
+    return total
+
+
 @njit(cache=True)
 def weighted_terms(kind, y, z, c, r, D):
     """One pass over the margins: r = c * loss', D = c * loss''; returns sum c * loss.

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .data.memory import as_columns
-from .losses import get_loss
+from .losses import get_loss, weighted_conjugate, weighted_value
 from .penalties import ElasticNet
 
 __all__ = ["Problem", "Certificate", "lam_max", "check_design", "check_labels", "check_sample_weight"]
@@ -90,20 +90,17 @@ def optimal_intercept(loss, y, c, z, b=0.0, tol=1e-13, max_iter=100):
     Newton steps inside a bracket that always holds the root, bisection when a step
     leaves it (curvature can vanish for the squared hinge).
     """
-    def h(b):
-        return float(c @ loss.derivative(y, z + b))
-
     lo, hi = -np.inf, np.inf
     for _ in range(max_iter):
         zb = z + b
-        grad = float(c @ loss.derivative(y, zb))
+        grad = _wsum(c, loss.derivative(y, zb))
         if grad > 0:
             hi = b
         else:
             lo = b
         if abs(grad) <= tol:
             return b
-        curv = float(c @ loss.curvature(y, zb))
+        curv = _wsum(c, loss.curvature(y, zb))
         step = b - grad / curv if curv > 1e-300 else np.nan
         if np.isfinite(lo) and np.isfinite(hi):
             if not (lo < step < hi):
@@ -220,7 +217,7 @@ class Problem:
         v = self.X.T @ (self.c * u)
         return self.certificate_from(w, b, z, u, v)
 
-    def certificate_from(self, w, b, z, u, v) -> Certificate:
+    def certificate_from(self, w, b, z, u, v, *, primal=None) -> Certificate:
         """The certificate from quantities a solver already has.
 
         Parameters
@@ -228,23 +225,52 @@ class Problem:
         w : ndarray (n_features,)
         b : float
         z : ndarray (n_samples,)  margins X w + b
-        u : ndarray (n_samples,)  loss'(y, z)
+        u : ndarray (n_samples,) or None
+            loss'(y, z); None to have it computed from z (in one jitted pass with the
+            conjugate, without a temporary).
         v : ndarray (n_features,) X^T (c * u), the gradient of the loss term
+        primal : float, optional
+            P(w, b) when the caller already knows it.
         """
-        primal = float(self.c @ self.loss.value(self.y, z)) + self.penalty.value(w)
+        if primal is None:
+            primal = self._loss_sum(z) + self.penalty.value(w)
+        primal = float(primal)
         if self.loss.has_conjugate:
-            gap = primal - self._dual(u, v)
+            gap = primal - self._dual(z, u, v)
             return Certificate("duality_gap", gap, gap / max(abs(primal), 1e-300), primal)
         viol = float(np.max(self.penalty.subdifferential_distance(w, v), initial=0.0))
         if self.fit_intercept:
-            viol = max(viol, abs(float(self.c @ u)))
+            u = self.loss.derivative(self.y, z) if u is None else u
+            viol = max(viol, abs(_wsum(self.c, u)))
         return Certificate("kkt", viol, viol / self.penalty.l1, primal)
 
-    def _dual(self, u, v) -> float:
+    def _loss_sum(self, z) -> float:
+        """sum_i c_i loss(y_i, z_i)."""
+        if self.loss.kernel_id >= 0:
+            return float(weighted_value(self.loss.kernel_id, self.y, np.asarray(z, dtype=np.float64), self.c))
+        return _wsum(self.c, self.loss.value(self.y, z))
+
+    def _conjugate_sum(self, z, u, scale) -> float:
+        """sum_i c_i f_i*(scale * u_i), u = loss'(y, z) when not given."""
+        if u is None and self.loss.kernel_id >= 0:
+            return float(weighted_conjugate(self.loss.kernel_id, self.y, np.asarray(z, dtype=np.float64),
+                                            self.c, scale))
+        u = self.loss.derivative(self.y, z) if u is None else np.asarray(u, dtype=np.float64)
+        f = self.loss.conjugate(self.y, scale * u)
+        # Rows of zero weight do not enter the dual (and may sit outside the domain).
+        return _wsum(self.c, np.where(self.c != 0.0, f, 0.0))
+
+    def _dual(self, z, u, v) -> float:
         pen = self.penalty
         if pen.l2 == 0.0:
             # Rescale into the dual feasible set ||X^T (c u)||_inf <= lam; the scale
             # factor is <= 1, so u stays inside the conjugate's domain.
             scale = min(1.0, pen.l1 / max(float(np.max(np.abs(v), initial=0.0)), 1e-300))
-            return -float(self.c @ self.loss.conjugate(self.y, scale * u))
-        return -float(self.c @ self.loss.conjugate(self.y, u)) - pen.conjugate_of_negative(v)
+            return -self._conjugate_sum(z, u, scale)
+        return -self._conjugate_sum(z, u, 1.0) - pen.conjugate_of_negative(v)
+
+
+def _wsum(c, x) -> float:
+    """sum_i c_i x_i without a BLAS call (multi-threaded BLAS dots of length n cost
+    milliseconds when the cores are busy)."""
+    return float(np.sum(c * x))

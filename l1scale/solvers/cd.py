@@ -6,21 +6,30 @@ Minimises, for any smooth loss (ALGORITHMS.md section 1),
 
 (lam1 = lam * l1_ratio, lam2 = lam * (1 - l1_ratio), c_i = s_i / sum(s)) in the way
 of Yuan, Ho & Lin (2012), "An improved GLMNET for L1-regularized logistic
-regression" (liblinear's ``-s 6``):
+regression", following liblinear's ``solve_l1r_lr`` (``-s 6``) rule for rule:
 
-1. at (w, b) take r = c * loss'(y, z), D = c * loss''(y, z) and the full gradient
-   g = X^T r + lam2 w; certify (duality gap or KKT) and stop when good enough;
-2. keep a working set: drop w_j = 0 with |g_j| < lam1 - M/n (M, the largest
-   violation of the previous iteration: liblinear's outer shrinking);
-3. minimise the quadratic model  g.d + d^T H d / 2 + lam1 ||w + d||_1  with
-   H = X^T diag(D) X + lam2 I by cyclic CD on the working set (random order,
-   inner shrinking), the unpenalised intercept as one more coordinate;
-4. line search on P along d (Armijo with the L1 change in the decrease);
-5. tighten the inner tolerance when the model was solved in one sweep.
+1. at (w, b), with r = c * loss'(y, z) and D = c * loss''(y, z) at hand, one pass
+   over every column gives the gradient g = X^T r + lam2 w and the diagonal
+   H_jj = (X^T diag(D) X)_jj + lam2 + nu; a zero weight with |g_j| < lam1 - M/n
+   (M: the largest violation of the previous iteration) leaves the working set
+   (outer shrinking);
+2. minimise the quadratic model  g.d + d^T H d / 2 + lam1 ||w + d||_1  by cyclic CD
+   on the working set (random order; inner shrinking at M_inner/n; stop when the
+   sum of violations is below inner_eps times that of the first iteration, after
+   a last sweep over the whole working set), the unpenalised intercept as one more
+   coordinate;
+3. Armijo line search on P along d (step halving, the L1 change in the decrease),
+   the change of the loss summed term by term so that it stays accurate near the
+   optimum; the accepted trial already holds r, D and the margins of step 1;
+4. inner_eps /= 4 when the model was solved in one sweep.
 
-With an intercept, b is first set exactly optimal for the current w (a 1-D
-Newton solve; a descent step), so that the dual point sum_i c_i u_i = 0 needed by
-the duality gap is at hand at every iteration for free.
+Optimality is certified by the duality gap (the largest dual value seen so far is
+kept: any feasible dual point bounds P* from below) or, without a conjugate, by the
+KKT violation. Step 1 gives X^T r over every column at each iteration, so a
+certificate costs one pass over the n margins; it is taken once the largest
+violation has dropped as far as the last gap says it must. With an intercept, b is
+first made exactly optimal for w (a 1-D Newton solve, itself a descent step), so
+that sum_i c_i u_i = 0 as the dual needs.
 """
 
 from __future__ import annotations
@@ -32,8 +41,8 @@ import numpy as np
 from numba import njit
 
 from ..data.memory import column
-from ..losses import weighted_terms, weighted_value_along
 from ..exceptions import ConvergenceWarning
+from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
 from .base import History, Result, Solver, Timer
 
 __all__ = ["CoordinateDescent"]
@@ -50,88 +59,109 @@ def _seed(seed):
 
 
 @njit(cache=True)
-def _gradient_and_curvature(data, indices, indptr, dense, ws, r, D, g, H):
-    """g[k] = sum_i r_i x_ij and H[k] = sum_i D_i x_ij^2 for j = ws[k]; returns nonzeros read.
+def _outer_pass(data, indices, indptr, dense, r, D, w, lam1, lam2, shrink_at, g, H, active):
+    """Gradient, curvature and violations over every column; liblinear's outer shrinking.
 
-    Shapes: ws (m,), r, D (n,), g, H (m,).
+    g[j] = sum_i r_i x_ij + lam2 w_j and H[j] = sum_i D_i x_ij^2 + lam2 + nu for every j;
+    a zero weight with |g_j| < lam1 - shrink_at is left out, the others are written
+    to active[:m]. Shapes: r, D (n,); w, g, H, active (d,).
+    Returns (m, largest violation, sum of violations, max_j |g_j - lam2 w_j|, nnz(w)).
     """
-    reads = 0
-    for k in range(ws.shape[0]):
-        rows, vals = column(data, indices, indptr, dense, ws[k])
+    m, vmax, vsum, gmax, nnz = 0, 0.0, 0.0, 0.0, 0
+    for j in range(w.shape[0]):
+        rows, vals = column(data, indices, indptr, dense, j)
         acc_g, acc_h = 0.0, 0.0
         for p in range(rows.shape[0]):
             i = rows[p]
             acc_g += r[i] * vals[p]
             acc_h += D[i] * vals[p] * vals[p]
-        g[k], H[k] = acc_g, acc_h
-        reads += rows.shape[0]
-    return reads
+        gmax = max(gmax, abs(acc_g))
+        wj = w[j]
+        gj = acc_g + lam2 * wj
+        g[j], H[j] = gj, acc_h + lam2 + _NU
+        if wj == 0.0:
+            viol = max(abs(gj) - lam1, 0.0)
+            if abs(gj) < lam1 - shrink_at:
+                continue
+        else:
+            nnz += 1
+            viol = abs(gj + lam1) if wj > 0.0 else abs(gj - lam1)
+        vmax = max(vmax, viol)
+        vsum += viol
+        active[m] = j
+        m += 1
+    return m, vmax, vsum, gmax, nnz
 
 
 @njit(cache=True)
-def _quadratic_cd_sweep(data, indices, indptr, dense, ws, order, n_active, g, H, w, d,
-                        xTd, D, lam1, lam2, shrink_at):
-    """One sweep of CD on  g.d + d^T H d / 2 + lam1 ||w + d||_1  over order[:n_active].
+def _model_sweep(data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, lam1, lam2, shrink_at):
+    """One CD sweep, in random order, over active[:m] of the quadratic model
 
-    ws (m,) feature of each working-set slot; order (m,) slots, the active ones first
-    (shuffled here; a shrunk slot is swapped behind them); g, H, w, d (m,) per slot;
-    xTd (n,) = X d maintained; D (n,) curvature weights. A zero coordinate whose
-    gradient stays inside (-lam1 + shrink_at, lam1 - shrink_at) is shrunk.
-    Returns (largest violation, sum of violations, new n_active, nonzeros read).
+        g.d + d^T H d / 2 + lam1 ||w + d||_1,  d = wpd - w,  H = X^T diag(D) X + (lam2 + nu) I,
+
+    updating wpd (= w + d) and xTd (= X d). A zero coordinate whose model gradient stays
+    inside (-lam1 + shrink_at, lam1 - shrink_at) is swapped behind active[:m].
+    Shapes: active (k,), g, H, w, wpd (d,), xTd, D (n,).
+    Returns (new m, largest violation, sum of violations, nonzeros read).
     """
-    for s in range(n_active - 1):
-        t = s + np.random.randint(n_active - s)
-        order[s], order[t] = order[t], order[s]
+    for s in range(m - 1):
+        t = s + np.random.randint(m - s)
+        active[s], active[t] = active[t], active[s]
     vmax, vsum, reads, s = 0.0, 0.0, 0, 0
-    while s < n_active:
-        k = order[s]
-        rows, vals = column(data, indices, indptr, dense, ws[k])
-        acc = 0.0
+    while s < m:
+        j = active[s]
+        rows, vals = column(data, indices, indptr, dense, j)
+        x = wpd[j]
+        G = g[j] + (lam2 + _NU) * (x - w[j])
         for p in range(rows.shape[0]):
-            acc += vals[p] * D[rows[p]] * xTd[rows[p]]
+            G += vals[p] * D[rows[p]] * xTd[rows[p]]
         reads += rows.shape[0]
-        G = g[k] + acc + (lam2 + _NU) * d[k]
-        Gp, Gn, wpd = G + lam1, G - lam1, w[k] + d[k]
-        if wpd == 0.0:
+        Gp, Gn = G + lam1, G - lam1
+        if x == 0.0:
             if Gp < 0.0:
                 viol = -Gp
             elif Gn > 0.0:
                 viol = Gn
             elif Gp > shrink_at and Gn < -shrink_at:
-                n_active -= 1
-                order[s], order[n_active] = order[n_active], order[s]
+                m -= 1
+                active[s], active[m] = active[m], active[s]
                 continue
             else:
                 viol = 0.0
         else:
-            viol = abs(Gp) if wpd > 0.0 else abs(Gn)
+            viol = abs(Gp) if x > 0.0 else abs(Gn)
+        s += 1
+        # Newton step on the one-variable model, soft-thresholded; a step to zero makes
+        # w + d exactly 0. Skipped, and its violation not counted (it is at rounding
+        # level and would otherwise hold the model open): a step that does not change
+        # w + d, or one below 1e-12 away from zero (so that lam = lam_max gives w = 0
+        # exactly). liblinear skips every step below 1e-12, which leaves the gap stuck
+        # near 1e-12 H_jj relative.
+        h = H[j]
+        if Gp < h * x:
+            z = min(max(-Gp / h, -10.0), 10.0)
+        elif Gn > h * x:
+            z = min(max(-Gn / h, -10.0), 10.0)
+        else:
+            z = -x
+        if x + z == x or (x == 0.0 and abs(z) < 1e-12):
+            continue
         vmax = max(vmax, viol)
         vsum += viol
-        # Newton step on the one-variable model, soft-thresholded.
-        if Gp <= H[k] * wpd:
-            step = -Gp / H[k]
-        elif Gn >= H[k] * wpd:
-            step = -Gn / H[k]
-        else:
-            step = -wpd
-        s += 1
-        if abs(step) < 1e-12:
-            continue
-        step = min(max(step, -10.0), 10.0)
-        d[k] += step
+        wpd[j] = x + z
         for p in range(rows.shape[0]):
-            xTd[rows[p]] += step * vals[p]
+            xTd[rows[p]] += z * vals[p]
         reads += rows.shape[0]
-    return vmax, vsum, n_active, reads
+    return m, vmax, vsum, reads
 
 
 @njit(cache=True)
-def _intercept_step(g_b, xTd, D):
+def _intercept_step(g_b, d_b, xTd, D):
     """Exact step on the intercept coordinate of the quadratic model; updates xTd.
 
-    Returns (step, |gradient| before it). Shapes: xTd, D (n,).
+    Returns (step, |model gradient| before it). Shapes: xTd, D (n,).
     """
-    G, Hb = g_b, _NU
+    G, Hb = g_b + _NU * d_b, _NU
     for i in range(xTd.shape[0]):
         G += D[i] * xTd[i]
         Hb += D[i]
@@ -139,6 +169,69 @@ def _intercept_step(g_b, xTd, D):
     for i in range(xTd.shape[0]):
         xTd[i] += step
     return step, abs(G)
+
+
+@njit(cache=True)
+def _newton_direction(data, indices, indptr, dense, active, m_outer, g, H, w, wpd, xTd, D,
+                      lam1, lam2, fit_intercept, g_b, inner_tol, max_inner):
+    """Minimise the quadratic model over active[:m_outer] (and the intercept) by CD sweeps.
+
+    liblinear's inner loop: shrinking at the last sweep's largest violation / n; when the
+    sum of violations is <= inner_tol on the shrunk set, one more sweep over the whole
+    working set decides. wpd (d,) enters equal to w and leaves as w + d; xTd (n,) = X d + d_b.
+    Returns (d_b, sweeps, nonzeros read).
+    """
+    xTd[:] = 0.0
+    n = xTd.shape[0]
+    m, shrink_at, d_b, reads, sweeps = m_outer, np.inf, 0.0, 0, 0
+    while sweeps < max_inner:
+        m, vmax, vsum, sweep_reads = _model_sweep(data, indices, indptr, dense, active, m, g, H,
+                                                  w, wpd, xTd, D, lam1, lam2, shrink_at)
+        reads += sweep_reads
+        if fit_intercept:
+            step, viol = _intercept_step(g_b, d_b, xTd, D)
+            d_b += step
+            vmax, vsum = max(vmax, viol), vsum + viol
+        sweeps += 1
+        if vsum <= inner_tol:
+            if m == m_outer:
+                break
+            m, shrink_at = m_outer, np.inf
+        else:
+            shrink_at = vmax / n
+    return d_b, sweeps, reads
+
+
+@njit(cache=True)
+def _model_decrease(active, m, g, w, wpd, lam1):
+    """sum_j g_j d_j + lam1 (||w + d||_1 - ||w||_1) over active[:m], d = wpd - w."""
+    acc = 0.0
+    for k in range(m):
+        j = active[k]
+        acc += g[j] * (wpd[j] - w[j]) + lam1 * (abs(wpd[j]) - abs(w[j]))
+    return acc
+
+
+@njit(cache=True)
+def _penalty_change(active, m, w, wpd, step, lam1, lam2):
+    """penalty(w + step d) - penalty(w) over active[:m], d = wpd - w."""
+    acc = 0.0
+    for k in range(m):
+        j = active[k]
+        x = w[j]
+        v = wpd[j] if step == 1.0 else x + step * (wpd[j] - x)
+        acc += lam1 * (abs(v) - abs(x)) + 0.5 * lam2 * (v - x) * (v + x)
+    return acc
+
+
+@njit(cache=True)
+def _take_step(active, m, w, wpd, step):
+    """w <- w + step (wpd - w) on active[:m] (exactly wpd for step 1), and wpd <- w."""
+    for k in range(m):
+        j = active[k]
+        if step != 1.0:
+            wpd[j] = w[j] + step * (wpd[j] - w[j])
+        w[j] = wpd[j]
 
 
 class CoordinateDescent(Solver):
@@ -156,16 +249,23 @@ class CoordinateDescent(Solver):
     random_state : int, default 0
         Seed of the coordinate order.
     callback : callable, optional
-        Called as ``callback(iteration, history)`` after each certificate.
+        Called as ``callback(iteration, history)`` after each iteration.
     verbose : int, default 0
     """
 
     name = "cd"
-    # Certify (full gradient, duality gap) once the working-set violation has
-    # dropped by this factor; tightened tenfold after each certificate that fails.
-    check_ratio = 1e-2
     data_access = "columns"
     requires = ("smooth", "curvature_kernel")
+    # Armijo constant and the most step halvings (liblinear's sigma, max_num_linesearch).
+    sigma = 0.01
+    max_line_search = 30
+    # Inexact Newton forcing: the model is also solved until its violations sum to at
+    # most this fraction of the outer ones. liblinear's inner tolerance alone (inner_eps
+    # times the first violation, tightened only when a model takes one sweep) stalls on
+    # ill-conditioned models, which never take one sweep: each Newton step then only
+    # shaves the violation down to that fixed tolerance.
+    forcing = 0.25
+    forcing_power = 0.0
 
     def __init__(self, tol=1e-6, max_iter=200, max_inner=1000, random_state=0, callback=None, verbose=0):
         self.tol = tol
@@ -181,73 +281,98 @@ class CoordinateDescent(Solver):
         timer = Timer()
         n, dim = problem.n_samples, problem.n_features
         cols, kind = problem.columns, problem.loss.kernel_id
+        arrays = cols.arrays
         y, c = problem.y, problem.c
         lam1, lam2 = problem.penalty.l1, problem.penalty.l2
+        fit_intercept = problem.fit_intercept
         w = np.zeros(dim) if coef_init is None else np.array(coef_init, dtype=np.float64).reshape(dim)
-        b = float(intercept_init or 0.0) if problem.fit_intercept else 0.0
-        z = problem.X @ w + b
-        r, D = np.empty(n), np.empty(n)
-        _seed(0 if self.random_state is None else int(self.random_state) % (2**32))
-        history, reads = History(), cols.nnz
-        # Outer working set (liblinear's outer shrinking): it only shrinks between
-        # certificates; a certificate computes the full gradient and rebuilds it.
+        b = float(intercept_init or 0.0) if fit_intercept else 0.0
+        wpd, g, H = w.copy(), np.empty(dim), np.empty(dim)
         active = np.arange(dim, dtype=np.int64)
-        worst_prev, inner_eps, check_eps, vsum_init = np.inf, 1.0, self.check_ratio, None
-        stop_reason, converged, cert = "max_iter", False, None
-        for it in range(self.max_iter + 1):
-            loss_sum = weighted_terms(kind, y, z, c, r, D)
-            g, H = np.empty(active.shape[0]), np.empty(active.shape[0])
-            reads += _gradient_and_curvature(*cols.arrays, active, r, D, g, H)
-            g += lam2 * w[active]
-            g_b = float(r.sum()) if problem.fit_intercept else 0.0
-            viol = problem.penalty.subdifferential_distance(w[active], g - lam2 * w[active])
-            vsum = float(viol.sum()) + abs(g_b)
+        # Per-sample state at the current point and at a line-search trial (swapped on acceptance).
+        z, lv, xTd = np.empty(n), np.zeros(n), np.zeros(n)
+        z_new, lv_new, r, D = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+        _seed(0 if self.random_state is None else int(self.random_state) % (2**32))
+        history, reads = History(), 0
+        vsum_init, vmax_prev, inner_eps = None, np.inf, 1.0
+        trigger, best_dual, fresh = -np.inf, -np.inf, False
+        stop_reason, converged, cert, failed = "max_iter", False, None, False
+        it = 0
+        # Margins from scratch; b made optimal first when it is fitted.
+        b, loss_sum, reads = self._refresh(problem, w, b, lv, r, D, xTd, z_new, lv_new, reads)
+        z, z_new, lv, lv_new = z_new, z, lv_new, lv
+        pen = lam1 * float(np.abs(w).sum()) + 0.5 * lam2 * float(np.sum(w * w))
+        certify = coef_init is not None or self.max_iter <= 0
+        while True:
+            if certify and not fresh:
+                # A certificate is taken at exact margins (and optimal b).
+                b, loss_sum, reads = self._refresh(problem, w, b, lv, r, D, xTd, z_new, lv_new, reads)
+                z, z_new, lv, lv_new = z_new, z, lv_new, lv
+                pen = lam1 * float(np.abs(w).sum()) + 0.5 * lam2 * float(np.sum(w * w))
+                fresh = True
+            m, vmax, vsum, gmax, nnz = _outer_pass(*arrays, r, D, w, lam1, lam2, vmax_prev / n, g, H, active)
+            reads += cols.nnz
+            g_b = float(r.sum()) if fit_intercept else 0.0
+            vmax, vsum = max(vmax, abs(g_b)), vsum + abs(g_b)
             if vsum_init is None:
                 vsum_init = vsum
-            objective = loss_sum + problem.penalty.value(w)
-            certified = vsum <= check_eps * vsum_init or it == self.max_iter
-            if certified:
-                b, z, cert = self._certify(problem, w, b, z)
-                reads += cols.nnz
-            history.append(objective=objective if not certified else cert.objective,
-                           certificate=cert.value if certified else np.nan,
-                           nnz=np.count_nonzero(w), time=timer(), data_accesses=reads)
+            objective = loss_sum + pen
+            if certify:
+                cert = problem.certificate_from(w, b, z, None, g if lam2 == 0.0 else g - lam2 * w,
+                                                primal=objective)
+                if cert.name == "duality_gap":
+                    best_dual = max(best_dual, cert.objective - cert.value)
+                    gap = objective - best_dual
+                    cert = cert._replace(value=gap, relative=gap / max(abs(objective), 1e-300))
+            history.append(objective=objective, certificate=cert.value if certify else np.nan,
+                           nnz=nnz, time=timer(), data_accesses=reads)
             if self.callback is not None:
                 self.callback(it, history)
             if self.verbose:
-                shown = f"{cert.name}={cert.value:.3e}" if certified else f"viol={vsum:.3e}"
-                print(f"cd iter {it:4d}  P={history.objective[-1]:.12g}  {shown}  "
-                      f"nnz={np.count_nonzero(w)}  active={active.shape[0]}  t={timer():.3f}s")
-            if certified:
+                shown = f"{cert.name}={cert.value:.3e}" if certify else f"viol={vsum:.3e}"
+                print(f"cd iter {it:4d}  P={objective:.12g}  {shown}  nnz={nnz}  active={m}  t={timer():.3f}s")
+            if certify:
                 if cert.relative <= self.tol:
                     stop_reason, converged = cert.name, True
                     break
-                if it == self.max_iter:
+                if it >= self.max_iter or failed:
                     break
-                # Not yet: look for more, over every feature, with a tighter trigger.
-                check_eps *= 0.1
-                active, worst_prev = np.arange(dim, dtype=np.int64), np.inf
-                continue
-            # Outer shrinking: a zero weight well inside (-lam1, lam1) leaves the working set.
-            keep = (w[active] != 0.0) | (np.abs(g - lam2 * w[active]) >= lam1 - worst_prev / n)
-            worst_prev = float(np.max(viol, initial=0.0))
-            active, g, H = active[keep], g[keep], H[keep]
-            d, d_b, xTd, sweeps, inner_reads = self._newton_direction(
-                problem, active, w[active], g, H, g_b, D, inner_eps * vsum_init)
+                # The gap falls about in step with the largest violation: certify again
+                # once that has dropped as far as this gap says it must (at least 10x).
+                trigger = vmax * min(0.1, max(self.tol / max(cert.relative, 1e-300), 1e-6))
+            # Newton direction on the working set, then the line search along it.
+            d_b, sweeps, inner_reads = _newton_direction(
+                *arrays, active, m, g, H, w, wpd, xTd, D, lam1, lam2, fit_intercept, g_b,
+                min(inner_eps * vsum_init,
+                    vsum * min(self.forcing, (vsum / vsum_init) ** self.forcing_power if vsum_init > 0 else 0.0)),
+                self.max_inner)
             reads += inner_reads
             if sweeps == 1:
                 inner_eps *= 0.25
-            step = self._line_search(problem, active, w, loss_sum, z, g, g_b, d, d_b, xTd)
+            step, loss_change, pen_change = self._line_search(
+                kind, y, c, z, xTd, lv, z_new, lv_new, r, D, active, m, g, g_b, w, wpd, d_b,
+                lam1, lam2, loss_sum + pen)
+            it += 1
             if step is None:
-                b, z, cert = self._certify(problem, w, b, z)
-                stop_reason = "line_search"
-                warnings.warn("line search failed to decrease the objective; stopping at relative "
-                              f"{cert.name} {cert.relative:.2e}", ConvergenceWarning, stacklevel=2)
-                break
-            w[active] += step * d
+                # No step: certify where we are (exact margins), then stop.
+                failed, certify, fresh = True, True, False
+                wpd[active[:m]] = w[active[:m]]
+                continue
+            _take_step(active, m, w, wpd, step)
             b += step * d_b
-            z += step * xTd
-        if not converged and stop_reason == "max_iter":
+            z, z_new, lv, lv_new = z_new, z, lv_new, lv
+            loss_sum += loss_change
+            pen += pen_change
+            vmax_prev, fresh = vmax, False
+            # Certify when the violation says so, at the last iteration, or when the step
+            # no longer moves the objective (float resolution).
+            certify = (vmax <= trigger or it >= self.max_iter
+                       or -(loss_change + pen_change) <= 8 * _EPS * abs(objective))
+        if failed and not converged:
+            stop_reason = "line_search"
+            warnings.warn("line search failed to decrease the objective; stopping at relative "
+                          f"{cert.name} {cert.relative:.2e}", ConvergenceWarning, stacklevel=2)
+        elif not converged:
             warnings.warn(f"cd did not reach tol={self.tol:g} in max_iter={self.max_iter} iterations "
                           f"(relative {cert.name} {cert.relative:.2e}); increase max_iter or tol",
                           ConvergenceWarning, stacklevel=2)
@@ -257,68 +382,41 @@ class CoordinateDescent(Solver):
                       timings={"solve": timer(), "compile": compile_seconds})
 
     @staticmethod
-    def _certify(problem, w, b, z):
-        """Full certificate at (w, b): margins afresh (z was maintained incrementally)
-        and, with an intercept, b made exactly optimal for w first (a descent step).
-        Returns (b, z, Certificate)."""
-        z = problem.X @ w
+    def _refresh(problem, w, b, lv, r, D, xTd, z_out, lv_out, reads):
+        """Margins afresh (they were maintained incrementally) into z_out, with b made
+        optimal for w first when fitted; lv_out, r, D at them. Returns (b, loss, reads)."""
+        if w.any():
+            zw = np.asarray(problem.X @ w, dtype=np.float64).reshape(-1)
+            reads += problem.columns.nnz
+        else:
+            zw = np.zeros(problem.n_samples)
         if problem.fit_intercept:
-            b = problem.optimal_intercept(z, b)
-        z += b
-        u = problem.loss.derivative(problem.y, z)
-        cert = problem.certificate_from(w, b, z, u, problem.X.T @ (problem.c * u))
-        return b, z, cert
+            b = problem.optimal_intercept(zw, b)
+            zw += b
+        xTd[:] = 0.0
+        lv[:] = 0.0
+        loss_sum = weighted_terms_along(problem.loss.kernel_id, problem.y, zw, xTd, 0.0, problem.c,
+                                        lv, z_out, lv_out, r, D)
+        return b, loss_sum, reads
 
-    def _newton_direction(self, problem, ws, w_ws, g_ws, H, g_b, D, inner_tol):
-        """Minimise the quadratic model on the working set by CD sweeps.
-
-        Returns (d, d_b, xTd, sweeps, nonzeros read)."""
-        data, indices, indptr, dense = problem.columns.arrays
-        lam1, lam2 = problem.penalty.l1, problem.penalty.l2
-        n = problem.n_samples
-        H = H + lam2 + _NU
-        reads = 0
-        d, xTd, d_b = np.zeros(ws.shape[0]), np.zeros(n), 0.0
-        order = np.arange(ws.shape[0], dtype=np.int64)
-        n_active, worst_prev, sweeps = ws.shape[0], np.inf, 0
-        for sweeps in range(1, self.max_inner + 1):
-            vmax, vsum, n_active, sweep_reads = _quadratic_cd_sweep(
-                data, indices, indptr, dense, ws, order, n_active, g_ws, H, w_ws, d, xTd, D,
-                lam1, lam2, worst_prev / n)
-            reads += sweep_reads
-            if problem.fit_intercept:
-                step_b, viol_b = _intercept_step(g_b, xTd, D)
-                d_b += step_b
-                vmax, vsum = max(vmax, viol_b), vsum + viol_b
-            if vsum <= inner_tol:
-                if n_active == ws.shape[0]:
-                    break
-                # Converged on the shrunk set: check every slot once more.
-                n_active, worst_prev = ws.shape[0], np.inf
-            else:
-                worst_prev = vmax
-        return d, d_b, xTd, sweeps, reads
-
-    @staticmethod
-    def _line_search(problem, ws, w, loss_sum, z, g, g_b, d, d_b, xTd, sigma=0.01, max_steps=30):
+    def _line_search(self, kind, y, c, z, xTd, lv, z_new, lv_new, r, D, active, m, g, g_b,
+                     w, wpd, d_b, lam1, lam2, objective):
         """Largest step in {1, 1/2, ...} with P(w + s d) - P(w) <= sigma s Delta,
-        Delta = g.d + g_b d_b + lam1 (||w + d||_1 - ||w||_1). Returns the step or None."""
-        kind, y, c = problem.loss.kernel_id, problem.y, problem.c
-        lam1, lam2 = problem.penalty.l1, problem.penalty.l2
-        w_ws = w[ws]
-        l1_old = float(np.abs(w_ws).sum())
-        delta = float(g @ d) + g_b * d_b + lam1 * (float(np.abs(w_ws + d).sum()) - l1_old)
-        f_old = loss_sum + 0.5 * lam2 * float(w_ws @ w_ws)
-        # Rounding allowance: near the optimum both sides are below float resolution.
-        slack = 8 * _EPS * (abs(f_old) + lam1 * l1_old)
+        Delta = g.d + g_b d_b + lam1 (||w + d||_1 - ||w||_1).
+
+        The trial's margins, losses, r and D are left in z_new, lv_new, r, D.
+        Returns (step, loss change, penalty change), or (None, 0, 0) on failure."""
+        delta = _model_decrease(active, m, g, w, wpd, lam1) + g_b * d_b
+        # Rounding allowance: near the optimum both sides are at float resolution.
+        slack = 8 * _EPS * abs(objective)
         step = 1.0
-        for _ in range(max_steps):
-            w_new = w_ws + step * d
-            f_new = weighted_value_along(kind, y, z, xTd, step, c) + 0.5 * lam2 * float(w_new @ w_new)
-            if f_new - f_old + lam1 * (float(np.abs(w_new).sum()) - l1_old) <= sigma * step * delta + slack:
-                return step
+        for _ in range(self.max_line_search):
+            loss_change = weighted_terms_along(kind, y, z, xTd, step, c, lv, z_new, lv_new, r, D)
+            pen_change = _penalty_change(active, m, w, wpd, step, lam1, lam2)
+            if loss_change + pen_change <= self.sigma * step * delta + slack:
+                return step, loss_change, pen_change
             step *= 0.5
-        return None
+        return None, 0.0, 0.0
 
 
 _COMPILED = False
@@ -331,13 +429,16 @@ def _warm_up() -> float:
         return 0.0
     start = time.perf_counter()
     data, idx, ptr = np.ones(2), np.arange(2, dtype=np.int64), np.array([0, 2], dtype=np.int64)
-    ws, D, out = np.zeros(1, dtype=np.int64), np.ones(2), np.zeros(1)
-    _gradient_and_curvature(data, idx, ptr, False, ws, D, D, out, out.copy())
-    weighted_terms(0, D, D, D, D.copy(), D.copy())
-    weighted_value_along(0, D, D, D, 1.0, D)
-    _quadratic_cd_sweep(data, idx, ptr, False, ws, ws.copy(), 1, out, np.ones(1), out, np.zeros(1),
-                        np.zeros(2), D, 0.1, 0.0, 0.0)
-    _intercept_step(0.0, np.zeros(2), D)
+    ws, v2, v1 = np.zeros(1, dtype=np.int64), np.ones(2), np.zeros(1)
+    _outer_pass(data, idx, ptr, False, v2, v2, v1, 0.1, 0.0, 0.0, v1.copy(), v1.copy(), ws.copy())
+    _newton_direction(data, idx, ptr, False, ws.copy(), 1, v1, np.ones(1), v1, v1.copy(), np.zeros(2),
+                      v2, 0.1, 0.0, True, 0.0, 1.0, 1)
+    _model_decrease(ws, 1, v1, v1, v1, 0.1)
+    _penalty_change(ws, 1, v1, v1, 1.0, 0.1, 0.0)
+    _take_step(ws, 1, v1.copy(), v1.copy(), 0.5)
+    weighted_terms_along(0, v2, v2, v2, 1.0, v2, v2, v2.copy(), v2.copy(), v2.copy(), v2.copy())
+    weighted_conjugate(0, v2, v2, v2, 1.0)  # certificates (Problem.certificate_from)
+    weighted_value(0, v2, v2, v2)
     _seed(0)
     _COMPILED = True
     return time.perf_counter() - start
