@@ -92,7 +92,7 @@ def _mills_ratio(t):
 def _log_ndtr(m):
     if m < _MILLS_SWITCH:
         return -0.5 * m * m - _LOG_SQRT_2PI + math.log(_mills_ratio(-m))
-    if m > 5.0:
+    if m > 0.0:
         return math.log1p(-0.5 * math.erfc(m / _SQRT2))
     return math.log(0.5 * math.erfc(-m / _SQRT2))
 

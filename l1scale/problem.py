@@ -62,7 +62,7 @@ def check_labels(y, loss, n_samples):
     if loss.is_classification:
         values = np.unique(y)
         if not np.isin(values, (-1.0, 1.0)).all():
-            raise ValueError(f"loss {loss.name!r} needs labels in {{-1, +1}}, got values {values[:5]}")
+            raise ValueError(f"loss {loss.name!r} needs labels y in {{-1, +1}}, got values {values[:5]}")
         if values.shape[0] < 2:
             raise ValueError(f"y has only one class ({values[0]:g}); a classifier needs two")
     return y
