@@ -21,7 +21,6 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from .losses import get_loss
 from .model_io import load_model, save_model
 from .problem import Problem
 from .solvers import SOLVERS

@@ -265,7 +265,6 @@ class CoordinateDescent(Solver):
     # ill-conditioned models, which never take one sweep: each Newton step then only
     # shaves the violation down to that fixed tolerance.
     forcing = 0.25
-    forcing_power = 0.0
 
     def __init__(self, tol=1e-6, max_iter=200, max_inner=1000, random_state=0, callback=None, verbose=0):
         self.tol = tol
@@ -343,9 +342,7 @@ class CoordinateDescent(Solver):
             # Newton direction on the working set, then the line search along it.
             d_b, sweeps, inner_reads = _newton_direction(
                 *arrays, active, m, g, H, w, wpd, xTd, D, lam1, lam2, fit_intercept, g_b,
-                min(inner_eps * vsum_init,
-                    vsum * min(self.forcing, (vsum / vsum_init) ** self.forcing_power if vsum_init > 0 else 0.0)),
-                self.max_inner)
+                min(inner_eps * vsum_init, self.forcing * vsum), self.max_inner)
             reads += inner_reads
             if sweeps == 1:
                 inner_eps *= 0.25
