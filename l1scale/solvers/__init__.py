@@ -6,7 +6,8 @@
 
 from .base import History, Result, Solver
 from .cd import CoordinateDescent
+from .sketch import MultiPass, ReducedMemoryMultiPass
 
-SOLVERS = {"cd": CoordinateDescent}
+SOLVERS = {"cd": CoordinateDescent, "mp": MultiPass, "rmmp": ReducedMemoryMultiPass}
 
-__all__ = ["SOLVERS", "CoordinateDescent", "History", "Result", "Solver"]
+__all__ = ["SOLVERS", "CoordinateDescent", "MultiPass", "ReducedMemoryMultiPass", "History", "Result", "Solver"]

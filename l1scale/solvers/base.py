@@ -62,7 +62,8 @@ class Result:
     converged : bool
         Whether the stopping criterion was reached (rather than max_iter).
     stop_reason : str
-        ``"duality_gap"``, ``"kkt"``, ``"max_iter"`` or ``"line_search"``.
+        ``"duality_gap"``, ``"kkt"``, ``"max_iter"``, ``"line_search"`` or ``"stalled"``
+        (a streaming solver whose passes stopped changing anything).
     certificate_name : str
         ``"duality_gap"`` or ``"kkt"``.
     certificate : float

@@ -1,0 +1,253 @@
+"""The problem of :mod:`l1scale.problem` over data that are streamed, never held.
+
+    P(w, b) = (1/W) sum_i s_i loss(y_i, x_i . w + b) + lam (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)
+
+with W = sum_i s_i, exactly as :class:`~l1scale.problem.Problem`, but X and y come
+from a :class:`~l1scale.data.stream.Stream`, one chunk of rows at a time. Streaming
+solvers (MP, RMMP, Online) read it through :meth:`StreamProblem.chunks`, which turns
+the stream's labels into {-1, +1}, applies sample and class weights, and checks every
+chunk (NaN / infinity, unknown labels) with an error that names the rows.
+
+A first pass, :func:`scan_stream`, reads only the labels and weights: it finds the
+classes, n, W and the intercept-only optimum b0 (closed form for every loss solved
+here), so that the solver's first real pass starts at (0, b0) and lam_max comes from
+that pass's gradient.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import ndtri
+
+from .data.memory import as_rows
+from .data.stream import Stream
+from .exceptions import DataFormatError
+from .losses import get_loss
+from .penalties import ElasticNet
+
+__all__ = ["StreamProblem", "StreamScan", "scan_stream"]
+
+
+class StreamScan(NamedTuple):
+    """What one pass over the labels tells.
+
+    Attributes
+    ----------
+    n_samples : int
+    n_features : int
+    classes : ndarray
+        Sorted distinct labels.
+    counts : ndarray of int64
+        Rows per class.
+    weights : ndarray of float64
+        Sum of sample weights per class.
+    weight_sum : float
+        sum_i s_i.
+    label_weighted_sum : float
+        sum_i s_i y_i (for the squared loss's intercept).
+
+    A target with more than 1000 distinct values (regression) keeps no class table:
+    ``classes``, ``counts`` and ``weights`` are then empty.
+    """
+
+    n_samples: int
+    n_features: int
+    classes: np.ndarray
+    counts: np.ndarray
+    weights: np.ndarray
+    weight_sum: float
+    label_weighted_sum: float
+
+
+_MAX_CLASSES = 1000
+
+
+def _source_name(stream: Stream) -> str:
+    return stream._source.describe()
+
+
+def scan_stream(stream: Stream) -> StreamScan:
+    """One pass over ``stream`` reading labels and weights only."""
+    found: dict | None = {}
+    n = 0
+    weight_sum = label_sum = 0.0
+    for chunk in stream:
+        y = chunk.y
+        bad = ~np.isfinite(y)
+        if bad.any():
+            raise DataFormatError(f"label of row {n + int(np.flatnonzero(bad)[0])} is NaN or infinite",
+                                  path=_source_name(stream))
+        s = np.ones_like(y) if chunk.sample_weight is None else chunk.sample_weight
+        if not np.isfinite(s).all() or (s < 0).any():
+            raise DataFormatError(f"sample weights of rows {n}..{n + y.shape[0] - 1} must be finite and "
+                                  "non-negative", path=_source_name(stream))
+        if found is not None:
+            values, inverse = np.unique(y, return_inverse=True)
+            counts = np.bincount(inverse, minlength=values.shape[0])
+            sums = np.bincount(inverse, weights=s, minlength=values.shape[0])
+            for v, c, w in zip(values.tolist(), counts.tolist(), sums.tolist()):
+                c0, w0 = found.get(v, (0, 0.0))
+                found[v] = (c0 + c, w0 + w)
+            if len(found) > _MAX_CLASSES:
+                found = None  # a regression target
+        weight_sum += float(s.sum())
+        label_sum += float(s @ y)
+        n += y.shape[0]
+    if n == 0:
+        raise DataFormatError("the stream has no rows", path=_source_name(stream))
+    if weight_sum <= 0:
+        raise DataFormatError("the sample weights sum to zero", path=_source_name(stream))
+    keys = sorted(found) if found is not None else []
+    return StreamScan(n, int(stream.n_features), np.array(keys, dtype=np.float64),
+                      np.array([found[k][0] for k in keys], dtype=np.int64),
+                      np.array([found[k][1] for k in keys], dtype=np.float64), weight_sum, label_sum)
+
+
+class StreamProblem:
+    """Loss + penalty + intercept over a Stream, validated chunk by chunk.
+
+    Parameters
+    ----------
+    stream : Stream, str or path-like
+        Rows of X with labels (and optionally sample weights); a path is opened
+        with :meth:`Stream.open`.
+    loss : str or Loss
+    lam : float, optional
+        Strength in the mean-loss form. Give exactly one of ``lam`` and ``lam_ratio``.
+    lam_ratio : float, optional
+        lam as a fraction of lam_max; resolved by the solver's first pass
+        (:meth:`resolve_lam`), which evaluates the gradient at (0, b0).
+    l1_ratio : float, default 1.0
+    fit_intercept : bool, default True
+    positive_class : label, optional
+        For classification losses: the label mapped to +1 (every other to -1). When
+        None the labels must be two classes and the larger is positive.
+    class_weight : dict, optional
+        Multiplier of the sample weight per label.
+    scan : StreamScan, optional
+        A scan already made of this stream (saves its pass).
+    """
+
+    def __init__(self, stream, loss="logistic", lam=None, *, lam_ratio=None, l1_ratio=1.0,
+                 fit_intercept=True, positive_class=None, class_weight=None, scan=None):
+        self.stream = Stream.open(stream)
+        self.loss = get_loss(loss)
+        if not self.loss.smooth or self.loss._curvature is None:
+            raise ValueError(f"loss {self.loss.name!r} has no curvature; the quadratic sketch needs one")
+        if (lam is None) == (lam_ratio is None):
+            raise ValueError("give exactly one of lam and lam_ratio")
+        for name, value in (("lam", lam), ("lam_ratio", lam_ratio)):
+            if value is not None and (not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {name}={value!r}")
+        ElasticNet(1.0, l1_ratio)  # validates l1_ratio
+        self.l1_ratio = float(l1_ratio)
+        self.lam_ratio = lam_ratio
+        self.penalty = None if lam is None else ElasticNet(lam, l1_ratio)
+        self.fit_intercept = bool(fit_intercept)
+        self.scan = scan_stream(self.stream) if scan is None else scan
+        self.n_samples, self.n_features = self.scan.n_samples, self.scan.n_features
+        self.class_weight = dict(class_weight or {})
+        self._set_labels(positive_class)
+
+    def _set_labels(self, positive_class):
+        scan = self.scan
+        if not self.loss.is_classification:
+            if self.class_weight:
+                raise ValueError("class_weight applies to classification losses only")
+            self.positive_class = None
+            self.weight_sum = scan.weight_sum
+            return
+        if scan.classes.shape[0] < 2:
+            raise ValueError(f"the labels have only one class ({scan.classes[:1].tolist()}); "
+                             "a classifier needs two")
+        if positive_class is None:
+            if scan.classes.shape[0] > 2:
+                raise ValueError(f"the labels have {scan.classes.shape[0]} classes; give positive_class "
+                                 "(the estimators fit one-vs-rest)")
+            positive_class = scan.classes[1]
+        if positive_class not in scan.classes:
+            raise ValueError(f"positive_class={positive_class!r} is not among the labels {scan.classes.tolist()}")
+        self.positive_class = positive_class
+        cw = np.array([self.class_weight.get(c, 1.0) for c in scan.classes.tolist()])
+        w = scan.weights * cw
+        pos = float(w[scan.classes == positive_class].sum())
+        self.weight_sum = float(w.sum())
+        if pos <= 0 or pos >= self.weight_sum:
+            raise ValueError("one class has zero total weight; a classifier needs both")
+        self._positive_weight = pos
+
+    # ------------------------------------------------------------------ lam
+    @property
+    def lam(self):
+        return None if self.penalty is None else self.penalty.lam
+
+    def resolve_lam(self, grad_at_start) -> float:
+        """Set lam = lam_ratio * lam_max from the mean-form loss gradient at (0, b0)."""
+        lam_max = float(np.max(np.abs(grad_at_start), initial=0.0)) / self.l1_ratio
+        self.lam_max = lam_max
+        if self.penalty is None:
+            lam = self.lam_ratio * lam_max
+            self.penalty = ElasticNet(lam if lam > 0 else self.lam_ratio, self.l1_ratio)
+        return self.penalty.lam
+
+    def intercept_only(self) -> float:
+        """b0: the optimal intercept when w = 0 (0 without an intercept)."""
+        if not self.fit_intercept:
+            return 0.0
+        name = self.loss.name
+        if name == "squared":
+            return self.scan.label_weighted_sum / self.scan.weight_sum
+        p = self._positive_weight / self.weight_sum
+        if name == "logistic":
+            return float(np.log(p / (1.0 - p)))
+        if name == "probit":
+            return float(ndtri(p))
+        return 0.0  # other losses: the solver's passes find b
+
+    # ------------------------------------------------------------------ data
+    def chunks(self):
+        """One pass: ``(rows, y, s, first_row)`` per chunk.
+
+        ``rows`` is a :class:`~l1scale.data.memory.Matrix` in row layout, ``y`` in {-1, +1}
+        (classification) or the targets, ``s`` the raw weights (sample x class weight).
+        """
+        first = 0
+        where = _source_name(self.stream)
+        classification = self.loss.is_classification
+        classes = self.scan.classes
+        for chunk in self.stream:
+            X, y = chunk.X, chunk.y
+            rows = y.shape[0]
+            if X.shape[1] != self.n_features:
+                raise DataFormatError(f"rows {first}..{first + rows - 1} have {X.shape[1]} features, "
+                                      f"the stream has {self.n_features}", path=where)
+            values = X.data if sp.issparse(X) else X
+            if not np.isfinite(values).all():
+                raise DataFormatError(f"rows {first}..{first + rows - 1} contain NaN or infinite values",
+                                      path=where)
+            s = np.ones(rows) if chunk.sample_weight is None else np.asarray(chunk.sample_weight, dtype=np.float64)
+            if classification:
+                known = np.isin(y, classes)
+                if not known.all():
+                    raise DataFormatError(f"row {first + int(np.flatnonzero(~known)[0])} has a label not seen "
+                                          "by the first pass (the stream changed between passes)", path=where)
+                if self.class_weight:
+                    s = s * np.array([self.class_weight.get(v, 1.0) for v in y.tolist()])
+                y = np.where(y == self.positive_class, 1.0, -1.0)
+            yield as_rows(X), np.ascontiguousarray(y, dtype=np.float64), s, first
+            first += rows
+
+    def describe(self) -> dict:
+        """What identifies this problem (for checkpoints)."""
+        return {"loss": self.loss.name, "lam": self.lam, "lam_ratio": self.lam_ratio, "l1_ratio": self.l1_ratio,
+                "fit_intercept": self.fit_intercept, "n_samples": self.n_samples, "n_features": self.n_features,
+                "positive_class": None if self.positive_class is None else _plain(self.positive_class),
+                "weight_sum": self.weight_sum}
+
+
+def _plain(v):
+    return v.item() if hasattr(v, "item") else v
