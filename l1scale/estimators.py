@@ -12,6 +12,7 @@ attributes ending in ``_``. Multiclass classification is one-vs-rest.
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 from scipy.special import expit, ndtr
@@ -21,13 +22,26 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from .data.memory import as_rows
+from .data.stream import Stream
+from .losses import get_loss
 from .model_io import load_model, save_model
 from .problem import Problem
 from .solvers import SOLVERS
+from .solvers.base import Solver
+from .solvers.online import OnlineSketch
+from .stream_problem import StreamProblem, scan_stream
 
 __all__ = ["SparseLogisticRegression", "SparseLinearRegression", "load"]
 
 _DEFAULT_LAM_RATIO = 0.01
+_STREAMING = ("mp", "rmmp", "online")
+_DEFAULT_MAX_ACTIVE = 2000
+
+
+def _is_stream_input(X) -> bool:
+    """A Stream, or a path to an svmlight file or a chunk cache: read in passes, never loaded."""
+    return isinstance(X, (Stream, str, os.PathLike))
 
 
 class _SparseLinearModel(BaseEstimator):
@@ -35,12 +49,19 @@ class _SparseLinearModel(BaseEstimator):
 
     _losses: tuple = ()
 
-    def _check_params(self):
+    def _check_params(self, streaming=False):
+        """Validate the parameters; returns the solver's name (``"auto"`` resolved)."""
         if self.loss not in self._losses:
             raise ValueError(f"loss={self.loss!r} is not supported by {type(self).__name__}; "
                              f"choose one of {list(self._losses)}")
-        if self.solver != "auto" and self.solver not in SOLVERS:
+        if isinstance(self.solver, Solver):
+            solver = self.solver.name
+        elif self.solver != "auto" and self.solver not in SOLVERS:
             raise ValueError(f"solver={self.solver!r} is not a known solver; choose 'auto' or one of {sorted(SOLVERS)}")
+        else:
+            # "auto": data held in memory go to the certified CD solver; streamed data
+            # (a path or a Stream) to RMMP, whose memory does not grow with n.
+            solver = ("rmmp" if streaming else "cd") if self.solver == "auto" else self.solver
         if self.lam is not None and self.lam_ratio is not None:
             raise ValueError("give lam or lam_ratio, not both")
         for name in ("lam", "lam_ratio"):
@@ -53,11 +74,33 @@ class _SparseLinearModel(BaseEstimator):
             raise ValueError(f"tol must be > 0, got tol={self.tol!r}")
         if not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
             raise ValueError(f"max_iter must be an integer >= 1, got max_iter={self.max_iter!r}")
-        # "auto": every problem held in memory is solved by the certified CD solver.
-        return "cd" if self.solver == "auto" else self.solver
+        if self.max_active is not None and (not isinstance(self.max_active, numbers.Integral) or self.max_active < 1):
+            raise ValueError(f"max_active must be an integer >= 1, got max_active={self.max_active!r}")
+        if streaming and solver not in _STREAMING:
+            raise ValueError(f"solver={solver!r} needs the data in memory; a path or Stream is read by "
+                             f"one of {list(_STREAMING)} (or load it with l1scale.data.load_svmlight)")
+        return solver
+
+    def _make_solver(self, k=0, n_problems=1):
+        """The Solver instance for binary problem k."""
+        if isinstance(self.solver, Solver):
+            return self.solver
+        common = {"callback": self.callback, "verbose": self.verbose}
+        if self.solver_ == "online":
+            return OnlineSketch(**common)
+        checkpoint = self.checkpoint
+        if checkpoint is not None and n_problems > 1:
+            checkpoint = f"{os.fspath(checkpoint)}.{k}"
+        if self.solver_ == "mp":
+            return SOLVERS["mp"](tol=self.tol, max_iter=self.max_iter, checkpoint=checkpoint, **common)
+        if self.solver_ == "rmmp":
+            k_max = _DEFAULT_MAX_ACTIVE if self.max_active is None else self.max_active
+            return SOLVERS["rmmp"](tol=self.tol, max_iter=self.max_iter, max_active=k_max, checkpoint=checkpoint,
+                                   **common)
+        return SOLVERS[self.solver_](tol=self.tol, max_iter=self.max_iter, random_state=self.random_state, **common)
 
     def _solve(self, X, y, sample_weight, coef_init, intercept_init):
-        """One binary (or regression) problem; returns (Result, lam)."""
+        """One binary (or regression) problem held in memory; returns (Result, lam)."""
         if self.lam is not None:
             problem = Problem(X, y, self.loss, self.lam, l1_ratio=self.l1_ratio,
                               fit_intercept=self.fit_intercept, sample_weight=sample_weight)
@@ -65,9 +108,69 @@ class _SparseLinearModel(BaseEstimator):
             ratio = _DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio
             problem = Problem(X, y, self.loss, lam_ratio=ratio, l1_ratio=self.l1_ratio,
                               fit_intercept=self.fit_intercept, sample_weight=sample_weight)
-        solver = SOLVERS[self.solver_](tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
-                                       random_state=self.random_state, callback=self.callback)
-        return solver.solve(problem, coef_init, intercept_init), problem.lam
+        return self._make_solver().solve(problem, coef_init, intercept_init), problem.lam
+
+    def _fit_stream(self, stream, positives, class_weight, scan):
+        """Each binary problem (one per positive class; [None] for regression) over the stream."""
+        results, lams = [], []
+        coef_init, intercept_init = self._warm(len(positives), scan.n_features)
+        for k, positive in enumerate(positives):
+            lam_ratio = (_DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio) if self.lam is None else None
+            problem = StreamProblem(stream, self.loss, self.lam, lam_ratio=lam_ratio, l1_ratio=self.l1_ratio,
+                                    fit_intercept=self.fit_intercept, positive_class=positive,
+                                    class_weight=class_weight, scan=scan)
+            solver = self._make_solver(k, len(positives))
+            if self.solver_ == "online":
+                if problem.penalty is None:
+                    problem.resolve_lam(problem.gradient_at_start())  # lam_max: one pass first
+                result = solver.solve(problem)
+            else:
+                result = solver.solve(problem, None if coef_init is None else coef_init[k],
+                                      None if intercept_init is None else intercept_init[k])
+            results.append(result)
+            lams.append(problem.lam)
+        return results, lams
+
+    def _is_online(self):
+        return self.solver == "online" or isinstance(self.solver, OnlineSketch)
+
+    def _partial_fit(self, X, y, sample_weight, positives_of):
+        """Continue the Online algorithm with the rows of X (see ``partial_fit``)."""
+        first = not hasattr(self, "_online_states")
+        if self.lam is None:
+            raise ValueError("partial_fit needs lam: lam_ratio needs lam_max, which needs all the data first")
+        self.solver_ = self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+                             reset=first, y_numeric=self.loss == "squared")
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        targets = positives_of(y, first)
+        solver = self._make_solver()
+        if first:
+            self._online_states = [solver.new_state(X.shape[1], self.fit_intercept) for _ in targets]
+        pen_l1, pen_l2 = self.lam * self.l1_ratio, self.lam * (1.0 - self.l1_ratio)
+        rows = as_rows(X)
+        kind = get_loss(self.loss).kernel_id
+        for state, (y_k, s_k) in zip(self._online_states, targets):
+            solver.partial_fit(state, rows, y_k, s_k * sample_weight, kind=kind, l1=pen_l1, l2=pen_l2)
+        return self._online_states
+
+    def _set_stream_width(self, stream, scan):
+        if not isinstance(stream._source, type(Stream.from_arrays(np.zeros((1, 1)), [0.0])._source)):
+            self.n_features_in_ = scan.n_features  # arrays were validated (and named) by validate_data
+            self.__dict__.pop("feature_names_in_", None)
+
+    def _stream_for(self, X, y, sample_weight):
+        """The Stream a streaming solver reads: X itself, a path opened, or arrays in chunks."""
+        if isinstance(X, Stream):
+            stream = X
+        elif isinstance(X, (str, os.PathLike)):
+            stream = Stream.open(X)
+        else:
+            return None
+        if y is not None or sample_weight is not None:
+            raise ValueError("with a path or Stream as X, labels and weights come from it: give y=None "
+                             "and sample_weight=None")
+        return stream
 
     def _warm(self, n_rows, n_features):
         if self.warm_start and hasattr(self, "coef_") and self.coef_.shape == (n_rows, n_features):
@@ -141,7 +244,7 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
 
     def __init__(self, loss="logistic", *, lam=None, lam_ratio=None, l1_ratio=1.0, fit_intercept=True,
                  solver="auto", tol=1e-6, max_iter=200, class_weight=None, warm_start=False,
-                 random_state=None, verbose=0, callback=None):
+                 random_state=None, verbose=0, callback=None, max_active=None, checkpoint=None):
         self.loss = loss
         self.lam = lam
         self.lam_ratio = lam_ratio
@@ -155,10 +258,24 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         self.random_state = random_state
         self.verbose = verbose
         self.callback = callback
+        self.max_active = max_active
+        self.checkpoint = checkpoint
 
-    def fit(self, X, y, sample_weight=None):
-        """Fit on X (dense or sparse) and labels y (any two or more values)."""
-        self.solver_ = self._check_params()
+    def fit(self, X, y=None, sample_weight=None):
+        """Fit on X (dense or sparse) and labels y (any two or more values).
+
+        X may also be a path (svmlight file, plain or compressed, or a chunk-cache
+        directory) or a :class:`~l1scale.data.stream.Stream`, with y=None: the data
+        are then read in passes by a streaming solver ("auto": RMMP), never loaded.
+        """
+        stream = self._stream_for(X, y, sample_weight)
+        self.solver_ = self._check_params(streaming=stream is not None)
+        if stream is None and self.solver_ in _STREAMING:
+            X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
+            check_classification_targets(y)
+            stream = Stream.from_arrays(X, y, _check_sample_weight(sample_weight, X, dtype=np.float64))
+        if stream is not None:
+            return self._fit_classifier_stream(stream)
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
         check_classification_targets(y)
         classes = np.unique(y)
@@ -177,12 +294,63 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
                                       None if intercept_init is None else intercept_init[k])
             results.append(result)
             lams.append(lam)
+        self._set_fitted(classes, results, lams)
+        return self
+
+    def _fit_classifier_stream(self, stream):
+        scan = scan_stream(stream)
+        classes = scan.classes
+        if classes.shape[0] < 2:
+            raise ValueError(f"y has {'only one class' if classes.size else 'no class table (too many values)'}"
+                             f" {classes[:1].tolist()}; a classifier needs at least two")
+        class_weight = self.class_weight
+        if isinstance(class_weight, str):
+            if class_weight != "balanced":
+                raise ValueError(f"class_weight={class_weight!r}; give 'balanced', a dict or None")
+            class_weight = dict(zip(classes.tolist(), (scan.n_samples / (classes.shape[0] * scan.counts)).tolist()))
+        positives = [classes[1]] if classes.shape[0] == 2 else list(classes)
+        results, lams = self._fit_stream(stream, positives, class_weight, scan)
+        self._set_stream_width(stream, scan)
+        self._set_fitted(classes, results, lams)
+        return self
+
+    def _set_fitted(self, classes, results, lams):
         self.classes_ = classes
         self.coef_ = np.vstack([r.coef for r in results])
         self.intercept_ = np.array([r.intercept for r in results])
         self.lam_ = np.array(lams)
         self.n_iter_ = np.array([r.n_iter for r in results], dtype=np.int64)
         self.result_ = results[0] if len(results) == 1 else results
+
+    @available_if(_SparseLinearModel._is_online)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Learn from the rows of X with the Online algorithm (solver="online"), continuing
+        from the previous calls; ``classes`` (all the labels to expect) on the first call.
+
+        Regularisation grows with the weight seen (``gamma_i = W_i lam``), so ``lam`` is needed.
+        """
+        def targets(y, first):
+            if first:
+                if classes is None:
+                    raise ValueError("classes must be given on the first call to partial_fit")
+                self.classes_ = np.unique(np.asarray(classes))
+                if self.classes_.shape[0] < 2:
+                    raise ValueError("classes must hold at least two labels")
+            unknown = np.setdiff1d(np.unique(y), self.classes_)
+            if unknown.size:
+                raise ValueError(f"y has labels {unknown.tolist()} that are not in classes {self.classes_.tolist()}")
+            cw = self.class_weight
+            if cw == "balanced":
+                raise ValueError("class_weight='balanced' needs all the data; give a dict to partial_fit")
+            s = np.ones(y.shape[0]) if not cw else np.array([cw.get(v, 1.0) for v in y.tolist()])
+            positives = [self.classes_[1]] if self.classes_.shape[0] == 2 else list(self.classes_)
+            return [(np.where(y == p, 1.0, -1.0), s) for p in positives]
+
+        states = self._partial_fit(X, y, sample_weight, targets)
+        self.coef_ = np.vstack([st.coef for st in states])
+        self.intercept_ = np.array([st.intercept for st in states])
+        self.lam_ = np.full(len(states), float(self.lam))
+        self.n_iter_ = np.ones(len(states), dtype=np.int64)
         return self
 
     def decision_function(self, X):
@@ -249,7 +417,8 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
     loss = "squared"
 
     def __init__(self, *, lam=None, lam_ratio=None, l1_ratio=1.0, fit_intercept=True, solver="auto",
-                 tol=1e-6, max_iter=200, warm_start=False, random_state=None, verbose=0, callback=None):
+                 tol=1e-6, max_iter=200, warm_start=False, random_state=None, verbose=0, callback=None,
+                 max_active=None, checkpoint=None):
         self.lam = lam
         self.lam_ratio = lam_ratio
         self.l1_ratio = l1_ratio
@@ -261,9 +430,24 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
         self.random_state = random_state
         self.verbose = verbose
         self.callback = callback
+        self.max_active = max_active
+        self.checkpoint = checkpoint
 
-    def fit(self, X, y, sample_weight=None):
-        self.solver_ = self._check_params()
+    def fit(self, X, y=None, sample_weight=None):
+        """Fit on X (dense or sparse) and targets y; X may be a path or Stream (y=None),
+        as for :meth:`SparseLogisticRegression.fit`."""
+        stream = self._stream_for(X, y, sample_weight)
+        self.solver_ = self._check_params(streaming=stream is not None)
+        if stream is None and self.solver_ in _STREAMING:
+            X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+                                 y_numeric=True)
+            stream = Stream.from_arrays(X, y, _check_sample_weight(sample_weight, X, dtype=np.float64))
+        if stream is not None:
+            scan = scan_stream(stream)
+            results, lams = self._fit_stream(stream, [None], None, scan)
+            self._set_stream_width(stream, scan)
+            self._set_fitted(results[0], lams[0])
+            return self
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                              y_numeric=True)
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
@@ -271,17 +455,31 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
         result, lam = self._solve(X, np.asarray(y, dtype=np.float64), sample_weight,
                                   None if coef_init is None else coef_init[0],
                                   None if intercept_init is None else intercept_init[0])
+        self._set_fitted(result, lam)
+        return self
+
+    def _set_fitted(self, result, lam):
         self.coef_ = result.coef
         self.intercept_ = float(result.intercept)
         self.lam_ = lam
         self.n_iter_ = result.n_iter
         self.result_ = result
-        return self
 
     def _warm(self, n_rows, n_features):
         if self.warm_start and hasattr(self, "coef_") and self.coef_.shape == (n_features,):
             return self.coef_[None, :], np.array([self.intercept_])
         return None, None
+
+    @available_if(_SparseLinearModel._is_online)
+    def partial_fit(self, X, y, sample_weight=None):
+        """Learn from the rows of X with the Online algorithm (solver="online"); ``lam`` is needed."""
+        states = self._partial_fit(X, y, sample_weight,
+                                   lambda y, first: [(np.asarray(y, dtype=np.float64), np.ones(y.shape[0]))])
+        self.coef_ = states[0].coef
+        self.intercept_ = states[0].intercept
+        self.lam_ = float(self.lam)
+        self.n_iter_ = 1
+        return self
 
     def predict(self, X):
         check_is_fitted(self)

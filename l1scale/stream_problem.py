@@ -194,6 +194,16 @@ class StreamProblem:
             self.penalty = ElasticNet(lam if lam > 0 else self.lam_ratio, self.l1_ratio)
         return self.penalty.lam
 
+    def gradient_at_start(self) -> np.ndarray:
+        """One pass: the mean-form loss gradient X^T (c * loss'(y, b0)) at (0, b0)."""
+        b0 = self.intercept_only()
+        grad = np.zeros(self.n_features)
+        for rows, y, s, _ in self.chunks():
+            X = (rows.data.reshape(rows.shape) if rows.dense
+                 else sp.csr_matrix((rows.data, rows.indices, rows.indptr), shape=rows.shape))
+            grad += X.T @ (s * self.loss.derivative(y, np.full(y.shape[0], b0)))
+        return grad / self.weight_sum
+
     def intercept_only(self) -> float:
         """b0: the optimal intercept when w = 0 (0 without an intercept)."""
         if not self.fit_intercept:

@@ -6,8 +6,10 @@
 
 from .base import History, Result, Solver
 from .cd import CoordinateDescent
+from .online import OnlineSketch
 from .sketch import MultiPass, ReducedMemoryMultiPass
 
-SOLVERS = {"cd": CoordinateDescent, "mp": MultiPass, "rmmp": ReducedMemoryMultiPass}
+SOLVERS = {"cd": CoordinateDescent, "mp": MultiPass, "rmmp": ReducedMemoryMultiPass, "online": OnlineSketch}
 
-__all__ = ["SOLVERS", "CoordinateDescent", "MultiPass", "ReducedMemoryMultiPass", "History", "Result", "Solver"]
+__all__ = ["SOLVERS", "CoordinateDescent", "MultiPass", "OnlineSketch", "ReducedMemoryMultiPass", "History",
+           "Result", "Solver"]

@@ -151,12 +151,13 @@ def _omega_kernel(col_start, col_len, rows, vals, dense, theta, beta, out):
 
 
 @njit(cache=True)
-def shooting_sweeps(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho, tol, max_sweeps):
+def shooting_sweeps(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho, scale, tol, max_sweeps):
     """Modified Shooting in place on (beta, omega); returns (sweeps, converged, moves).
 
-    Shapes: diag, omega, beta, gamma, rho (m,). ``omega`` must equal 2 Psi' beta + theta
-    on entry and is kept so. A coordinate whose curvature 2 Psi_jj - rho_j is not
-    negative (no data on it) is left at zero.
+    Shapes: diag, omega, beta, gamma, rho (m,); the penalty weights are ``scale * gamma``
+    and ``scale * rho`` (the Online algorithm grows them with the data seen). ``omega``
+    must equal 2 Psi' beta + theta on entry and is kept so. A coordinate whose curvature
+    2 Psi_jj - rho_j is not negative (no data on it) is left at zero.
     """
     m = beta.shape[0]
     moves = 0
@@ -166,9 +167,9 @@ def shooting_sweeps(diag, col_start, col_len, rows, vals, dense, omega, beta, ga
         for j in range(m):
             bj = beta[j]
             before += bj * bj
-            curv = 2.0 * diag[j] - rho[j]
+            curv = 2.0 * diag[j] - scale * rho[j]
             o = omega[j]
-            g = gamma[j]
+            g = scale * gamma[j]
             if curv >= 0.0 or (o <= g and o >= -g):
                 new = 0.0
             elif o > g:
@@ -230,5 +231,5 @@ def shooting(sketch: Sketch, theta, gamma, beta0=None, *, rho=None, tol=1e-6, ma
     if (gamma < 0).any() or (rho < 0).any():
         raise ValueError("gamma and rho must be non-negative")
     om = omega(sketch, theta, beta)
-    sweeps, converged, _ = shooting_sweeps(*sketch.arrays, om, beta, gamma, rho, float(tol), int(max_sweeps))
+    sweeps, converged, _ = shooting_sweeps(*sketch.arrays, om, beta, gamma, rho, 1.0, float(tol), int(max_sweeps))
     return beta, om, int(sweeps), bool(converged)
