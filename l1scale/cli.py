@@ -74,7 +74,7 @@ class _SolverChoice(click.ParamType):
         return value
 
     def get_metavar(self, param, ctx=None):
-        return "[auto|cd|...]"
+        return "[auto|cd|mp|rmmp|online]"
 
 
 POSITIVE = _PositiveFloat()
@@ -257,6 +257,104 @@ def _read_data(path, *, zero_based=None, n_features=None, width_of=None):
     return X, y, w
 
 
+def _streaming_solver(name):
+    """Whether the registered solver ``name`` reads its data in passes (mp, rmmp, online)."""
+    from .solvers import SOLVERS
+
+    return getattr(SOLVERS[name], "data_access", "") == "stream"
+
+
+def _train_stream(path, *, zero_based=None, n_features=None, cache=None, on_width=None):
+    """The training data as a :class:`~l1scale.data.Stream` (never loaded whole).
+
+    An svmlight file is read with ``Stream.from_svmlight`` (``cache``: the binary chunk
+    cache its first pass writes and later passes read); a cache directory with
+    ``Stream.from_cache`` (a narrower one is widened to ``n_features``).  The stream
+    notes, during its first complete pass (the estimator's label scan, so no pass of
+    its own), the nonzeros of X and the labels: ``stream.nnz``, ``stream.labels``.
+    ``on_width(n_features)`` is called once, when the width is known (the first chunk).
+    """
+    from .data import Stream
+
+    class _WatchedStream(Stream):
+        nnz = None
+        labels = None
+        _width = None
+        _on_width = None
+
+        @property
+        def n_features(self):
+            width = self._source.n_features
+            if self._width is not None and width is not None and width < self._width:
+                return self._width
+            return width
+
+        def __iter__(self):
+            import scipy.sparse as sp
+
+            from .data._svmlight_write import make_csr
+
+            first = self.passes == 0 and self.nnz is None
+            nnz, labels = 0, set()
+            for chunk in super().__iter__():
+                if self._on_width is not None:
+                    hook, self._on_width = self._on_width, None
+                    hook(self.n_features)
+                width = self.n_features
+                X = chunk.X
+                if X.shape[1] < width:  # a narrower cache widened to --n-features
+                    X = (make_csr(X.data, X.indices, X.indptr, (X.shape[0], width))
+                         if sp.issparse(X) else np.hstack([X, np.zeros((X.shape[0], width - X.shape[1]),
+                                                                       dtype=X.dtype)]))
+                    chunk = chunk._replace(X=X)
+                if first:
+                    nnz += int(X.nnz) if sp.issparse(X) else int(np.count_nonzero(X))
+                    if labels is not None:
+                        labels.update(np.unique(chunk.y).tolist())
+                        if len(labels) > 1000:
+                            labels = None  # a regression target
+                yield chunk
+            if first:
+                self.nnz = nnz
+                self.labels = None if labels is None else np.array(sorted(labels))
+
+    if os.path.isdir(path):
+        if zero_based is not None:
+            raise click.UsageError(f"--zero-based/--one-based apply to svmlight files, not to the "
+                                   f"cache directory {path}")
+        stream = _WatchedStream.from_cache(path)
+        width = stream.n_features
+        if n_features is not None:
+            if width > n_features:
+                raise click.ClickException(f"{path} has {width} features, more than --n-features "
+                                           f"{n_features}")
+            stream._width = n_features
+    else:
+        stream = _WatchedStream.from_svmlight(path, n_features=n_features,
+                                              zero_based=_zero_based(zero_based), cache=cache)
+    stream._on_width = on_width
+    return stream
+
+
+def _check_cache_dir(path, data):
+    """Fail before any work when ``--cache`` cannot be a cache directory for DATA."""
+    if path is None:
+        return
+    if os.path.isdir(data):
+        raise click.BadParameter(f"DATA {data!r} is already a cache directory", param_hint="--cache")
+    if os.path.abspath(path) == os.path.abspath(data):
+        raise click.BadParameter("is DATA itself", param_hint="--cache")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise click.BadParameter(f"{path!r} exists and is not a directory", param_hint="--cache")
+    target = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(target):
+        raise click.BadParameter(f"cannot create {path!r}: directory {target!r} does not exist",
+                                 param_hint="--cache")
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"cannot write {path!r}: directory {target!r} is not writable",
+                                 param_hint="--cache")
+
+
 def _load_model(path):
     from . import load
 
@@ -272,18 +370,35 @@ def _is_classifier(est):
 
 class _Progress:
     """``callback(iteration, history)`` for the estimators: a live table on a
-    terminal, one line per iteration otherwise (both on stderr)."""
+    terminal, one line per iteration otherwise (both on stderr).
 
-    def __init__(self, classes=None):
+    Batch solvers (cd) show iteration, objective, certificate, nnz, seconds;
+    streaming solvers (``streaming=True``: mp, rmmp, online) one row per pass
+    (per chunk for online): pass, active-set size, nnz, objective, KKT violation,
+    seconds, blank where the solver has no value (NaN, no active set).
+
+    ``classes`` are the labels of the one-vs-rest problems (a class column is
+    shown), None, or a callable giving them (or None) at the first call, for
+    streamed data whose labels are known only once the fit has begun.
+    """
+
+    def __init__(self, classes=None, *, streaming=False, step="pass"):
         from rich.console import Console
 
         self.console = Console(file=sys.stderr, highlight=False)
-        self.classes = classes  # labels of the one-vs-rest problems, or None
+        self._classes = classes
+        self.classes = None if callable(classes) else classes
+        self.streaming = streaming
+        self.columns = ((step, "active", "nnz", "objective", "kkt", "seconds") if streaming else
+                        ("iter", "objective", "certificate", "nnz", "seconds"))
+        self.widths = (6, 8, 8, 18, 11, 9) if streaming else (6, 18, 11, 8, 9)
         self.problem = -1
+        self._history = None
         self.rows = []
         self.live = None
         self._last_refresh = 0.0
         self._header_done = False
+        self._started = False
 
     def __enter__(self):
         if self.console.is_terminal:
@@ -301,12 +416,18 @@ class _Progress:
         return False
 
     def __call__(self, iteration, history):
-        if iteration == 0:
+        if not self._started:
+            self._started = True
+            if callable(self._classes):
+                self.classes = self._classes()
+        # A new binary problem (one-vs-rest) brings a new History.  Batch solvers count
+        # iterations from 0, streaming ones passes from 1, and a run resumed from a
+        # checkpoint from where it stopped: the History object is what tells.
+        if history is not self._history:
+            self._history = history
             self.problem += 1
-        cert = history.certificate[-1]
-        row = (_fmt(self._class()), str(iteration), f"{history.objective[-1]:.10g}",
-               "" if math.isnan(cert) else f"{cert:.3e}", str(history.nnz[-1]),
-               f"{history.time[-1]:.3f}")
+        row = (_fmt(self._class()),) + (self._stream_row(iteration, history) if self.streaming else
+                                         self._batch_row(iteration, history))
         if self.live is not None:
             self.rows.append(row)
             del self.rows[:-_LIVE_ROWS]
@@ -318,10 +439,24 @@ class _Progress:
         cols = row if self.classes is not None else row[1:]
         if not self._header_done:
             head = ("class",) if self.classes is not None else ()
-            head += ("iter", "objective", "certificate", "nnz", "seconds")
-            click.echo(self._line(head), err=True)
+            click.echo(self._line(head + self.columns), err=True)
             self._header_done = True
         click.echo(self._line(cols), err=True)
+
+    @staticmethod
+    def _batch_row(iteration, history):
+        cert = history.certificate[-1]
+        return (str(iteration), f"{history.objective[-1]:.10g}",
+                "" if math.isnan(cert) else f"{cert:.3e}", str(history.nnz[-1]),
+                f"{history.time[-1]:.3f}")
+
+    @staticmethod
+    def _stream_row(iteration, history):
+        objective, kkt = history.objective[-1], history.certificate[-1]
+        active = history.active[-1] if len(history.active) == len(history) else None
+        return (str(iteration), "" if active is None else str(active), str(history.nnz[-1]),
+                "" if math.isnan(objective) else f"{objective:.10g}",
+                "" if math.isnan(kkt) else f"{kkt:.3e}", f"{history.time[-1]:.3f}")
 
     def _class(self):
         if self.classes is None or self.problem >= len(self.classes):
@@ -329,7 +464,7 @@ class _Progress:
         return _label(self.classes[self.problem])
 
     def _line(self, cols):
-        widths = (6, 6, 18, 11, 8, 9)[-len(cols):]
+        widths = ((6,) + self.widths)[-len(cols):]
         return "  ".join(str(c).rjust(w) for c, w in zip(cols, widths))
 
     def _table(self):
@@ -338,7 +473,7 @@ class _Progress:
         table = Table(title="fitting", title_justify="left", box=None, pad_edge=False)
         if self.classes is not None:
             table.add_column("class", justify="right")
-        for name in ("iter", "objective", "certificate", "nnz", "seconds"):
+        for name in self.columns:
             table.add_column(name, justify="right")
         for row in self.rows:
             table.add_row(*(row if self.classes is not None else row[1:]))
@@ -408,12 +543,25 @@ def main():
               show_default=True, help="Elastic-net mix: 1 is pure L1.")
 @click.option("--loss", type=click.Choice(LOSSES), default="logistic", show_default=True,
               help="squared fits a regression (lasso / elastic net); the others classify.")
-@click.option("--solver", type=_SolverChoice(), default="auto", show_default=True)
+@click.option("--solver", type=_SolverChoice(), default="auto", show_default=True,
+              help="cd: coordinate descent on DATA loaded into memory.  mp, rmmp, online: "
+                   "streaming solvers reading DATA in passes, never loading it (rmmp: memory "
+                   "O(d + k^2) whatever n; online: one pass).  auto: rmmp when --max-active, "
+                   "--checkpoint or --cache is given, else cd.")
+@click.option("--max-active", type=click.IntRange(min=1), metavar="K",
+              help="rmmp: the most features in the active set (the sketch is K x K).  [default: 2000]")
+@click.option("--checkpoint", type=click.Path(dir_okay=False), metavar="PATH",
+              help="mp, rmmp: save the state here after each pass; a run given an existing "
+                   "checkpoint resumes from it.")
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="mp, rmmp, online: binary chunk cache of DATA, written by the first pass and "
+                   "read by the later ones (and by later runs).")
 @click.option("--intercept/--no-intercept", default=True, show_default=True,
               help="Fit an unpenalised intercept.")
 @click.option("--tol", type=POSITIVE, default=1e-6, show_default=True,
               help="Stop at relative duality gap (or KKT violation) <= tol.")
-@click.option("--max-iter", type=click.IntRange(min=1), default=200, show_default=True)
+@click.option("--max-iter", type=click.IntRange(min=1), default=200, show_default=True,
+              help="Iterations (cd) or passes over DATA (mp, rmmp).")
 @click.option("--class-weight", type=click.Choice(["balanced"]),
               help="Weight classes inversely to their frequency.")
 @click.option("--seed", type=click.IntRange(min=0), default=None,
@@ -426,49 +574,96 @@ def main():
 @click.option("-q", "--quiet", is_flag=True, help="No progress display; only the summary.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @_handle_errors
-def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, intercept, tol, max_iter,
-          class_weight, seed, n_features, zero_based, output, quiet, as_json):
+def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint, cache_dir,
+          intercept, tol, max_iter, class_weight, seed, n_features, zero_based, output, quiet, as_json):
     """Fit a sparse linear model on DATA and print a summary.
 
     Classification losses (logistic, probit, squared_hinge) accept any labels
     (more than two classes: one-vs-rest); --loss squared fits a regression.
+    With a streaming solver (mp, rmmp, online) DATA is read in passes and never
+    loaded; the summary then has no train metrics (they would need another pass:
+    use --test or `l1scale evaluate`).
     """
     if lam is not None and lam_ratio is not None:
         raise click.UsageError("give --lam or --lam-ratio, not both")
     if loss == "squared" and class_weight is not None:
         raise click.BadParameter("does not apply to --loss squared (a regression)",
                                  param_hint="--class-weight")
+    resolved = solver
+    if solver == "auto":  # the flags that only streaming solvers take pick RMMP
+        resolved = "rmmp" if (max_active, checkpoint, cache_dir) != (None, None, None) else "cd"
+    streamed = _streaming_solver(resolved)
+    if max_active is not None and resolved != "rmmp":
+        raise click.BadParameter(f"is RMMP's active-set size; it does not apply to --solver {resolved}",
+                                 param_hint="--max-active")
+    if checkpoint is not None and resolved not in ("mp", "rmmp"):
+        raise click.BadParameter(f"applies to --solver mp or rmmp, not to --solver {resolved}",
+                                 param_hint="--checkpoint")
+    if cache_dir is not None and not streamed:
+        raise click.BadParameter(f"applies to the streaming solvers (mp, rmmp, online), not to "
+                                 f"--solver {resolved}, which loads DATA into memory (a cache for it: "
+                                 f"`l1scale convert`)", param_hint="--cache")
+    _check_solver_takes_loss(resolved, loss)
     _check_output(output, "'-o' / '--output'")
+    _check_output(checkpoint, "--checkpoint")
+    _check_cache_dir(cache_dir, data)
     # Flags -> estimator parameters (the only place the two meet).
     params = {"lam": lam, "lam_ratio": lam_ratio, "l1_ratio": l1_ratio, "fit_intercept": intercept,
-              "solver": solver, "tol": tol, "max_iter": max_iter, "random_state": seed}
+              "solver": solver, "tol": tol, "max_iter": max_iter, "random_state": seed,
+              "max_active": max_active, "checkpoint": checkpoint}
     if loss != "squared":
         params.update(loss=loss, class_weight=class_weight)
 
     t0 = time.perf_counter()
-    X, y, w = _read_data(data, zero_based=zero_based, n_features=n_features,
-                         width_of=f"--n-features {n_features}")
-    if test_path is not None:  # read before fitting: a bad test file fails fast
-        Xt, yt, _ = _read_data(test_path, zero_based=zero_based, n_features=X.shape[1],
-                               width_of=f"the {X.shape[1]} of the training data {data}")
+    Xt = yt = None
+    if streamed:
+        if test_path is not None:  # read before fitting: a bad test file fails fast
+            Xt, yt, _ = _read_data(test_path, zero_based=zero_based, n_features=n_features,
+                                   width_of=f"--n-features {n_features}")
+
+        def check_test_width(width):  # once the training width is known, before any solving
+            if Xt is not None and Xt.shape[1] > width:
+                raise click.ClickException(f"{test_path} has {Xt.shape[1]} features, more than the "
+                                           f"{width} of the training data {data}")
+
+        stream = _train_stream(data, zero_based=zero_based, n_features=n_features, cache=cache_dir,
+                               on_width=check_test_width)
+        X = y = w = None
+        classes = (lambda: stream.labels) if loss != "squared" else None
+    else:
+        stream = None
+        X, y, w = _read_data(data, zero_based=zero_based, n_features=n_features,
+                             width_of=f"--n-features {n_features}")
+        if test_path is not None:  # read before fitting: a bad test file fails fast
+            Xt, yt, _ = _read_data(test_path, zero_based=zero_based, n_features=X.shape[1],
+                                   width_of=f"the {X.shape[1]} of the training data {data}")
+        classes = np.unique(y) if loss != "squared" else None
     load_seconds = time.perf_counter() - t0
     from .estimators import SparseLinearRegression, SparseLogisticRegression
+    from .exceptions import ConvergenceWarning, DataFormatError
 
-    classes = np.unique(y) if loss != "squared" else None
     progress = None
     if not quiet:
-        progress = _Progress(classes if classes is not None and classes.shape[0] > 2 else None)
+        def one_vs_rest():  # the classes of the one-vs-rest problems, or None
+            c = classes() if callable(classes) else classes
+            return c if c is not None and c.shape[0] > 2 else None
+
+        progress = _Progress(one_vs_rest if streamed else one_vs_rest(), streaming=streamed,
+                             step="chunk" if resolved == "online" else "pass")
         params["callback"] = progress
     est = (SparseLinearRegression if loss == "squared" else SparseLogisticRegression)(**params)
-
-    from .exceptions import ConvergenceWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         t0 = time.perf_counter()
         with progress if progress is not None else contextlib.nullcontext():
             try:
-                est.fit(X, y, sample_weight=w)
+                if streamed:
+                    est.fit(stream)
+                else:
+                    est.fit(X, y, sample_weight=w)
+            except DataFormatError:
+                raise  # names the file and line already
             except ValueError as exc:  # labels unfit for the loss, one class only, ...
                 raise click.ClickException(f"{data}: {exc}") from None
         fit_seconds = time.perf_counter() - t0
@@ -477,7 +672,18 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, intercept, to
         for message in messages:
             click.echo(f"Warning: {message}", err=True)
 
-    summary = _train_summary(est, data, X, y, load_seconds, fit_seconds, messages)
+    if streamed:
+        d = int(est.n_features_in_)
+        data_info = {"n_samples": int(stream.n_samples), "n_features": d,
+                     "nnz": None if stream.nnz is None else int(stream.nnz)}
+        train_report = None  # another pass over DATA: not made
+        if Xt is not None and Xt.shape[1] < d:
+            Xt = Xt.tocsr(copy=True)
+            Xt.resize((Xt.shape[0], d))
+    else:
+        data_info = {"n_samples": int(X.shape[0]), "n_features": int(X.shape[1]), "nnz": int(X.nnz)}
+        train_report = _report(est, X, y)
+    summary = _train_summary(est, data, data_info, train_report, load_seconds, fit_seconds, messages)
     if test_path is not None:
         summary["test"] = {"path": test_path, **_report(est, Xt, yt)}
         unknown = _unknown_labels(est, yt)
@@ -495,15 +701,26 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, intercept, to
         _print_train_summary(summary)
 
 
-def _train_summary(est, data, X, y, load_seconds, fit_seconds, messages):
+def _check_solver_takes_loss(solver, loss):
+    """A usage error (before any reading) when ``solver`` cannot minimise ``loss``."""
+    from .losses import get_loss
+    from .solvers import SOLVERS
+
+    missing = [attr for attr in getattr(SOLVERS[solver], "requires", ())
+               if not getattr(get_loss(loss), attr, None)]
+    if missing:
+        raise click.BadParameter(f"--solver {solver} cannot minimise --loss {loss} (it needs a loss "
+                                 f"with {', '.join(missing)})", param_hint="--solver")
+
+
+def _train_summary(est, data, data_info, train_report, load_seconds, fit_seconds, messages):
     results = est.result_ if isinstance(est.result_, list) else [est.result_]
     rel = [r.relative_certificate for r in results]
-    worst = results[int(np.argmax(rel))]
+    worst = results[int(np.argmax(rel))] if not np.isnan(rel).all() else results[0]
     skip = {"callback", "verbose", "warm_start"}
     summary = {
         "command": "train",
-        "data": {"path": data, "n_samples": int(X.shape[0]), "n_features": int(X.shape[1]),
-                 "nnz": int(X.nnz)},
+        "data": {"path": data, **data_info},
         "estimator": type(est).__name__,
         "params": {k: v for k, v in est.get_params().items() if k not in skip},
         "solver": est.solver_,
@@ -523,7 +740,7 @@ def _train_summary(est, data, X, y, load_seconds, fit_seconds, messages):
         "seconds": {"load": load_seconds, "fit": fit_seconds,
                     "solve": float(sum(r.timings.get("solve", 0.0) for r in results)),
                     "compile": float(sum(r.timings.get("compile", 0.0) for r in results))},
-        "train": _report(est, X, y),
+        "train": train_report,
         "test": None,
         "warnings": list(messages),
         "versions": _versions(),
@@ -557,20 +774,27 @@ def _print_train_summary(s):
     table.add_column()
     d = s["data"]
     status = (f"yes ({s['stop_reason']})" if s["converged"] else f"no ({s['stop_reason']})")
-    rows = [
-        ("data", f"{d['n_samples']} x {d['n_features']}, {d['nnz']} nonzeros"),
-        ("objective", f"{s['objective']:.10g}"),
-        (s["certificate_name"], f"{s['certificate']:.3e} (relative {s['relative_certificate']:.3e}, "
-                                f"tol {s['params']['tol']:g})"),
+    if s["stop_reason"] == "one_pass":
+        status = "one pass (the Online algorithm has no stopping test)"
+    shape = f"{d['n_samples']} x {d['n_features']}"
+    rows = [("data", shape if d["nnz"] is None else f"{shape}, {d['nnz']} nonzeros")]
+    if math.isnan(s["objective"]):  # the Online algorithm: one pass, no objective or certificate
+        rows.append(("objective", "not computed (one pass)"))
+    else:
+        rows += [("objective", f"{s['objective']:.10g}"),
+                 (s["certificate_name"], f"{s['certificate']:.3e} (relative "
+                                         f"{s['relative_certificate']:.3e}, tol {s['params']['tol']:g})")]
+    rows += [
         ("converged", status),
         ("nnz(w)", f"{s['nnz']} of {d['n_features'] * max(1, len(s.get('problems', [])))}"),
-        ("iterations", str(s["n_iter"])),
+        ("passes" if s["solver"] in ("mp", "rmmp", "online") else "iterations", str(s["n_iter"])),
         ("lam", f"{s['lam']:.6g}" if not isinstance(s["lam"], list) else
          ", ".join(f"{v:.4g}" for v in s["lam"]) + " (one per class)"),
         ("seconds", f"{s['seconds']['fit']:.3f} fit ({s['seconds']['solve']:.3f} solve, "
                     f"{s['seconds']['compile']:.3f} JIT compile), {s['seconds']['load']:.3f} load"),
     ]
-    rows += _metric_rows(s["train"], "train")
+    if s["train"] is not None:
+        rows += _metric_rows(s["train"], "train")
     if s["test"] is not None:
         rows += _metric_rows(s["test"], "test")
     if s["model"] is not None:

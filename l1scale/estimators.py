@@ -112,7 +112,7 @@ class _SparseLinearModel(BaseEstimator):
 
     def _fit_stream(self, stream, positives, class_weight, scan):
         """Each binary problem (one per positive class; [None] for regression) over the stream."""
-        results, lams = [], []
+        results, lams, states = [], [], []
         coef_init, intercept_init = self._warm(len(positives), scan.n_features)
         for k, positive in enumerate(positives):
             lam_ratio = (_DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio) if self.lam is None else None
@@ -124,11 +124,16 @@ class _SparseLinearModel(BaseEstimator):
                 if problem.penalty is None:
                     problem.resolve_lam(problem.gradient_at_start())  # lam_max: one pass first
                 result = solver.solve(problem)
+                states.append(solver.state_)
             else:
                 result = solver.solve(problem, None if coef_init is None else coef_init[k],
                                       None if intercept_init is None else intercept_init[k])
             results.append(result)
             lams.append(problem.lam)
+        # partial_fit after fit continues the Online algorithm from where fit left it.
+        self.__dict__.pop("_online_states", None)
+        if states:
+            self._online_states = states
         return results, lams
 
     def _is_online(self):
@@ -137,7 +142,11 @@ class _SparseLinearModel(BaseEstimator):
     def _partial_fit(self, X, y, sample_weight, positives_of):
         """Continue the Online algorithm with the rows of X (see ``partial_fit``)."""
         first = not hasattr(self, "_online_states")
-        if self.lam is None:
+        if self.lam is not None:
+            lam = float(self.lam)
+        elif not first:
+            lam = float(np.ravel(self.lam_)[0])  # continuing a fit: its lam
+        else:
             raise ValueError("partial_fit needs lam: lam_ratio needs lam_max, which needs all the data first")
         self.solver_ = self._check_params()
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
@@ -147,17 +156,18 @@ class _SparseLinearModel(BaseEstimator):
         solver = self._make_solver()
         if first:
             self._online_states = [solver.new_state(X.shape[1], self.fit_intercept) for _ in targets]
-        pen_l1, pen_l2 = self.lam * self.l1_ratio, self.lam * (1.0 - self.l1_ratio)
+        pen_l1, pen_l2 = lam * self.l1_ratio, lam * (1.0 - self.l1_ratio)
         rows = as_rows(X)
         kind = get_loss(self.loss).kernel_id
         for state, (y_k, s_k) in zip(self._online_states, targets):
             solver.partial_fit(state, rows, y_k, s_k * sample_weight, kind=kind, l1=pen_l1, l2=pen_l2)
+        self.lam_ = lam
         return self._online_states
 
     def _set_stream_width(self, stream, scan):
-        if not isinstance(stream._source, type(Stream.from_arrays(np.zeros((1, 1)), [0.0])._source)):
-            self.n_features_in_ = scan.n_features  # arrays were validated (and named) by validate_data
-            self.__dict__.pop("feature_names_in_", None)
+        """n_features_in_ for data given as a path or Stream (arrays set it in validate_data)."""
+        self.n_features_in_ = scan.n_features
+        self.__dict__.pop("feature_names_in_", None)
 
     def _stream_for(self, X, y, sample_weight):
         """The Stream a streaming solver reads: X itself, a path opened, or arrays in chunks."""
@@ -273,7 +283,11 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         if stream is None and self.solver_ in _STREAMING:
             X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
             check_classification_targets(y)
-            stream = Stream.from_arrays(X, y, _check_sample_weight(sample_weight, X, dtype=np.float64))
+            # Streams carry float labels: stream the class codes, map them back after.
+            labels, codes = np.unique(y, return_inverse=True)
+            stream = Stream.from_arrays(X, codes.astype(np.float64),
+                                        _check_sample_weight(sample_weight, X, dtype=np.float64))
+            return self._fit_classifier_stream(stream, labels)
         if stream is not None:
             return self._fit_classifier_stream(stream)
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
@@ -297,21 +311,26 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         self._set_fitted(classes, results, lams)
         return self
 
-    def _fit_classifier_stream(self, stream):
+    def _fit_classifier_stream(self, stream, labels=None):
+        """One-vs-rest over a stream whose labels are the classes (or codes into ``labels``)."""
         scan = scan_stream(stream)
         classes = scan.classes
         if classes.shape[0] < 2:
             raise ValueError(f"y has {'only one class' if classes.size else 'no class table (too many values)'}"
                              f" {classes[:1].tolist()}; a classifier needs at least two")
+        names = classes if labels is None else labels[classes.astype(np.int64)]
         class_weight = self.class_weight
         if isinstance(class_weight, str):
             if class_weight != "balanced":
                 raise ValueError(f"class_weight={class_weight!r}; give 'balanced', a dict or None")
             class_weight = dict(zip(classes.tolist(), (scan.n_samples / (classes.shape[0] * scan.counts)).tolist()))
+        elif class_weight is not None:
+            class_weight = {c: class_weight.get(name, 1.0) for c, name in zip(classes.tolist(), names.tolist())}
         positives = [classes[1]] if classes.shape[0] == 2 else list(classes)
         results, lams = self._fit_stream(stream, positives, class_weight, scan)
-        self._set_stream_width(stream, scan)
-        self._set_fitted(classes, results, lams)
+        if labels is None:
+            self._set_stream_width(stream, scan)
+        self._set_fitted(names, results, lams)
         return self
 
     def _set_fitted(self, classes, results, lams):
@@ -349,7 +368,7 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         states = self._partial_fit(X, y, sample_weight, targets)
         self.coef_ = np.vstack([st.coef for st in states])
         self.intercept_ = np.array([st.intercept for st in states])
-        self.lam_ = np.full(len(states), float(self.lam))
+        self.lam_ = np.full(len(states), self.lam_)
         self.n_iter_ = np.ones(len(states), dtype=np.int64)
         return self
 
@@ -438,14 +457,16 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
         as for :meth:`SparseLogisticRegression.fit`."""
         stream = self._stream_for(X, y, sample_weight)
         self.solver_ = self._check_params(streaming=stream is not None)
-        if stream is None and self.solver_ in _STREAMING:
+        from_arrays = stream is None and self.solver_ in _STREAMING
+        if from_arrays:
             X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                                  y_numeric=True)
             stream = Stream.from_arrays(X, y, _check_sample_weight(sample_weight, X, dtype=np.float64))
         if stream is not None:
             scan = scan_stream(stream)
             results, lams = self._fit_stream(stream, [None], None, scan)
-            self._set_stream_width(stream, scan)
+            if not from_arrays:
+                self._set_stream_width(stream, scan)
             self._set_fitted(results[0], lams[0])
             return self
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
@@ -477,7 +498,6 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
                                    lambda y, first: [(np.asarray(y, dtype=np.float64), np.ones(y.shape[0]))])
         self.coef_ = states[0].coef
         self.intercept_ = states[0].intercept
-        self.lam_ = float(self.lam)
         self.n_iter_ = 1
         return self
 

@@ -22,6 +22,12 @@ _WEIGHT_EQUIVALENCE = {
 
 
 def _expected_failures(estimator):
+    if getattr(estimator, "solver", None) == "online":
+        # One pass of the Online algorithm is not the batch optimum; with class weights
+        # 1000 : 0.0001 on unscaled blobs its first estimates overfit the heavy examples
+        # (logistic curvature vanishes there) and one pass does not recover.
+        return {"check_class_weight_classifiers": "one online pass with weights 1e7 apart is far from the optimum",
+                **_WEIGHT_EQUIVALENCE}
     if getattr(estimator, "class_weight", None) == "balanced":
         # Repeating rows changes the class counts that "balanced" weights are made of.
         return {k: "balanced class weights depend on the class counts" for k in _WEIGHT_EQUIVALENCE}
@@ -37,6 +43,11 @@ def _expected_failures(estimator):
         SparseLogisticRegression(l1_ratio=0.5, class_weight="balanced", tol=1e-10),
         SparseLinearRegression(),
         SparseLinearRegression(l1_ratio=0.7, tol=1e-13),
+        # The streaming solvers on arrays (the data go through a Stream of chunks).
+        SparseLogisticRegression(solver="mp", tol=1e-10),
+        SparseLogisticRegression(solver="rmmp", max_active=5, loss="probit", tol=1e-10),
+        SparseLogisticRegression(solver="online", lam=0.01),
+        SparseLinearRegression(solver="rmmp", max_active=50, tol=1e-12),
     ],
     expected_failed_checks=_expected_failures,
 )

@@ -25,6 +25,8 @@ class History:
         Seconds since the solver started (compile time excluded).
     data_accesses : list of int
         Cumulative number of nonzeros of X read.
+    active : list of int
+        Size of the active (working) set, where the solver has one (RMMP: |S|).
     """
 
     objective: list = field(default_factory=list)
@@ -32,8 +34,11 @@ class History:
     nnz: list = field(default_factory=list)
     time: list = field(default_factory=list)
     data_accesses: list = field(default_factory=list)
+    active: list = field(default_factory=list)
 
-    def append(self, *, objective, certificate, nnz, time, data_accesses):
+    def append(self, *, objective, certificate, nnz, time, data_accesses, active=None):
+        if active is not None:
+            self.active.append(int(active))
         self.objective.append(float(objective))
         self.certificate.append(float(certificate))
         self.nnz.append(int(nnz))

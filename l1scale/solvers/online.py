@@ -322,13 +322,15 @@ class OnlineSketch(Solver):
         state.n_seen += n
         return state
 
-    def solve(self, problem, coef_init=None, intercept_init=None) -> Result:
-        """One pass over a StreamProblem (Algorithm 2)."""
+    def solve(self, problem, coef_init=None, intercept_init=None, *, state=None) -> Result:
+        """One pass over a StreamProblem (Algorithm 2), continuing ``state`` when given;
+        the state reached is left in ``self.state_`` (for ``partial_fit`` afterwards)."""
         self.check_problem(problem)
         if coef_init is not None or intercept_init is not None:
             raise ValueError("the Online algorithm starts from beta = 0 (Algorithm 2); it takes no warm start")
         t0 = time.perf_counter()
-        state = self.new_state(problem.n_features, problem.fit_intercept)
+        state = self.new_state(problem.n_features, problem.fit_intercept) if state is None else state
+        self.state_ = state
         history = History()
         if problem.penalty is None:
             raise ValueError("the Online algorithm needs lam (lam_ratio needs lam_max, i.e. a pass first)")

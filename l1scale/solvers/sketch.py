@@ -329,7 +329,7 @@ class MultiPass(Solver):
             if problem.fit_intercept:
                 viol = max(viol, abs(vb))
             history.append(objective=objective, certificate=viol, nnz=np.count_nonzero(beta), time=timer(),
-                           data_accesses=accesses)
+                           data_accesses=accesses, active=int(np.count_nonzero(active < d)))
             self._report(z, active, beta, objective, viol, pen, timer)
             if best is None or objective < best[2]:
                 best = (beta, b, objective, viol)
