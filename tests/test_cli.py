@@ -160,10 +160,20 @@ def test_flags_map_onto_estimator_parameters(files, tmp_path):
                       "--seed", "3", "-o", model, "-q", "--json").stdout)
     assert s["params"] == {"loss": "probit", "lam": 0.01, "lam_ratio": None, "l1_ratio": 0.5,
                            "fit_intercept": False, "solver": "auto", "tol": 1e-5, "max_iter": 50,
-                           "class_weight": "balanced", "random_state": 3}
-    assert s["certificate_name"] == "kkt" and s["lam"] == 0.01
+                           "class_weight": "balanced", "random_state": 3, "max_active": None,
+                           "checkpoint": None}
+    assert s["certificate_name"] == "kkt" and s["lam"] == 0.01 and s["solver"] == "cd"
     est = load(model)
     assert est.get_params()["l1_ratio"] == 0.5 and est.intercept_[0] == 0.0
+    # the streaming flags: --max-active -> max_active, --checkpoint -> checkpoint; with
+    # --solver auto they pick RMMP (they apply to no other solver)
+    ck = tmp_path / "ck.npz"
+    s = json.loads(ok("train", files["train"], "--max-active", "7", "--checkpoint", ck, "--max-iter", "5",
+                      "-q", "--json").stdout)
+    assert s["params"]["max_active"] == 7 and s["params"]["checkpoint"] == str(ck)
+    assert s["params"]["solver"] == "auto" and s["solver"] == "rmmp" and ck.exists()
+    s = json.loads(ok("train", files["train"], "--solver", "mp", "-q", "--json").stdout)
+    assert s["params"]["solver"] == "mp" and s["solver"] == "mp" and s["params"]["max_active"] is None
 
 
 def test_non_convergence_is_a_warning_not_an_error(files):
@@ -201,6 +211,161 @@ def test_multiclass_one_vs_rest(files, tmp_path):
     report = json.loads(ok("evaluate", model, files["multi"], "--json").stdout)
     assert report["labels"] == [0, 1, 2] and report["auc"] is None
     assert np.array(report["confusion"]).sum() == 300
+
+
+# ------------------------------------------------------------------ streaming solvers
+
+STREAM_HEAD = ["pass", "active", "nnz", "objective", "kkt", "seconds"]
+
+
+@pytest.fixture
+def no_loading(files, monkeypatch):
+    """The in-memory loader refuses the training files: streamed data must not come through it."""
+    import l1scale.cli as cli
+
+    real = cli._read_data
+    refused = {str(files[name]) for name in ("train", "multi", "bad")}
+
+    def read_data(path, **kw):
+        if str(path) in refused:
+            raise AssertionError(f"{path} was loaded into memory")
+        return real(path, **kw)
+
+    monkeypatch.setattr(cli, "_read_data", read_data)
+    return refused  # clear it to let a test load on purpose
+
+
+def _progress_rows(stderr, head=STREAM_HEAD):
+    lines = [line.split() for line in stderr.splitlines() if not line.startswith("Warning: ")]
+    assert lines[0] == head, lines[0]
+    return lines[1:]
+
+
+def test_rmmp_streams_the_data_and_matches_cd(files, tmp_path, no_loading):
+    m_rmmp, m_cd = tmp_path / "rmmp.bin", tmp_path / "cd.bin"
+    result = ok("train", files["train"], "--solver", "rmmp", "--max-active", "300", "--lam", "0.01",
+                "--tol", "1e-8", "--test", files["test"], "-o", m_rmmp, "--json")
+    s = json.loads(result.stdout)
+    assert s["solver"] == "rmmp" and s["params"]["max_active"] == 300 and s["converged"] is True
+    assert s["certificate_name"] == "kkt" and s["relative_certificate"] <= 1e-8
+    # the size of the streamed data, from the stream (nonzeros counted in the label scan)
+    assert s["data"] == {"path": str(files["train"]), "n_samples": 240, "n_features": 20,
+                         "nnz": int(files["X"][:240].nnz)}
+    assert s["train"] is None and s["test"]["n_samples"] == 60  # train metrics: another pass
+    # one progress line per pass: pass number, active-set size, nnz, objective, KKT, seconds
+    rows = _progress_rows(result.stderr)
+    assert [int(r[0]) for r in rows] == list(range(1, s["n_iter"] + 1))
+    assert all(len(r) == 6 for r in rows)
+    active = [int(r[1]) for r in rows]
+    assert active[0] == 0 and 0 < max(active) <= 20  # from w = 0, then grown (k = 300 > d)
+    assert float(rows[-1][3]) == pytest.approx(s["objective"]) and int(rows[-1][2]) == s["nnz"]
+    assert float(rows[-1][4]) == pytest.approx(s["certificate"], rel=1e-3)
+
+    no_loading.clear()  # cd loads the file: the reference
+    s_cd = json.loads(ok("train", files["train"], "--solver", "cd", "--lam", "0.01", "--tol", "1e-8",
+                         "-o", m_cd, "-q", "--json").stdout)
+    a, b = load(m_rmmp), load(m_cd)
+    assert s_cd["solver"] == "cd" and a.n_features_in_ == b.n_features_in_ == 20
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-6)
+    np.testing.assert_allclose(a.intercept_, b.intercept_, atol=1e-6)
+    assert s["nnz"] == s_cd["nnz"] and s["objective"] == pytest.approx(s_cd["objective"], rel=1e-9)
+    text = ok("train", files["train"], "--solver", "rmmp", "--lam", "0.01", "-q").stdout
+    assert "240 x 20" in text and "passes" in text and "train accuracy" not in text
+
+
+def test_streamed_one_vs_rest_shows_the_class(files, no_loading):
+    result = ok("train", files["multi"], "--solver", "rmmp", "--json")
+    s = json.loads(result.stdout)
+    assert s["classes"] == [0, 1, 2] and len(s["problems"]) == 3 and s["data"]["n_samples"] == 300
+    rows = _progress_rows(result.stderr, ["class"] + STREAM_HEAD)
+    assert sorted({r[0] for r in rows}) == ["0", "1", "2"]
+    for c, p in zip("012", s["problems"]):
+        passes = [int(r[1]) for r in rows if r[0] == c]
+        assert passes == list(range(1, p["n_iter"] + 1))
+
+
+def test_online_and_mp_progress(files, no_loading):
+    result = ok("train", files["train"], "--solver", "online", "--lam", "0.01", "--json")
+    s = json.loads(result.stdout)
+    assert s["solver"] == "online" and s["objective"] is None and s["stop_reason"] == "one_pass"
+    rows = _progress_rows(result.stderr, ["chunk"] + STREAM_HEAD[1:])
+    assert rows and all(len(r) == 3 for r in rows)  # chunk, nnz, seconds: NaN and no active set blank
+    assert int(rows[-1][1]) == s["nnz"]
+    assert "one pass" in ok("train", files["train"], "--solver", "online", "--lam", "0.01", "-q").stdout
+    result = ok("train", files["train"], "--solver", "mp", "--lam", "0.01", "--json")
+    rows = _progress_rows(result.stderr)
+    assert all(int(r[1]) == 20 for r in rows)  # MP's sketch holds every coordinate
+
+
+def test_checkpoint_resumes(files, tmp_path, no_loading):
+    ck = tmp_path / "run.ckpt"
+    args = ("train", files["train"], "--solver", "rmmp", "--lam", "0.01", "--tol", "1e-8",
+            "--checkpoint", ck, "--json")
+    whole = json.loads(ok("train", files["train"], "--solver", "rmmp", "--lam", "0.01", "--tol", "1e-8",
+                          "-q", "--json").stdout)
+    cut = ok(*args, "--max-iter", "3")  # stopped after 3 passes; the state of pass 3 is saved
+    assert json.loads(cut.stdout)["converged"] is False and ck.exists()
+    resumed = ok(*args, "-o", tmp_path / "a.bin")
+    rows = _progress_rows(resumed.stderr)
+    assert int(rows[0][0]) == 3  # it went on from the checkpoint, not from pass 1
+    s = json.loads(resumed.stdout)
+    assert s["converged"] is True and s["n_iter"] == whole["n_iter"]
+    again = ok(*args, "-o", tmp_path / "b.bin")  # the checkpoint of a finished run: the same model
+    assert len(_progress_rows(again.stderr)) == 1
+    a, b = load(tmp_path / "a.bin"), load(tmp_path / "b.bin")
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-12)
+    assert json.loads(again.stdout)["objective"] == pytest.approx(whole["objective"], rel=1e-12)
+    # a checkpoint of another problem is an error, not a silent restart
+    _error(run("train", files["train"], "--solver", "rmmp", "--lam", "0.02", "--checkpoint", ck, "-q"),
+           1, str(ck), "another run")
+
+
+def test_cache_is_written_and_read(files, tmp_path, no_loading):
+    cache = tmp_path / "train.cache"
+    first = json.loads(ok("train", files["train"], "--cache", cache, "--lam", "0.01", "-q", "--json").stdout)
+    assert first["solver"] == "rmmp" and (cache / "meta.json").exists()  # --cache alone: auto -> rmmp
+    meta = json.loads((cache / "meta.json").read_text())
+    assert meta["n_samples"] == 240 and meta["nnz"] == first["data"]["nnz"]
+    again = json.loads(ok("train", files["train"], "--cache", cache, "--lam", "0.01", "-q", "--json").stdout)
+    from_dir = json.loads(ok("train", cache, "--solver", "rmmp", "--lam", "0.01", "-q", "--json").stdout)
+    for s in (again, from_dir):
+        assert s["objective"] == first["objective"] and s["data"]["nnz"] == first["data"]["nnz"]
+    wide = json.loads(ok("train", cache, "--solver", "rmmp", "--lam", "0.01", "--n-features", "23",
+                         "-q", "--json").stdout)
+    assert wide["data"]["n_features"] == 23 and wide["objective"] == pytest.approx(first["objective"])
+
+
+def test_streamed_data_errors(files, tmp_path, no_loading):
+    _error(run("train", files["bad"], "--solver", "rmmp", "-q"), 1, f"{files['bad']}:3:")
+    # a wider test file fails once the training width is known, before any pass is solved
+    _error(run("train", files["train"], "--solver", "rmmp", "--test", files["wide"]), 1, "25", "20",
+           str(files["wide"]))
+    _error(run("train", files["wide"], "--solver", "rmmp", "-q", "--n-features", "20"), 1,
+           f"{files['wide']}:", "exceeds n_features=20")
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--max-active", "5", "--solver", "cd"], ["--max-active", "cd"]),
+    (["--max-active", "5", "--solver", "mp"], ["--max-active", "mp"]),
+    (["--max-active", "5", "--solver", "online"], ["--max-active"]),
+    (["--max-active", "0"], ["--max-active"]),
+    (["--checkpoint", "CK", "--solver", "cd"], ["--checkpoint", "cd"]),
+    (["--checkpoint", "CK", "--solver", "online"], ["--checkpoint", "online"]),
+    (["--checkpoint", "MISSING/ck"], ["--checkpoint", "does not exist"]),
+    (["--checkpoint", "DIR"], ["--checkpoint", "is a directory"]),
+    (["--cache", "CACHE", "--solver", "cd"], ["--cache", "cd"]),
+    (["--cache", "FILE"], ["--cache", "is a file"]),
+    (["--cache", "MISSING/c"], ["--cache", "does not exist"]),
+    (["--solver", "rmmp", "--cache", "TRAIN"], ["--cache"]),
+])
+def test_bad_streaming_options_are_usage_errors(files, tmp_path, args, fragments):
+    (tmp_path / "file").write_text("x")
+    subst = {"CK": tmp_path / "ck", "MISSING/ck": tmp_path / "missing" / "ck", "DIR": tmp_path,
+             "CACHE": tmp_path / "c", "FILE": tmp_path / "file", "MISSING/c": tmp_path / "missing" / "c",
+             "TRAIN": files["train"]}
+    args = [subst.get(a, a) for a in args]
+    _error(run("train", files["train"], "-q", *args), 2, *fragments)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]  # nothing written
 
 
 # ------------------------------------------------------------------ info, convert

@@ -150,6 +150,92 @@ def _omega_kernel(col_start, col_len, rows, vals, dense, theta, beta, out):
                 out[r[p]] += two_b * v[p]
 
 
+@njit(cache=True, inline="always")
+def _coordinate_optimum(curv, o, g):
+    """argmax_b  curv/2 b^2 + o b - g |b|  for curv < 0 (0 when curv >= 0: no data)."""
+    if curv >= 0.0 or (o <= g and o >= -g):
+        return 0.0
+    if o > g:
+        return (g - o) / curv
+    return (-g - o) / curv
+
+
+@njit(cache=True)
+def _full_sweep(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho, scale):
+    """One sweep over every coordinate; returns (||beta_before||^2, ||change||^2, moves)."""
+    before = 0.0
+    change = 0.0
+    moves = 0
+    for j in range(beta.shape[0]):
+        bj = beta[j]
+        before += bj * bj
+        delta = _coordinate_optimum(2.0 * diag[j] - scale * rho[j], omega[j], scale * gamma[j]) - bj
+        if delta != 0.0:
+            beta[j] = bj + delta
+            change += delta * delta
+            moves += 1
+            r, v = sketch_column(col_start, col_len, rows, vals, dense, j)
+            two_d = 2.0 * delta
+            for p in range(r.shape[0]):
+                omega[r[p]] += two_d * v[p]
+    return before, change, moves
+
+
+@njit(cache=True)
+def _active_sweeps(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho, scale, tol,
+                   max_sweeps, active, slot):
+    """Sweeps over the coordinates ``active`` only, Omega kept on them through the dense
+    block Psi'_AA; the rest of Omega is brought up to date once at the end.
+    ``slot`` is -1 everywhere (restored on return). Returns (sweeps, moves)."""
+    k = active.shape[0]
+    block = np.zeros((k, k))
+    for a in range(k):
+        slot[active[a]] = a
+    for a in range(k):
+        r, v = sketch_column(col_start, col_len, rows, vals, dense, active[a])
+        for p in range(r.shape[0]):
+            q = slot[r[p]]
+            if q >= 0:
+                block[q, a] = v[p]
+    start = np.empty(k)
+    for a in range(k):
+        start[a] = beta[active[a]]
+    sweeps = 0
+    moves = 0
+    while sweeps < max_sweeps:
+        sweeps += 1
+        before = 0.0
+        change = 0.0
+        for a in range(k):
+            j = active[a]
+            bj = beta[j]
+            before += bj * bj
+            delta = _coordinate_optimum(2.0 * diag[j] - scale * rho[j], omega[j], scale * gamma[j]) - bj
+            if delta != 0.0:
+                beta[j] = bj + delta
+                change += delta * delta
+                moves += 1
+                two_d = 2.0 * delta
+                for q in range(k):
+                    omega[active[q]] += two_d * block[q, a]
+        if change == 0.0 or change < tol * tol * before:
+            break
+    for a in range(k):
+        delta = beta[active[a]] - start[a]
+        if delta != 0.0:
+            r, v = sketch_column(col_start, col_len, rows, vals, dense, active[a])
+            two_d = 2.0 * delta
+            for p in range(r.shape[0]):
+                if slot[r[p]] < 0:
+                    omega[r[p]] += two_d * v[p]
+    for a in range(k):
+        slot[active[a]] = -1
+    return sweeps, moves
+
+
+_ACTIVE_BLOCK_MAX = 2048  # largest nonzero set handled through a dense block
+
+
 @njit(cache=True)
 def shooting_sweeps(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho, scale, tol, max_sweeps):
     """Modified Shooting in place on (beta, omega); returns (sweeps, converged, moves).
@@ -158,35 +244,30 @@ def shooting_sweeps(diag, col_start, col_len, rows, vals, dense, omega, beta, ga
     and ``scale * rho`` (the Online algorithm grows them with the data seen). ``omega``
     must equal 2 Psi' beta + theta on entry and is kept so. A coordinate whose curvature
     2 Psi_jj - rho_j is not negative (no data on it) is left at zero.
+
+    Full sweeps alternate with sweeps over the nonzero coordinates only (as glmnet does):
+    between two full sweeps, the moves of the nonzeros update Omega through the small
+    dense block Psi'_AA, and the rest of Omega once at the end, instead of a whole
+    column of Psi per move. The stopping rule (the paper's) is checked on full sweeps:
+    Shooting stops only when a sweep over every coordinate moves beta by less than tol.
     """
     m = beta.shape[0]
+    slot = np.full(m, -1, dtype=np.int64)
+    sweeps = 0
     moves = 0
-    for sweep in range(1, max_sweeps + 1):
-        before = 0.0
-        change = 0.0
-        for j in range(m):
-            bj = beta[j]
-            before += bj * bj
-            curv = 2.0 * diag[j] - scale * rho[j]
-            o = omega[j]
-            g = scale * gamma[j]
-            if curv >= 0.0 or (o <= g and o >= -g):
-                new = 0.0
-            elif o > g:
-                new = (g - o) / curv
-            else:
-                new = (-g - o) / curv
-            delta = new - bj
-            if delta != 0.0:
-                beta[j] = new
-                change += delta * delta
-                moves += 1
-                r, v = sketch_column(col_start, col_len, rows, vals, dense, j)
-                two_d = 2.0 * delta
-                for p in range(r.shape[0]):
-                    omega[r[p]] += two_d * v[p]
+    while sweeps < max_sweeps:
+        before, change, moved = _full_sweep(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma,
+                                            rho, scale)
+        sweeps += 1
+        moves += moved
         if change == 0.0 or change < tol * tol * before:
-            return sweep, True, moves
+            return sweeps, True, moves
+        nonzero = np.flatnonzero(beta)
+        if 0 < nonzero.shape[0] <= _ACTIVE_BLOCK_MAX and nonzero.shape[0] < m:
+            inner, moved = _active_sweeps(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho,
+                                          scale, tol, max_sweeps - sweeps, nonzero, slot)
+            sweeps += inner
+            moves += moved
     return max_sweeps, False, moves
 
 
