@@ -35,9 +35,8 @@ import time
 import numpy as np
 from numba import njit
 
-from ..losses import loss_curvature, loss_derivative
 from .base import History, Result, Solver
-from .shooting import Sketch, shooting_sweeps
+from .shooting import Sketch, shooting_sweeps, taylor_terms
 
 __all__ = ["OnlineSketch", "OnlineState"]
 
@@ -144,6 +143,15 @@ def _add_term(diag, col_start, col_len, col_cap, rows, vals, dense, used, theta,
     return _add_pairs(col_start, col_len, col_cap, rows, vals, dense, used, pos, val, m_i, a, mark, found)
 
 
+@njit(cache=True, inline="always")
+def _shoot_now(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho, scale, tol, max_sweeps, stats):
+    """Shooting at the current penalty scale; counts its sweeps and failures in stats[1:]."""
+    sweeps, ok, _ = shooting_sweeps(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho, scale,
+                                    tol, max_sweeps)
+    stats[1] += sweeps
+    stats[2] += 0 if ok else 1
+
+
 @njit(cache=True)
 def _online_rows(kind, data, indices, indptr, dense_x, y, s, row, block_start, block, intercept,
                  diag, col_start, col_len, col_cap, rows, vals, dense, used, theta, omega, beta,
@@ -166,39 +174,27 @@ def _online_rows(kind, data, indices, indptr, dense_x, y, s, row, block_start, b
             m_i, z = _gather(data, indices, indptr, dense_x, row, intercept, beta, pos, val)
             if not dense and used + _room_needed(col_len, col_cap, pos, m_i) > rows.shape[0]:
                 return row, block_start, used, seen
-            g = loss_derivative(kind, y[row], z)
-            h = loss_curvature(kind, y[row], z)
-            a = -0.5 * s[row] * h
-            c = s[row] * (h * z - g)
+            a, c = taylor_terms(kind, y[row], s[row], z)
             a_block[row - block_start] = a
             c_block[row - block_start] = c
             used = _add_term(diag, col_start, col_len, col_cap, rows, vals, dense, used, theta, omega, beta,
                              pos, val, m_i, z, a, c, mark, found)
             seen += s[row]
             stats[0] += m_i
-            scale = max(seen, floor_scale) if fixed_scale <= 0.0 else fixed_scale
-            sweeps, ok, _ = shooting_sweeps(diag, col_start, col_len, rows, vals, dense, omega, beta,
-                                            gamma, rho, scale, tol, max_sweeps)
-            stats[1] += sweeps
-            stats[2] += 0 if ok else 1
+            _shoot_now(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho,
+                       max(seen, floor_scale) if fixed_scale <= 0.0 else fixed_scale, tol, max_sweeps, stats)
             row += 1
         if block > 1:
             # Sec. 4.1's block heuristic: the block's terms again, at the beta reached now.
             for i in range(block_start, block_end):
                 m_i, z = _gather(data, indices, indptr, dense_x, i, intercept, beta, pos, val)
-                g = loss_derivative(kind, y[i], z)
-                h = loss_curvature(kind, y[i], z)
-                a = -0.5 * s[i] * h
-                c = s[i] * (h * z - g)
+                a, c = taylor_terms(kind, y[i], s[i], z)
                 used = _add_term(diag, col_start, col_len, col_cap, rows, vals, dense, used, theta, omega,
                                  beta, pos, val, m_i, z, a - a_block[i - block_start],
                                  c - c_block[i - block_start], mark, found)
                 stats[0] += m_i
-            scale = max(seen, floor_scale) if fixed_scale <= 0.0 else fixed_scale
-            sweeps, ok, _ = shooting_sweeps(diag, col_start, col_len, rows, vals, dense, omega, beta,
-                                            gamma, rho, scale, tol, max_sweeps)
-            stats[1] += sweeps
-            stats[2] += 0 if ok else 1
+            _shoot_now(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho,
+                       max(seen, floor_scale) if fixed_scale <= 0.0 else fixed_scale, tol, max_sweeps, stats)
         block_start = block_end
     return row, block_start, used, seen
 

@@ -32,7 +32,9 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-__all__ = ["Sketch", "shooting", "omega"]
+from ..losses import loss_curvature, loss_derivative
+
+__all__ = ["Sketch", "shooting", "omega", "taylor_terms"]
 
 
 @dataclass
@@ -129,6 +131,14 @@ class Sketch:
 
 
 @njit(cache=True, inline="always")
+def taylor_terms(kind, y, s, z):
+    """(a, b) of the weighted term s * log-likelihood ~ a c^2 + b c around c = z
+    (Appendix A): a = -s loss''(y, z) / 2, b = s (loss''(y, z) z - loss'(y, z))."""
+    h = loss_curvature(kind, y, z)
+    return -0.5 * s * h, s * (h * z - loss_derivative(kind, y, z))
+
+
+@njit(cache=True, inline="always")
 def sketch_column(col_start, col_len, rows, vals, dense, j):
     """(rows, values) of column j of Psi' (the off-diagonal part)."""
     s = col_start[j]
@@ -151,13 +161,21 @@ def _omega_kernel(col_start, col_len, rows, vals, dense, theta, beta, out):
 
 
 @njit(cache=True, inline="always")
-def _coordinate_optimum(curv, o, g):
-    """argmax_b  curv/2 b^2 + o b - g |b|  for curv < 0 (0 when curv >= 0: no data)."""
+def _shoot(diag, omega, beta, gamma, rho, scale, j):
+    """Set beta_j to argmax_b (Psi_jj - rho_j/2) b^2 + Omega_j b - gamma_j |b| (0 when the
+    curvature is not negative: no data); returns the change."""
+    curv = 2.0 * diag[j] - scale * rho[j]
+    o = omega[j]
+    g = scale * gamma[j]
     if curv >= 0.0 or (o <= g and o >= -g):
-        return 0.0
-    if o > g:
-        return (g - o) / curv
-    return (-g - o) / curv
+        new = 0.0
+    elif o > g:
+        new = (g - o) / curv
+    else:
+        new = (-g - o) / curv
+    delta = new - beta[j]
+    beta[j] = new
+    return delta
 
 
 @njit(cache=True)
@@ -167,11 +185,9 @@ def _full_sweep(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma,
     change = 0.0
     moves = 0
     for j in range(beta.shape[0]):
-        bj = beta[j]
-        before += bj * bj
-        delta = _coordinate_optimum(2.0 * diag[j] - scale * rho[j], omega[j], scale * gamma[j]) - bj
+        before += beta[j] * beta[j]
+        delta = _shoot(diag, omega, beta, gamma, rho, scale, j)
         if delta != 0.0:
-            beta[j] = bj + delta
             change += delta * delta
             moves += 1
             r, v = sketch_column(col_start, col_len, rows, vals, dense, j)
@@ -208,11 +224,9 @@ def _active_sweeps(diag, col_start, col_len, rows, vals, dense, omega, beta, gam
         change = 0.0
         for a in range(k):
             j = active[a]
-            bj = beta[j]
-            before += bj * bj
-            delta = _coordinate_optimum(2.0 * diag[j] - scale * rho[j], omega[j], scale * gamma[j]) - bj
+            before += beta[j] * beta[j]
+            delta = _shoot(diag, omega, beta, gamma, rho, scale, j)
             if delta != 0.0:
-                beta[j] = bj + delta
                 change += delta * delta
                 moves += 1
                 two_d = 2.0 * delta

@@ -47,10 +47,10 @@ from numba import njit
 from ..data._svmlight_write import atomic_file
 from ..exceptions import ConvergenceWarning
 from ..penalties import ElasticNet
-from ..losses import loss_curvature, loss_derivative, loss_value
+from ..losses import loss_derivative, loss_value
 from ..stream_problem import StreamProblem
 from .base import History, Result, Solver, Timer
-from .shooting import Sketch, shooting
+from .shooting import Sketch, shooting, taylor_terms
 
 __all__ = ["MultiPass", "ReducedMemoryMultiPass", "PassStatistics", "pass_statistics"]
 
@@ -81,13 +81,10 @@ def _chunk_kernel(kind, data, indices, indptr, dense, y, s, beta, b, slot, inter
         for p in range(start, end):
             j = p - start if dense else indices[p]
             z += data[p] * beta[j]
-        g = loss_derivative(kind, y[i], z)
-        h = loss_curvature(kind, y[i], z)
         loss_sum += s[i] * loss_value(kind, y[i], z)
-        sg = s[i] * g
+        sg = s[i] * loss_derivative(kind, y[i], z)
         grad_b += sg
-        a = -0.5 * s[i] * h
-        c = s[i] * (h * z - g)
+        a, c = taylor_terms(kind, y[i], s[i], z)
         a_out[i] = a
         c_out[i] = c
         m = 0
