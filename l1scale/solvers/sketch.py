@@ -313,6 +313,7 @@ class MultiPass(Solver):
         accesses = history.data_accesses[-1] if len(history) else 0
         stop_reason, converged, viol, objective = "max_iter", False, np.inf, np.nan
         best = None  # the best point evaluated: returned when the run does not converge
+        prev_viol, step_active = np.inf, None  # the active set of the step that led to (beta, b)
         z = start - 1
         for z in range(start, self.max_iter + 1):
             stats = self._pass(problem, beta, b, active)
@@ -347,11 +348,18 @@ class MultiPass(Solver):
             if z == self.max_iter:
                 break
             beta_new, b_new = self._shoot(problem, stats, beta, b, active)
-            prev = (beta, b, objective)
+            # The last step, made on this same active set, reduced neither the objective nor
+            # the KKT violation?
+            no_progress = (prev is not None and np.array_equal(step_active, active)
+                           and objective >= prev[2] - 1e-15 * abs(prev[2]) and viol >= (1.0 - 1e-6) * prev_viol)
+            prev, prev_viol, step_active = (beta, b, objective), viol, active
             omega_zero = np.abs(stats.grad)  # |Omega_j| where beta_j = 0
             next_active = self._next_active(problem, active, beta_new, omega_zero, W * pen.l1)
-            if np.array_equal(beta_new, beta) and b_new == b and np.array_equal(next_active, active):
-                stop_reason = "stalled"  # every further pass would be this one again
+            if np.array_equal(next_active, active) and (
+                    no_progress or (np.array_equal(beta_new, beta) and b_new == b)):
+                # Same active set and no progress: the passes have reached the best point
+                # this active set allows (RMMP with a support larger than max_active).
+                stop_reason = "stalled"
                 break
             active, beta, b = next_active, beta_new, b_new
             self._save(problem, fingerprint, beta, b, active, z + 1, prev, halvings, history, timer)
