@@ -27,6 +27,9 @@ class History:
         Cumulative number of nonzeros of X read.
     active : list of int
         Size of the active (working) set, where the solver has one (RMMP: |S|).
+    examples, progressive_loss, holdout_loss : list
+        Online solvers: examples seen so far, the pass's progressive-validation loss
+        (each example scored before it is learned from) and its holdout loss.
     """
 
     objective: list = field(default_factory=list)
@@ -35,10 +38,16 @@ class History:
     time: list = field(default_factory=list)
     data_accesses: list = field(default_factory=list)
     active: list = field(default_factory=list)
+    examples: list = field(default_factory=list)
+    progressive_loss: list = field(default_factory=list)
+    holdout_loss: list = field(default_factory=list)
 
-    def append(self, *, objective, certificate, nnz, time, data_accesses, active=None):
-        if active is not None:
-            self.active.append(int(active))
+    def append(self, *, objective, certificate, nnz, time, data_accesses, active=None, examples=None,
+               progressive_loss=None, holdout_loss=None):
+        for name, value in (("active", active), ("examples", examples), ("progressive_loss", progressive_loss),
+                            ("holdout_loss", holdout_loss)):
+            if value is not None:
+                getattr(self, name).append(value)
         self.objective.append(float(objective))
         self.certificate.append(float(certificate))
         self.nnz.append(int(nnz))

@@ -1,0 +1,145 @@
+"""Passes of an online first-order solver over a stream, the way Vowpal Wabbit runs them.
+
+An online solver (SMIDAS, truncated gradient, SGD with cumulative penalty) learns from
+one example at a time in a jitted kernel that costs O(nnz(x_i)) per example whatever d
+(lazy penalties). This module drives it over a :class:`~l1scale.stream_problem.StreamProblem`:
+
+- ``max_iter`` passes over the stream, the learning rate decaying across passes as each
+  solver defines;
+- **progressive validation**: every example's loss is taken with the weights *before*
+  the example is learned from, so the progressive loss of the first pass is an honest
+  estimate of the test loss (river, VW);
+- a **holdout**: every ``holdout``-th example (VW's default 10, used when there are
+  several passes) is never learned from; its loss is the holdout loss of the pass, and
+  training stops early when it has not improved for ``n_iter_no_change`` passes, keeping
+  the weights of the best pass;
+- one History row per pass: examples seen, progressive and holdout loss, nnz(w),
+  data accesses (nonzeros of X read), seconds; ``compute_objective=True`` adds a pass
+  that evaluates the objective P(w, b) on all the rows.
+
+A subclass defines ``new_state(n_features, fit_intercept)`` (an object with ``coef`` and
+``intercept``), ``_learn(state, rows, y, s, first_row, pass_index, kind, l1, l2, holdout)``
+(runs its kernel on one chunk, the weights ``s`` scaled to mean 1 over the data, and the
+holdout rows, ``(first_row + i) % holdout == holdout - 1``, scored but not learned from;
+returns the :data:`STATS` sums) and ``_catch_up(state)``
+(applies penalties still owed lazily, so the weights are exact at the end of a pass).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .base import History, Result, Solver
+
+__all__ = ["OnlineSolver", "STATS"]
+
+# What a kernel call adds up, in this order.
+STATS = ("progressive_loss", "progressive_weight", "holdout_loss", "holdout_weight", "examples", "accesses")
+
+
+class OnlineSolver(Solver):
+    """Base class of the online first-order solvers (see the module docstring).
+
+    Parameters
+    ----------
+    max_iter : int, default 1
+        Passes over the data.
+    holdout : int or None, default None
+        Every ``holdout``-th example is held out (0: none). None: 10 when ``max_iter > 1``
+        (VW's holdout_period), else 0.
+    n_iter_no_change : int, default 3
+        Passes without a better holdout loss before stopping early.
+    compute_objective : bool, default False
+        Evaluate P(w, b) on all the rows after the last pass (one more pass).
+    callback : callable, optional
+        ``callback(pass, history)`` after each pass.
+    verbose : int
+    """
+
+    data_access = "stream"
+    requires = ()
+
+    def __init__(self, *, max_iter=1, holdout=None, n_iter_no_change=3, compute_objective=False, callback=None,
+                 verbose=0):
+        if int(max_iter) < 1:
+            raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
+        if holdout is not None and int(holdout) < 0:
+            raise ValueError(f"holdout must be >= 0, got {holdout!r}")
+        self.max_iter = int(max_iter)
+        self.holdout = (10 if self.max_iter > 1 else 0) if holdout is None else int(holdout)
+        self.n_iter_no_change = int(n_iter_no_change)
+        self.compute_objective = bool(compute_objective)
+        self.callback, self.verbose = callback, verbose
+
+    # -- subclass API
+    def new_state(self, n_features: int, fit_intercept: bool):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def _learn(self, state, rows, y, s, first_row, pass_index, *, kind, l1, l2, holdout):  # pragma: no cover
+        raise NotImplementedError
+
+    def _catch_up(self, state):
+        """Apply what lazy updates still owe (default: nothing)."""
+
+    # -- driving
+    def partial_fit(self, state, rows, y, s, *, kind, l1, l2, total_weight=None, first_row=0, pass_index=0):
+        """Learn from one chunk (no holdout); the weights are brought up to date after it."""
+        out = self._learn(state, rows, y, s, first_row, pass_index, kind=kind, l1=l1, l2=l2, holdout=0)
+        self._catch_up(state)
+        return out
+
+    def solve(self, problem, coef_init=None, intercept_init=None, *, state=None) -> Result:
+        """``max_iter`` passes over a StreamProblem; the state reached is left in ``self.state_``."""
+        self.check_problem(problem)
+        if problem.penalty is None:
+            problem.resolve_lam(problem.gradient_at_start())  # lam_ratio: one pass for lam_max
+        pen, kind = problem.penalty, problem.loss.kernel_id
+        state = self.new_state(problem.n_features, problem.fit_intercept) if state is None else state
+        if coef_init is not None:
+            state.set_weights(np.asarray(coef_init, dtype=np.float64), 0.0 if intercept_init is None
+                              else float(intercept_init))
+        self.state_ = state
+        history, t0 = History(), time.perf_counter()
+        mean_scale = problem.n_samples / problem.weight_sum
+        best, waited, stop_reason = None, 0, "max_iter"
+        totals = np.zeros(len(STATS))
+        z = 0
+        for z in range(1, self.max_iter + 1):
+            sums = np.zeros(len(STATS))
+            for rows, y, s, first in problem.chunks():
+                # Weights scaled to mean 1: example i's stochastic gradient of the mean-form
+                # objective is s_i/mean(s) loss'_i x_i plus the penalty's.
+                sums += self._learn(state, rows, y, s * mean_scale, first, z - 1, kind=kind, l1=pen.l1,
+                                    l2=pen.l2, holdout=self.holdout)
+            self._catch_up(state)
+            totals += sums
+            progressive = sums[0] / max(sums[1], 1e-300)
+            held = sums[2] / sums[3] if sums[3] > 0 else np.nan
+            history.append(objective=np.nan, certificate=np.nan, nnz=np.count_nonzero(state.coef),
+                           time=time.perf_counter() - t0, data_accesses=int(totals[5]), examples=int(totals[4]),
+                           progressive_loss=progressive, holdout_loss=held)
+            if self.verbose:
+                print(f"{self.name} pass {z:3d}  examples {int(totals[4]):10d}  progressive {progressive:.6f}  "
+                      f"holdout {held:.6f}  nnz {history.nnz[-1]:7d}  {history.time[-1]:7.2f}s", flush=True)
+            if self.callback is not None:
+                self.callback(z, history)
+            if self.holdout > 0 and np.isfinite(held):
+                if best is None or held < best[0]:
+                    best, waited = (held, state.coef.copy(), state.intercept, z), 0
+                else:
+                    waited += 1
+                    if waited >= self.n_iter_no_change:
+                        stop_reason = "early_stopping"
+                        break
+        coef, intercept = state.coef.copy(), state.intercept
+        if stop_reason == "early_stopping":
+            coef, intercept = best[1], best[2]  # the weights of the pass with the best holdout loss
+        objective = problem.objective(coef, intercept) if self.compute_objective else np.nan
+        if self.compute_objective:
+            history.objective[-1] = objective
+        return Result(coef=coef, intercept=float(intercept), objective=float(objective), n_iter=int(z),
+                      converged=stop_reason == "early_stopping", stop_reason=stop_reason, certificate_name="none",
+                      certificate=np.nan, relative_certificate=np.nan, history=history,
+                      timings={"solve": time.perf_counter() - t0, "compile": 0.0})
