@@ -112,6 +112,7 @@ class _SparseLinearModel(BaseEstimator):
 
     def _fit_stream(self, stream, positives, class_weight, scan):
         """Each binary problem (one per positive class; [None] for regression) over the stream."""
+        self.stream_scan_ = scan  # before any solving: a callback may read it
         results, lams, states = [], [], []
         coef_init, intercept_init = self._warm(len(positives), scan.n_features)
         for k, positive in enumerate(positives):
@@ -248,6 +249,11 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         The solver's Result (with its History) per binary problem.
     solver_ : str
         The solver "auto" resolved to.
+    stream_scan_ : StreamScan
+        Only after a fit by a streaming solver (mp, rmmp, online): the first pass over the
+        data (:func:`~l1scale.stream_problem.scan_stream`), with n_samples, n_features,
+        nnz (nonzeros of X) and the label values (``classes``; for arrays, the indices
+        into ``classes_``). It is set before the solving starts, so a ``callback`` can read it.
     """
 
     _losses = ("logistic", "probit", "squared_hinge")
@@ -280,6 +286,7 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         """
         stream = self._stream_for(X, y, sample_weight)
         self.solver_ = self._check_params(streaming=stream is not None)
+        self.__dict__.pop("stream_scan_", None)  # set again by a streamed fit
         if stream is None and self.solver_ in _STREAMING:
             X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
             check_classification_targets(y)
@@ -430,6 +437,9 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
     n_iter_ : int
     result_ : Result
     solver_ : str
+    stream_scan_ : StreamScan
+        Only after a fit by a streaming solver: as for :class:`SparseLogisticRegression`
+        (``classes`` is empty for a target with more than 1000 distinct values).
     """
 
     _losses = ("squared",)
@@ -457,6 +467,7 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
         as for :meth:`SparseLogisticRegression.fit`."""
         stream = self._stream_for(X, y, sample_weight)
         self.solver_ = self._check_params(streaming=stream is not None)
+        self.__dict__.pop("stream_scan_", None)  # set again by a streamed fit
         from_arrays = stream is None and self.solver_ in _STREAMING
         if from_arrays:
             X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),

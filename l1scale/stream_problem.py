@@ -8,10 +8,10 @@ solvers (MP, RMMP, Online) read it through :meth:`StreamProblem.chunks`, which t
 the stream's labels into {-1, +1}, applies sample and class weights, and checks every
 chunk (NaN / infinity, unknown labels) with an error that names the rows.
 
-A first pass, :func:`scan_stream`, reads only the labels and weights: it finds the
-classes, n, W and the intercept-only optimum b0 (closed form for every loss solved
-here), so that the solver's first real pass starts at (0, b0) and lam_max comes from
-that pass's gradient.
+A first pass, :func:`scan_stream`, reads the labels and weights (and counts the
+nonzeros of X): it finds the classes, n, W and the intercept-only optimum b0 (closed
+form for every loss solved here), so that the solver's first real pass starts at
+(0, b0) and lam_max comes from that pass's gradient.
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ class StreamScan(NamedTuple):
         sum_i s_i.
     label_weighted_sum : float
         sum_i s_i y_i (for the squared loss's intercept).
+    nnz : int
+        Nonzeros of X (stored entries of sparse chunks, nonzero entries of dense ones).
 
     A target with more than 1000 distinct values (regression) keeps no class table:
     ``classes``, ``counts`` and ``weights`` are then empty.
@@ -61,6 +63,7 @@ class StreamScan(NamedTuple):
     weights: np.ndarray
     weight_sum: float
     label_weighted_sum: float
+    nnz: int
 
 
 _MAX_CLASSES = 1000
@@ -71,9 +74,9 @@ def _source_name(stream: Stream) -> str:
 
 
 def scan_stream(stream: Stream) -> StreamScan:
-    """One pass over ``stream`` reading labels and weights only."""
+    """One pass over ``stream`` reading labels and weights, and counting the nonzeros of X."""
     found: dict | None = {}
-    n = 0
+    n = nnz = 0
     weight_sum = label_sum = 0.0
     for chunk in stream:
         y = chunk.y
@@ -97,6 +100,7 @@ def scan_stream(stream: Stream) -> StreamScan:
         weight_sum += float(s.sum())
         label_sum += float(s @ y)
         n += y.shape[0]
+        nnz += int(chunk.X.nnz) if sp.issparse(chunk.X) else int(np.count_nonzero(chunk.X))
     if n == 0:
         raise DataFormatError("the stream has no rows", path=_source_name(stream))
     if weight_sum <= 0:
@@ -104,7 +108,7 @@ def scan_stream(stream: Stream) -> StreamScan:
     keys = sorted(found) if found is not None else []
     return StreamScan(n, int(stream.n_features), np.array(keys, dtype=np.float64),
                       np.array([found[k][0] for k in keys], dtype=np.int64),
-                      np.array([found[k][1] for k in keys], dtype=np.float64), weight_sum, label_sum)
+                      np.array([found[k][1] for k in keys], dtype=np.float64), weight_sum, label_sum, nnz)
 
 
 class StreamProblem:

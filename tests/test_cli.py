@@ -221,9 +221,9 @@ STREAM_HEAD = ["pass", "active", "nnz", "objective", "kkt", "seconds"]
 @pytest.fixture
 def no_loading(files, monkeypatch):
     """The in-memory loader refuses the training files: streamed data must not come through it."""
-    import l1scale.cli as cli
+    import l1scale.cli.train as train_command
 
-    real = cli._read_data
+    real = train_command.read_data
     refused = {str(files[name]) for name in ("train", "multi", "bad")}
 
     def read_data(path, **kw):
@@ -231,7 +231,7 @@ def no_loading(files, monkeypatch):
             raise AssertionError(f"{path} was loaded into memory")
         return real(path, **kw)
 
-    monkeypatch.setattr(cli, "_read_data", read_data)
+    monkeypatch.setattr(train_command, "read_data", read_data)
     return refused  # clear it to let a test load on purpose
 
 

@@ -263,6 +263,19 @@ def test_write_cache_of_any_stream_keeps_weights(tmp_path):
     assert json.loads((tmp_path / "c" / "meta.json").read_text())["n_chunks"] == 4
 
 
+def test_from_cache_widens_to_n_features(svm_file, tmp_path):
+    path, dense, y = svm_file
+    write_cache(path, tmp_path / "cache", chunk_bytes=800)
+    wide = Stream.from_cache(tmp_path / "cache", n_features=34)
+    assert wide.n_features == 34 and wide.n_samples == 200
+    Xs, ys, _ = gather(wide)  # every chunk 34 wide, the 4 new columns zero
+    np.testing.assert_array_equal(Xs, np.hstack([dense, np.zeros((200, 4))]))
+    np.testing.assert_array_equal(ys, y)
+    assert Stream.from_cache(tmp_path / "cache", n_features=30).n_features == 30
+    with pytest.raises(DataFormatError, match="30 features, more than n_features=29"):
+        Stream.from_cache(tmp_path / "cache", n_features=29)
+
+
 def test_open_dispatches(svm_file, tmp_path):
     path, dense, y = svm_file
     stream = Stream.from_arrays(dense, y)

@@ -160,9 +160,13 @@ class Stream:
         return cls(_GeneratorSource(factory, n_features))
 
     @classmethod
-    def from_cache(cls, directory) -> "Stream":
-        """Stream a complete binary chunk cache (see :func:`write_cache`)."""
-        source = _CacheSource(directory)
+    def from_cache(cls, directory, *, n_features=None) -> "Stream":
+        """Stream a complete binary chunk cache (see :func:`write_cache`).
+
+        ``n_features`` widens the cache's X (the missing trailing columns are zero);
+        narrower than the cache's width is an error.
+        """
+        source = _CacheSource(directory, n_features)
         return cls(source, n_samples=source.meta["n_samples"])
 
     @classmethod
@@ -238,19 +242,25 @@ class _GeneratorSource:
 
 
 class _CacheSource:
-    def __init__(self, directory):
+    def __init__(self, directory, n_features=None):
         self.directory = os.fspath(directory)
         self.meta = _read_meta(self.directory)
         if self.meta is None:
             raise DataFormatError("not a complete l1scale chunk cache (missing or invalid meta.json)",
                                   path=self.directory)
         self.n_features = self.meta["n_features"]
+        if n_features is not None:
+            n_features = _svm._check_n_features(n_features)
+            if n_features < self.n_features:
+                raise DataFormatError(f"the cache has {self.n_features} features, more than "
+                                      f"n_features={n_features}", path=self.directory)
+            self.n_features = n_features
 
     def describe(self):
         return f"cache {self.directory!r}"
 
     def chunks(self):
-        return _iter_cache(self.directory, self.meta)
+        return _iter_cache(self.directory, self.meta, self.n_features)
 
 
 class _SvmlightSource:
@@ -311,13 +321,14 @@ def _read_meta(directory):
     return meta
 
 
-def _iter_cache(directory, meta):
+def _iter_cache(directory, meta, n_features=None):
+    width = meta["n_features"] if n_features is None else n_features  # wider: trailing zero columns
     for i in range(meta["n_chunks"]):
         path = os.path.join(directory, f"chunk-{i:06d}.npz")
         try:
             with np.load(path) as z:
                 rows = int(z["shape"][0])
-                X = make_csr(z["data"], z["indices"], z["indptr"], (rows, meta["n_features"]))
+                X = make_csr(z["data"], z["indices"], z["indptr"], (rows, width))
                 w = z["sample_weight"] if "sample_weight" in z.files else None
                 chunk = Chunk(X, z["y"], w)
         except (OSError, KeyError, ValueError) as e:

@@ -1,0 +1,45 @@
+"""The ``l1scale`` command: train, predict, evaluate, info, convert, demo.
+
+Every command reads svmlight files (plain, .gz, .bz2, .xz) or binary chunk-cache
+directories made by ``l1scale convert``.  Flags map onto estimator parameters
+(``--lam`` -> ``lam``, ``--no-intercept`` -> ``fit_intercept=False``, ...); the
+estimators know nothing of the command line.
+
+Output discipline: results (summaries, predictions, reports) go to stdout,
+progress and warnings to stderr.  ``--json`` prints one JSON document on stdout
+for scripts.  Errors are one ``Error: ...`` line on stderr naming the file (and
+line) or the option, with exit status 1 (bad data, unreadable model, failed
+write) or 2 (bad command line, as click reports it).  Set ``L1SCALE_DEBUG=1``
+to get the Python traceback instead.
+
+The library is imported inside the commands, so ``l1scale --help`` is instant.
+
+Modules: :mod:`.train`, :mod:`.apply` (predict, evaluate) and :mod:`.tools` (info,
+convert, demo) hold the commands; ``_params`` the shared flags and error handling,
+``_data`` / ``_stream`` the reading of data, ``_format`` / ``_summary`` / ``_progress``
+what is printed.
+"""
+
+from __future__ import annotations
+
+import click
+
+from . import apply, tools, train
+
+__all__ = ["main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="l1scale", prog_name="l1scale")
+def main():
+    """Sparse (L1-regularised) linear classifiers and regressors.
+
+    DATA is an svmlight file (plain, .gz, .bz2 or .xz) or a binary cache
+    directory made by `l1scale convert`.  Results go to stdout; progress,
+    warnings and errors to stderr.
+    """
+
+
+for _command in (train.train, apply.predict, apply.evaluate, tools.info, tools.convert, tools.demo):
+    main.add_command(_command)
+del _command

@@ -1,0 +1,120 @@
+"""Reading data into memory for the commands, and checking output paths before any work.
+
+Like the rest of the package it imports the library only when called (``l1scale --help``
+stays instant); the training Stream is in :mod:`._stream`, imported by ``train`` when run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+
+import click
+import numpy as np
+
+from ._params import check_no_layout_flag, zero_based_value
+
+
+def too_wide(path, width, than):
+    """The error for data with more features than the model / training data / --n-features."""
+    return click.ClickException(f"{path} has {width} features, more than {than}")
+
+
+def read_data(path, *, zero_based=None, n_features=None, width_of=None):
+    """A whole data set in memory: (X CSR, y, sample_weight or None).
+
+    ``path`` is an svmlight file or a chunk-cache directory.  With ``n_features``
+    a narrower X is widened (its missing trailing columns are zero) and a wider
+    one is an error naming the file and both widths (``width_of`` says whose
+    width ``n_features`` is, e.g. "the 30 of the model m.bin").
+    """
+    import scipy.sparse as sp
+
+    from ..data import Stream, load_svmlight
+
+    if os.path.isdir(path):
+        check_no_layout_flag(zero_based, path)
+        stream = Stream.from_cache(path)
+        Xs, ys, ws = [], [], []
+        for chunk in stream:
+            Xs.append(sp.csr_matrix(chunk.X))
+            ys.append(chunk.y)
+            ws.append(chunk.sample_weight)
+        width = stream.n_features
+        X = sp.vstack(Xs, format="csr") if Xs else sp.csr_matrix((0, width))
+        y = np.concatenate(ys) if ys else np.empty(0)
+        w = None
+        if any(v is not None for v in ws):
+            w = np.concatenate([np.ones(len(c)) if v is None else v for c, v in zip(ys, ws)])
+        if X.shape[1] != width:
+            X.resize((X.shape[0], width))
+    else:
+        X, y = load_svmlight(path, zero_based=zero_based_value(zero_based))
+        w = None
+    if X.shape[0] == 0:
+        raise click.ClickException(f"{path}: no examples")
+    if n_features is not None and X.shape[1] != n_features:
+        if X.shape[1] > n_features:
+            raise too_wide(path, X.shape[1], width_of or str(n_features))
+        X.resize((X.shape[0], n_features))
+    return X, y, w
+
+
+# ------------------------------------------------------------------------- output paths
+
+
+def check_output(path, option):
+    """Fail before any work when ``path`` cannot be written (usage error, exit 2)."""
+    if path is None:
+        return
+    if os.path.isdir(path):
+        raise click.BadParameter(f"{path!r} is a directory", param_hint=option)
+    _check_directory(path, os.path.dirname(os.path.abspath(path)), option)
+
+
+def check_cache_dir(path, data):
+    """Fail before any work when ``--cache`` cannot be a cache directory for DATA."""
+    if path is None:
+        return
+    if os.path.isdir(data):
+        raise click.BadParameter(f"DATA {data!r} is already a cache directory", param_hint="--cache")
+    if os.path.abspath(path) == os.path.abspath(data):
+        raise click.BadParameter("is DATA itself", param_hint="--cache")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise click.BadParameter(f"{path!r} exists and is not a directory", param_hint="--cache")
+    target = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    _check_directory(path, target, "--cache", missing_verb="create")
+
+
+def _check_directory(path, directory, option, missing_verb="write"):
+    """``directory`` (where ``path`` goes) exists and is writable, else a usage error."""
+    if not os.path.isdir(directory):
+        raise click.BadParameter(f"cannot {missing_verb} {path!r}: directory {directory!r} does not "
+                                 "exist", param_hint=option)
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"cannot write {path!r}: directory {directory!r} is not writable",
+                                 param_hint=option)
+
+
+def write_text_atomically(path, text):
+    """Write ``text`` to ``path`` under a temporary name, then rename it into place."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,97 @@
+"""Command-line parameters shared by the commands: value types, options, error handling."""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+
+import click
+
+CLASSIFICATION_LOSSES = ("logistic", "probit", "squared_hinge")
+LOSSES = CLASSIFICATION_LOSSES + ("squared",)
+
+
+class _PositiveFloat(click.ParamType):
+    """A finite float > 0 (click's FloatRange lets NaN and inf through)."""
+
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(x) or x <= 0:
+            self.fail(f"{value!r} is not a finite number > 0", param, ctx)
+        return x
+
+
+class SolverChoice(click.ParamType):
+    """``auto`` or a registered solver; the registry is read only when the flag is used."""
+
+    name = "solver"
+
+    def convert(self, value, param, ctx):
+        if value == "auto":
+            return value
+        from ..solvers import SOLVERS
+
+        if value not in SOLVERS:
+            self.fail(f"{value!r} is not one of {['auto', *sorted(SOLVERS)]}", param, ctx)
+        return value
+
+    def get_metavar(self, param, ctx=None):
+        return "[auto|cd|mp|rmmp|online]"
+
+
+POSITIVE = _PositiveFloat()
+
+
+def zero_based_option(help="Feature indices of svmlight files start at 0 / at 1.  [default: auto]"):
+    """The ``--zero-based/--one-based`` flag (None when not given: detected from the file)."""
+    return click.option("--zero-based/--one-based", default=None, help=help)
+
+
+def zero_based_value(flag):
+    """The flag as the readers' ``zero_based`` argument."""
+    return "auto" if flag is None else bool(flag)
+
+
+def check_no_layout_flag(zero_based, path):
+    """``--zero-based/--one-based`` given with a cache directory: a usage error (exit 2)."""
+    if zero_based is not None:
+        raise click.UsageError(f"--zero-based/--one-based apply to svmlight files, not to the "
+                               f"cache directory {path}")
+
+
+def handle_errors(fn):
+    """Turn the library's errors into one ``Error: ...`` line (exit 1), no traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if os.environ.get("L1SCALE_DEBUG"):
+            return fn(*args, **kwargs)
+        from ..exceptions import DataFormatError, ModelFormatError
+
+        try:
+            return fn(*args, **kwargs)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except (DataFormatError, ModelFormatError) as exc:
+            raise click.ClickException(str(exc)) from None
+        except OSError as exc:
+            raise click.ClickException(_os_message(exc)) from None
+        except MemoryError:
+            raise click.ClickException("out of memory; try a binary cache (l1scale convert) or a "
+                                       "smaller data set") from None
+        except ValueError as exc:  # the estimators' and metrics' input checks
+            raise click.ClickException(str(exc)) from None
+
+    return wrapper
+
+
+def _os_message(exc: OSError) -> str:
+    if exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return exc.strerror or str(exc)

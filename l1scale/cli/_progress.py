@@ -1,0 +1,126 @@
+"""Progress of a fit on stderr: a live table on a terminal, plain lines otherwise."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import click
+
+from ._format import fmt, label
+
+_LIVE_ROWS = 20  # rows of the live progress table kept on screen
+_LIVE_REFRESH_S = 0.1
+
+
+class Progress:
+    """``callback(iteration, history)`` for the estimators: a live table on a
+    terminal, one line per iteration otherwise (both on stderr).
+
+    Batch solvers (cd) show iteration, objective, certificate, nnz, seconds;
+    streaming solvers (``streaming=True``: mp, rmmp, online) one row per pass
+    (per chunk for online): pass, active-set size, nnz, objective, KKT violation,
+    seconds, blank where the solver has no value (NaN, no active set).
+
+    ``classes`` are the labels of the one-vs-rest problems (a class column is
+    shown), None, or a callable giving them (or None) at the first call, for
+    streamed data whose labels are known only once the fit has begun.
+    """
+
+    def __init__(self, classes=None, *, streaming=False, step="pass"):
+        from rich.console import Console
+
+        self.console = Console(file=sys.stderr, highlight=False)
+        self._classes = classes
+        self.classes = None if callable(classes) else classes
+        self.streaming = streaming
+        self.columns = ((step, "active", "nnz", "objective", "kkt", "seconds") if streaming else
+                        ("iter", "objective", "certificate", "nnz", "seconds"))
+        self.widths = (6, 8, 8, 18, 11, 9) if streaming else (6, 18, 11, 8, 9)
+        self.problem = -1
+        self._history = None
+        self.rows = []
+        self.live = None
+        self._last_refresh = 0.0
+        self._header_done = False
+        self._started = False
+
+    def __enter__(self):
+        if self.console.is_terminal:
+            from rich.live import Live
+
+            self.live = Live(self._table(), console=self.console, auto_refresh=False,
+                             transient=False)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.live is not None:
+            self.live.update(self._table(), refresh=True)
+            self.live.__exit__(*exc)
+        return False
+
+    def __call__(self, iteration, history):
+        if not self._started:
+            self._started = True
+            if callable(self._classes):
+                self.classes = self._classes()
+        # A new binary problem (one-vs-rest) brings a new History.  Batch solvers count
+        # iterations from 0, streaming ones passes from 1, and a run resumed from a
+        # checkpoint from where it stopped: the History object is what tells.
+        if history is not self._history:
+            self._history = history
+            self.problem += 1
+        row = (fmt(self._class()),) + (self._stream_row(iteration, history) if self.streaming else
+                                         self._batch_row(iteration, history))
+        if self.live is not None:
+            self.rows.append(row)
+            del self.rows[:-_LIVE_ROWS]
+            now = time.perf_counter()
+            if now - self._last_refresh >= _LIVE_REFRESH_S:
+                self.live.update(self._table(), refresh=True)
+                self._last_refresh = now
+            return
+        cols = row if self.classes is not None else row[1:]
+        if not self._header_done:
+            head = ("class",) if self.classes is not None else ()
+            click.echo(self._line(head + self.columns), err=True)
+            self._header_done = True
+        click.echo(self._line(cols), err=True)
+
+    @staticmethod
+    def _batch_row(iteration, history):
+        cert = history.certificate[-1]
+        return (str(iteration), f"{history.objective[-1]:.10g}",
+                "" if math.isnan(cert) else f"{cert:.3e}", str(history.nnz[-1]),
+                f"{history.time[-1]:.3f}")
+
+    @staticmethod
+    def _stream_row(iteration, history):
+        objective, kkt = history.objective[-1], history.certificate[-1]
+        active = history.active[-1] if len(history.active) == len(history) else None
+        return (str(iteration), "" if active is None else str(active), str(history.nnz[-1]),
+                "" if math.isnan(objective) else f"{objective:.10g}",
+                "" if math.isnan(kkt) else f"{kkt:.3e}", f"{history.time[-1]:.3f}")
+
+    def _class(self):
+        if self.classes is None or self.problem >= len(self.classes):
+            return None
+        return label(self.classes[self.problem])
+
+    def _line(self, cols):
+        widths = ((6,) + self.widths)[-len(cols):]
+        return "  ".join(str(c).rjust(w) for c, w in zip(cols, widths))
+
+    def _table(self):
+        from rich.table import Table
+
+        table = Table(title="fitting", title_justify="left", box=None, pad_edge=False)
+        if self.classes is not None:
+            table.add_column("class", justify="right")
+        for name in self.columns:
+            table.add_column(name, justify="right")
+        for row in self.rows:
+            table.add_row(*(row if self.classes is not None else row[1:]))
+        return table

@@ -1,0 +1,218 @@
+"""``train``: flags to estimator parameters, the data read (in memory or streamed), the fit."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import warnings
+
+import click
+import numpy as np
+
+from ._data import check_cache_dir, check_output, read_data, too_wide
+from ._format import echo_json
+from ._params import LOSSES, POSITIVE, SolverChoice, handle_errors, zero_based_option
+from ._progress import Progress
+from ._summary import print_train_summary, train_summary
+from .apply import report, unknown_labels
+
+
+@click.command()
+@click.argument("data", type=click.Path(exists=True, readable=True))
+@click.option("--test", "test_path", type=click.Path(exists=True, readable=True),
+              help="Held-out data to report metrics on.")
+@click.option("--lam", type=POSITIVE,
+              help="Regularisation strength, mean-loss form (liblinear's C = 1/(n lam)).")
+@click.option("--lam-ratio", type=POSITIVE,
+              help="lam as a fraction of lam_max.  [default: 0.01 when --lam is not given]")
+@click.option("--l1-ratio", type=click.FloatRange(0, 1, min_open=True), default=1.0,
+              show_default=True, help="Elastic-net mix: 1 is pure L1.")
+@click.option("--loss", type=click.Choice(LOSSES), default="logistic", show_default=True,
+              help="squared fits a regression (lasso / elastic net); the others classify.")
+@click.option("--solver", type=SolverChoice(), default="auto", show_default=True,
+              help="cd: coordinate descent on DATA loaded into memory.  mp, rmmp, online: "
+                   "streaming solvers reading DATA in passes, never loading it (rmmp: memory "
+                   "O(d + k^2) whatever n; online: one pass).  auto: rmmp when --max-active, "
+                   "--checkpoint or --cache is given, else cd.")
+@click.option("--max-active", type=click.IntRange(min=1), metavar="K",
+              help="rmmp: the most features in the active set (the sketch is K x K).  [default: 2000]")
+@click.option("--checkpoint", type=click.Path(dir_okay=False), metavar="PATH",
+              help="mp, rmmp: save the state here after each pass; a run given an existing "
+                   "checkpoint resumes from it.")
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="mp, rmmp, online: binary chunk cache of DATA, written by the first pass and "
+                   "read by the later ones (and by later runs).")
+@click.option("--intercept/--no-intercept", default=True, show_default=True,
+              help="Fit an unpenalised intercept.")
+@click.option("--tol", type=POSITIVE, default=1e-6, show_default=True,
+              help="Stop at relative duality gap (or KKT violation) <= tol.")
+@click.option("--max-iter", type=click.IntRange(min=1), default=200, show_default=True,
+              help="Iterations (cd) or passes over DATA (mp, rmmp).")
+@click.option("--class-weight", type=click.Choice(["balanced"]),
+              help="Weight classes inversely to their frequency.")
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="Seed of the solver's coordinate order.")
+@click.option("--n-features", type=click.IntRange(min=1),
+              help="Width of X (default: largest feature index); a wider file is an error.")
+@zero_based_option()
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Save the model here.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress display; only the summary.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@handle_errors
+def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint, cache_dir,
+          intercept, tol, max_iter, class_weight, seed, n_features, zero_based, output, quiet, as_json):
+    """Fit a sparse linear model on DATA and print a summary.
+
+    Classification losses (logistic, probit, squared_hinge) accept any labels
+    (more than two classes: one-vs-rest); --loss squared fits a regression.
+    With a streaming solver (mp, rmmp, online) DATA is read in passes and never
+    loaded; the summary then has no train metrics (they would need another pass:
+    use --test or `l1scale evaluate`).
+    """
+    resolved = _check_flags(lam, lam_ratio, loss, solver, max_active, checkpoint, cache_dir,
+                            class_weight)
+    streamed = _streaming_solver(resolved)
+    check_output(output, "'-o' / '--output'")
+    check_output(checkpoint, "--checkpoint")
+    check_cache_dir(cache_dir, data)
+    # Flags -> estimator parameters (the only place the two meet).
+    params = {"lam": lam, "lam_ratio": lam_ratio, "l1_ratio": l1_ratio, "fit_intercept": intercept,
+              "solver": solver, "tol": tol, "max_iter": max_iter, "random_state": seed,
+              "max_active": max_active, "checkpoint": checkpoint}
+    if loss != "squared":
+        params.update(loss=loss, class_weight=class_weight)
+
+    t0 = time.perf_counter()
+    Xt = yt = None
+    if streamed:
+        from ._stream import train_stream
+
+        if test_path is not None:  # read before fitting: a bad test file fails fast
+            Xt, yt, _ = read_data(test_path, zero_based=zero_based, n_features=n_features,
+                                  width_of=f"--n-features {n_features}")
+
+        def check_test_width(width):  # once the training width is known, before any solving
+            if Xt is not None and Xt.shape[1] > width:
+                raise too_wide(test_path, Xt.shape[1], f"the {width} of the training data {data}")
+
+        stream = train_stream(data, zero_based=zero_based, n_features=n_features, cache=cache_dir,
+                              on_width=check_test_width)
+    else:
+        X, y, w = read_data(data, zero_based=zero_based, n_features=n_features,
+                            width_of=f"--n-features {n_features}")
+        if test_path is not None:  # read before fitting: a bad test file fails fast
+            Xt, yt, _ = read_data(test_path, zero_based=zero_based, n_features=X.shape[1],
+                                  width_of=f"the {X.shape[1]} of the training data {data}")
+    load_seconds = time.perf_counter() - t0
+    from ..estimators import SparseLinearRegression, SparseLogisticRegression
+
+    est = (SparseLinearRegression if loss == "squared" else SparseLogisticRegression)(**params)
+    progress = None
+    if not quiet:
+        if loss == "squared":
+            classes = None
+        elif streamed:  # the labels are known once the fit's first pass (its label scan) is made
+            def classes():
+                return _one_vs_rest(est.stream_scan_.classes)
+        else:
+            classes = _one_vs_rest(np.unique(y))
+        progress = Progress(classes, streaming=streamed, step="chunk" if resolved == "online" else "pass")
+        est.set_params(callback=progress)
+    messages, fit_seconds = _fit(est, data, (stream,) if streamed else (X, y, w), progress)
+    if not quiet:
+        for message in messages:
+            click.echo(f"Warning: {message}", err=True)
+
+    if streamed:
+        d, scan = int(est.n_features_in_), est.stream_scan_
+        data_info = {"n_samples": int(scan.n_samples), "n_features": d, "nnz": int(scan.nnz)}
+        train_report = None  # another pass over DATA: not made
+        if Xt is not None and Xt.shape[1] < d:
+            Xt = Xt.tocsr(copy=True)
+            Xt.resize((Xt.shape[0], d))
+    else:
+        data_info = {"n_samples": int(X.shape[0]), "n_features": int(X.shape[1]), "nnz": int(X.nnz)}
+        train_report = report(est, X, y)
+    summary = train_summary(est, data, data_info, train_report, load_seconds, fit_seconds, messages)
+    if test_path is not None:
+        summary["test"] = {"path": test_path, **report(est, Xt, yt)}
+        unknown = unknown_labels(est, yt)
+        if unknown:
+            summary["warnings"].append(f"{test_path} has labels {unknown} that are not classes "
+                                       f"of the training data")
+            if not quiet:
+                click.echo(f"Warning: {summary['warnings'][-1]}", err=True)
+    if output is not None:
+        est.save(output)
+    summary["model"] = output
+    if as_json:
+        echo_json(summary)
+    else:
+        print_train_summary(summary)
+
+
+def _check_flags(lam, lam_ratio, loss, solver, max_active, checkpoint, cache_dir, class_weight):
+    """Usage errors among the flags (before any reading); returns the solver "auto" picks."""
+    if lam is not None and lam_ratio is not None:
+        raise click.UsageError("give --lam or --lam-ratio, not both")
+    if loss == "squared" and class_weight is not None:
+        raise click.BadParameter("does not apply to --loss squared (a regression)",
+                                 param_hint="--class-weight")
+    resolved = solver
+    if solver == "auto":  # the flags that only streaming solvers take pick RMMP
+        resolved = "rmmp" if (max_active, checkpoint, cache_dir) != (None, None, None) else "cd"
+    if max_active is not None and resolved != "rmmp":
+        raise click.BadParameter(f"is RMMP's active-set size; it does not apply to --solver {resolved}",
+                                 param_hint="--max-active")
+    if checkpoint is not None and resolved not in ("mp", "rmmp"):
+        raise click.BadParameter(f"applies to --solver mp or rmmp, not to --solver {resolved}",
+                                 param_hint="--checkpoint")
+    if cache_dir is not None and not _streaming_solver(resolved):
+        raise click.BadParameter(f"applies to the streaming solvers (mp, rmmp, online), not to "
+                                 f"--solver {resolved}, which loads DATA into memory (a cache for it: "
+                                 f"`l1scale convert`)", param_hint="--cache")
+    _check_solver_takes_loss(resolved, loss)
+    return resolved
+
+
+def _streaming_solver(name):
+    """Whether the registered solver ``name`` reads its data in passes (mp, rmmp, online)."""
+    from ..solvers import SOLVERS
+
+    return getattr(SOLVERS[name], "data_access", "") == "stream"
+
+
+def _check_solver_takes_loss(solver, loss):
+    """A usage error (before any reading) when ``solver`` cannot minimise ``loss``."""
+    from ..losses import get_loss
+    from ..solvers import SOLVERS
+
+    missing = [attr for attr in getattr(SOLVERS[solver], "requires", ())
+               if not getattr(get_loss(loss), attr, None)]
+    if missing:
+        raise click.BadParameter(f"--solver {solver} cannot minimise --loss {loss} (it needs a loss "
+                                 f"with {', '.join(missing)})", param_hint="--solver")
+
+
+def _one_vs_rest(classes):
+    """The classes of the one-vs-rest problems (more than two), or None: the progress's class column."""
+    return classes if classes.shape[0] > 2 else None
+
+
+def _fit(est, data, args, progress):
+    """``est.fit(*args)`` under the progress display; returns (warning messages, seconds)."""
+    from ..exceptions import ConvergenceWarning, DataFormatError
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        t0 = time.perf_counter()
+        with progress if progress is not None else contextlib.nullcontext():
+            try:
+                est.fit(*args)
+            except DataFormatError:
+                raise  # names the file and line already
+            except ValueError as exc:  # labels unfit for the loss, one class only, ...
+                raise click.ClickException(f"{data}: {exc}") from None
+        fit_seconds = time.perf_counter() - t0
+    messages = [str(m.message) for m in caught if not issubclass(m.category, DeprecationWarning)]
+    return messages, fit_seconds
