@@ -30,12 +30,14 @@ from .problem import Problem
 from .solvers import SOLVERS
 from .solvers.base import Solver
 from .solvers.online import OnlineSketch
+from .solvers.online_base import OnlineSolver
 from .stream_problem import StreamProblem, scan_stream
 
 __all__ = ["SparseLogisticRegression", "SparseLinearRegression", "load"]
 
 _DEFAULT_LAM_RATIO = 0.01
-_STREAMING = ("mp", "rmmp", "online")
+# Solvers that read the data in passes over a Stream (the others need it in memory).
+_STREAMING = tuple(name for name, cls in SOLVERS.items() if cls.data_access == "stream")
 _DEFAULT_MAX_ACTIVE = 2000
 
 
@@ -88,6 +90,10 @@ class _SparseLinearModel(BaseEstimator):
         common = {"callback": self.callback, "verbose": self.verbose}
         if self.solver_ == "online":
             return OnlineSketch(**common)
+        if issubclass(SOLVERS[self.solver_], OnlineSolver):
+            # Online first-order solvers: max_iter passes, their own default rates; tune
+            # them by passing a solver instance (e.g. solver=TruncatedGradient(eta0=...)).
+            return SOLVERS[self.solver_](max_iter=self.max_iter, **common)
         checkpoint = self.checkpoint
         if checkpoint is not None and n_problems > 1:
             checkpoint = f"{os.fspath(checkpoint)}.{k}"
@@ -121,14 +127,15 @@ class _SparseLinearModel(BaseEstimator):
                                     fit_intercept=self.fit_intercept, positive_class=positive,
                                     class_weight=class_weight, scan=scan)
             solver = self._make_solver(k, len(positives))
-            if self.solver_ == "online":
+            if isinstance(solver, OnlineSketch):
                 if problem.penalty is None:
                     problem.resolve_lam(problem.gradient_at_start())  # lam_max: one pass first
                 result = solver.solve(problem)
-                states.append(solver.state_)
             else:
                 result = solver.solve(problem, None if coef_init is None else coef_init[k],
                                       None if intercept_init is None else intercept_init[k])
+            if hasattr(solver, "state_"):
+                states.append(solver.state_)
             results.append(result)
             lams.append(problem.lam)
         # partial_fit after fit continues the Online algorithm from where fit left it.
@@ -138,7 +145,10 @@ class _SparseLinearModel(BaseEstimator):
         return results, lams
 
     def _is_online(self):
-        return self.solver == "online" or isinstance(self.solver, OnlineSketch)
+        """Whether the solver learns example by example (then ``partial_fit`` exists)."""
+        if isinstance(self.solver, Solver):
+            return hasattr(self.solver, "partial_fit")
+        return self.solver in SOLVERS and hasattr(SOLVERS[self.solver], "partial_fit")
 
     def _partial_fit(self, X, y, sample_weight, positives_of):
         """Continue the Online algorithm with the rows of X (see ``partial_fit``)."""

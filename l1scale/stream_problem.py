@@ -140,8 +140,6 @@ class StreamProblem:
                  fit_intercept=True, positive_class=None, class_weight=None, scan=None):
         self.stream = Stream.open(stream)
         self.loss = get_loss(loss)
-        if not self.loss.smooth or self.loss._curvature is None:
-            raise ValueError(f"loss {self.loss.name!r} has no curvature; the quadratic sketch needs one")
         if (lam is None) == (lam_ratio is None):
             raise ValueError("give exactly one of lam and lam_ratio")
         for name, value in (("lam", lam), ("lam_ratio", lam_ratio)):

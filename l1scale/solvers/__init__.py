@@ -7,9 +7,16 @@
 from .base import History, Result, Solver
 from .cd import CoordinateDescent
 from .online import OnlineSketch
+from .online_base import OnlineSolver
+from .sgd import CumulativePenaltySGD
 from .sketch import MultiPass, ReducedMemoryMultiPass
+from .smidas import SMIDAS
+from .stochastic import GreedyCD, StochasticCD
+from .truncated import TruncatedGradient
 
-SOLVERS = {"cd": CoordinateDescent, "mp": MultiPass, "rmmp": ReducedMemoryMultiPass, "online": OnlineSketch}
+SOLVERS = {cls.name: cls for cls in (CoordinateDescent, MultiPass, ReducedMemoryMultiPass, OnlineSketch, StochasticCD,
+                                     GreedyCD, SMIDAS, TruncatedGradient, CumulativePenaltySGD)}
 
-__all__ = ["SOLVERS", "CoordinateDescent", "MultiPass", "OnlineSketch", "ReducedMemoryMultiPass", "History",
+__all__ = ["SOLVERS", "CoordinateDescent", "CumulativePenaltySGD", "GreedyCD", "MultiPass", "OnlineSketch",
+           "OnlineSolver", "ReducedMemoryMultiPass", "SMIDAS", "StochasticCD", "TruncatedGradient", "History",
            "Result", "Solver"]

@@ -34,7 +34,6 @@ that sum_i c_i u_i = 0 as the dual needs.
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import numpy as np
@@ -43,7 +42,7 @@ from numba import njit
 from ..data.memory import column
 from ..exceptions import ConvergenceWarning
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
-from .base import History, Result, Solver, Timer
+from .base import History, Result, Solver, Timer, compiled_once
 
 __all__ = ["CoordinateDescent"]
 
@@ -416,15 +415,9 @@ class CoordinateDescent(Solver):
         return None, 0.0, 0.0
 
 
-_COMPILED = False
-
-
-def _warm_up() -> float:
-    """Compile (or load from cache) the kernels on tiny inputs; returns the seconds it took."""
-    global _COMPILED
-    if _COMPILED:
-        return 0.0
-    start = time.perf_counter()
+@compiled_once
+def _warm_up():
+    """Compile (or load from cache) the kernels on tiny inputs."""
     data, idx, ptr = np.ones(2), np.arange(2, dtype=np.int64), np.array([0, 2], dtype=np.int64)
     ws, v2, v1 = np.zeros(1, dtype=np.int64), np.ones(2), np.zeros(1)
     _outer_pass(data, idx, ptr, False, v2, v2, v1, 0.1, 0.0, 0.0, v1.copy(), v1.copy(), ws.copy())
@@ -437,5 +430,3 @@ def _warm_up() -> float:
     weighted_conjugate(0, v2, v2, v2, 1.0)  # certificates (Problem.certificate_from)
     weighted_value(0, v2, v2, v2)
     _seed(0)
-    _COMPILED = True
-    return time.perf_counter() - start

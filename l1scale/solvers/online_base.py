@@ -17,8 +17,9 @@ one example at a time in a jitted kernel that costs O(nnz(x_i)) per example what
   data accesses (nonzeros of X read), seconds; ``compute_objective=True`` adds a pass
   that evaluates the objective P(w, b) on all the rows.
 
-A subclass defines ``new_state(n_features, fit_intercept)`` (an object with ``coef`` and
-``intercept``), ``_learn(state, rows, y, s, first_row, pass_index, kind, l1, l2, holdout)``
+A subclass defines ``new_state(n_features, fit_intercept)`` (an object with ``coef``,
+``intercept`` and ``set_weights(coef, intercept)``), optionally ``_start(problem, state, fresh)``
+(what it takes from the problem before the first pass), ``_learn(state, rows, y, s, first_row, pass_index, kind, l1, l2, holdout)``
 (runs its kernel on one chunk, the weights ``s`` scaled to mean 1 over the data, and the
 holdout rows, ``(first_row + i) % holdout == holdout - 1``, scored but not learned from;
 returns the :data:`STATS` sums) and ``_catch_up(state)``
@@ -60,6 +61,7 @@ class OnlineSolver(Solver):
 
     data_access = "stream"
     requires = ()
+    pure_l1 = False  # True: the solver has no L2 (elastic-net) part; l1_ratio must be 1
 
     def __init__(self, *, max_iter=1, holdout=None, n_iter_no_change=3, compute_objective=False, callback=None,
                  verbose=0):
@@ -83,9 +85,21 @@ class OnlineSolver(Solver):
     def _catch_up(self, state):
         """Apply what lazy updates still owe (default: nothing)."""
 
+    def _start(self, problem, state, fresh: bool):
+        """Before the first pass of ``solve``: what the solver takes from the problem
+        (``fresh``: a new state, no warm start). Default: nothing (w = 0, b = 0, as the papers)."""
+
+    def check_problem(self, problem):
+        super().check_problem(problem)
+        if self.pure_l1 and problem.l1_ratio != 1.0:
+            raise ValueError(f"solver {self.name!r} minimises the pure L1 problem: l1_ratio must be 1, "
+                             f"got {problem.l1_ratio!r}")
+
     # -- driving
     def partial_fit(self, state, rows, y, s, *, kind, l1, l2, total_weight=None, first_row=0, pass_index=0):
         """Learn from one chunk (no holdout); the weights are brought up to date after it."""
+        if self.pure_l1 and l2 > 0:
+            raise ValueError(f"solver {self.name!r} minimises the pure L1 problem: l1_ratio must be 1")
         out = self._learn(state, rows, y, s, first_row, pass_index, kind=kind, l1=l1, l2=l2, holdout=0)
         self._catch_up(state)
         return out
@@ -96,10 +110,13 @@ class OnlineSolver(Solver):
         if problem.penalty is None:
             problem.resolve_lam(problem.gradient_at_start())  # lam_ratio: one pass for lam_max
         pen, kind = problem.penalty, problem.loss.kernel_id
+        fresh = state is None and coef_init is None and intercept_init is None
         state = self.new_state(problem.n_features, problem.fit_intercept) if state is None else state
-        if coef_init is not None:
-            state.set_weights(np.asarray(coef_init, dtype=np.float64), 0.0 if intercept_init is None
-                              else float(intercept_init))
+        if not fresh and (coef_init is not None or intercept_init is not None):
+            state.set_weights(np.zeros(problem.n_features) if coef_init is None
+                              else np.asarray(coef_init, dtype=np.float64),
+                              0.0 if intercept_init is None else float(intercept_init))
+        self._start(problem, state, fresh)
         self.state_ = state
         history, t0 = History(), time.perf_counter()
         mean_scale = problem.n_samples / problem.weight_sum

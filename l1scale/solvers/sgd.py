@@ -1,0 +1,234 @@
+"""SGD with a cumulative L1 penalty (SGD-C: Tsuruoka, Tsujii & Ananiadou 2009; Qin et al., Algorithm 4).
+
+It minimises the streamed problem of :class:`~l1scale.stream_problem.StreamProblem`
+
+    P(w, b) = (1/W) sum_i s_i loss(y_i, x_i . w + b) + lam ||w||_1
+
+(pure L1; the paper's lambda is n * lam) one example at a time. Example k (k = 0, 1, ...
+counting the examples learned from over all passes) makes the step
+
+    eta_k = eta0 * a^(-k/N)                       (eq. 12: N examples per pass; eta0 = 0.5, a = 2)
+    u    += eta_k * lam                           (the total L1 penalty a weight could have received)
+    w_j  -= eta_k * s_k loss'(y_k, z_k) x_kj      (j in the example; z_k = x_k . w + b)
+    clip:  w_j > 0: w_j = max(0, w_j - (u + q_j));  w_j < 0: w_j = min(0, w_j + (u - q_j))
+    q_j  += (w_j after - w_j before)              (q_j: the penalty w_j has actually received)
+    b    -= eta_k * s_k loss'(y_k, z_k)           (the intercept is not penalised)
+
+**Lazy and exact.** Algorithm 4 clips every coordinate at every step (O(d)). Clipping is
+cumulative: clipping a coordinate at u_1 and then at u_2 >= u_1 gives what one clipping at
+u_2 gives (the amount owed, u - |applied|, is paid at once, and a weight clipped to zero stays
+zero until a gradient moves it). So a coordinate is clipped only when it is read: before the
+example's margin (with the u of the previous step, which brings w_j to the value the dense
+algorithm has), after its gradient step, and for all j at the end of a pass
+(:meth:`CumulativePenaltySGD._catch_up`, O(d) per pass). Each example costs O(nnz(x_k)) and the
+weights equal those of the dense algorithm (up to rounding) at every pass's end. (Tsuruoka et
+al.'s own lazy loop clips only after the gradient step, so its margins use weights that still
+owe the penalty of the steps since they were last touched; the clip before the margin, nnz(x_k)
+more cheap operations, removes that difference.)
+
+**Gradient averaging** (``average_gradient=True``, Qin et al. eq. 11):
+h_k = (1/k) h_{k-1} + ((k-1)/k) grad_k, with k the 1-based count of examples learned from, and
+the step w -= eta_k h_k on every coordinate, then every coordinate clipped. Two remarks on eq. 11:
+its weights are the *reverse* of a running mean (RDA's h_k = ((k-1)/k) h_{k-1} + (1/k) grad_k);
+the paper says so on purpose ("more weight on the gradient estimated by the current point"), so
+we implement it as written: for large k it is plain SGD plus a vanishing 1/k share of the previous
+direction. And at k = 1 it gives h_1 = h_0 = 0 (the first gradient would be lost); we take
+h_1 = grad_1. The step is dense: O(d) per example (the paper did the same, its kernel features
+being dense).
+
+Examples are taken in stream order (Tsuruoka and Qin sample at random from memory);
+``shuffle=True`` permutes the rows within each chunk with ``random_state``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..losses import loss_derivative, loss_value
+from .online_base import STATS, OnlineSolver
+
+__all__ = ["CumulativePenaltySGD", "CumulativePenaltyState"]
+
+
+@njit(cache=True, inline="always")
+def _clip(w, q, j, u):
+    """Apply to w_j the cumulative penalty it is owed (Algorithm 4, lines 9-15)."""
+    z = w[j]
+    if z > 0.0:
+        w[j] = max(0.0, z - (u + q[j]))
+    elif z < 0.0:
+        w[j] = min(0.0, z + (u - q[j]))
+    q[j] += w[j] - z
+
+
+@njit(cache=True)
+def _sgd_c_rows(kind, data, indices, indptr, dense, y, s, order, first_row, holdout, lam, eta0, a, n_pass,
+                average, fit_intercept, w, q, h, scal, stats):
+    """SGD-C over the rows of one chunk, in place.
+
+    Shapes: y, s, order (n,) (``order``: the rows in the order taken); w, q (d,); h (d,) the
+    averaged gradient (used when ``average``); scal (4,) = [intercept b (moved only when
+    ``fit_intercept``), u, k examples learned, averaged intercept gradient]; stats (6,) the
+    :data:`STATS` sums (added to). Held-out rows ((first_row + i) % holdout == holdout - 1) are
+    scored and not learned from (k and u do not move).
+    """
+    for t in range(order.shape[0]):
+        i = order[t]
+        start, end = indptr[i], indptr[i + 1]
+        u = scal[1]
+        z = scal[0]
+        for p in range(start, end):
+            j = p - start if dense else indices[p]
+            _clip(w, q, j, u)  # catch up: w_j as the dense algorithm has it now
+            z += data[p] * w[j]
+        stats[4] += 1
+        stats[5] += end - start
+        if holdout > 0 and (first_row + i) % holdout == holdout - 1:
+            stats[2] += s[i] * loss_value(kind, y[i], z)
+            stats[3] += s[i]
+            continue
+        stats[0] += s[i] * loss_value(kind, y[i], z)
+        stats[1] += s[i]
+        k = scal[2]
+        eta = eta0 * a ** (-k / n_pass)
+        u += eta * lam
+        scal[1] = u
+        g = s[i] * loss_derivative(kind, y[i], z)
+        if average:
+            keep, new = (1.0 / (k + 1.0), k / (k + 1.0)) if k > 0 else (0.0, 1.0)
+            h *= keep
+            for p in range(start, end):
+                h[p - start if dense else indices[p]] += new * g * data[p]
+            scal[3] = keep * scal[3] + new * g
+            for j in range(w.shape[0]):
+                w[j] -= eta * h[j]
+                _clip(w, q, j, u)
+            if fit_intercept:
+                scal[0] -= eta * scal[3]
+        else:
+            for p in range(start, end):
+                j = p - start if dense else indices[p]
+                w[j] -= eta * g * data[p]
+                _clip(w, q, j, u)
+            if fit_intercept:
+                scal[0] -= eta * g
+        scal[2] = k + 1.0
+    return stats
+
+
+@njit(cache=True)
+def _clip_all(w, q, u):
+    """The penalty owed by every coordinate (end of a pass): O(d)."""
+    for j in range(w.shape[0]):
+        _clip(w, q, j, u)
+
+
+class CumulativePenaltyState:
+    """What SGD-C carries from one example to the next.
+
+    Attributes
+    ----------
+    w, q : ndarray (d,)
+        Weights and the L1 penalty each has received (signed sum of the clippings).
+    h : ndarray (d,)
+        The averaged gradient (``average_gradient=True``; zeros otherwise).
+    scal : ndarray (4,)
+        [intercept, u (total penalty per weight so far), k (examples learned from), averaged intercept gradient].
+    n_seen : int
+        Rows read (learned from or held out), for ``partial_fit``'s default N.
+    rng : numpy Generator
+        For ``shuffle``.
+    """
+
+    def __init__(self, n_features: int, fit_intercept: bool, random_state=None):
+        self.n_features, self.fit_intercept = int(n_features), bool(fit_intercept)
+        self.w, self.q, self.h = np.zeros(n_features), np.zeros(n_features), np.zeros(n_features)
+        self.scal = np.zeros(4)
+        self.n_seen = 0
+        self.n_per_pass = None  # N: set from the problem by solve
+        self.rng = np.random.default_rng(random_state)
+
+    @property
+    def coef(self) -> np.ndarray:
+        return self.w.copy()
+
+    @property
+    def intercept(self) -> float:
+        return float(self.scal[0])
+
+    @property
+    def n_updates(self) -> int:
+        return int(self.scal[2])
+
+    def set_weights(self, coef, intercept=0.0):
+        """Start from (coef, intercept); the cumulative penalty starts afresh (u = q = 0)."""
+        coef = np.asarray(coef, dtype=np.float64)
+        if coef.shape != (self.n_features,):
+            raise ValueError(f"coef has shape {coef.shape}, expected ({self.n_features},)")
+        self.w[:] = coef
+        self.q[:] = 0.0
+        self.scal[0] = float(intercept) if self.fit_intercept else 0.0
+        self.scal[1] = 0.0
+
+
+class CumulativePenaltySGD(OnlineSolver):
+    """SGD with cumulative L1 penalty (SGD-C), lazy: O(nnz(x_k)) per example.
+
+    Minimises P(w, b) = (1/W) sum_i s_i loss(y_i, x_i . w + b) + lam ||w||_1 (see the module
+    docstring for the update; lam = the problem's lam, the paper's lambda / n).
+
+    Parameters
+    ----------
+    eta0 : float, default 0.5
+        Initial learning rate (the paper's). A stable step needs roughly
+        eta loss'' ||x_i||^2 < 2: lower it for the squared loss on unnormalised rows.
+    a : float, default 2.0
+        Decay base: eta_k = eta0 * a^(-k/N), k counting the examples learned over all passes
+        (the rate halves every pass with the default).
+    n_per_pass : int, optional
+        N. Default: the StreamProblem's n in :meth:`solve`; in ``partial_fit`` without it,
+        the rows seen so far (this chunk's included).
+    average_gradient : bool, default False
+        Qin et al.'s eq. 11 gradient averaging; makes each step O(d).
+    shuffle : bool, default False
+        Take the rows of each chunk in a random order.
+    random_state : int or None
+    max_iter, holdout, n_iter_no_change, compute_objective, callback, verbose
+        See :class:`~l1scale.solvers.online_base.OnlineSolver`.
+    """
+
+    name = "sgd_cumulative"
+    pure_l1 = True
+
+    def __init__(self, *, eta0=0.5, a=2.0, n_per_pass=None, average_gradient=False, shuffle=False,
+                 random_state=None, **kw):
+        super().__init__(**kw)
+        if not eta0 > 0:
+            raise ValueError(f"eta0 must be > 0, got {eta0!r}")
+        if not a >= 1:
+            raise ValueError(f"a must be >= 1, got {a!r}")
+        if n_per_pass is not None and int(n_per_pass) < 1:
+            raise ValueError(f"n_per_pass must be >= 1, got {n_per_pass!r}")
+        self.eta0, self.a = float(eta0), float(a)
+        self.n_per_pass = None if n_per_pass is None else int(n_per_pass)
+        self.average_gradient, self.shuffle, self.random_state = bool(average_gradient), bool(shuffle), random_state
+
+    def new_state(self, n_features, fit_intercept) -> CumulativePenaltyState:
+        return CumulativePenaltyState(n_features, fit_intercept, self.random_state)
+
+    def _start(self, problem, state, fresh):
+        super()._start(problem, state, fresh)
+        state.n_per_pass = problem.n_samples  # N of eta_k = eta0 a^(-k/N)
+
+    def _learn(self, state, rows, y, s, first_row, pass_index, *, kind, l1, l2, holdout):
+        n = y.shape[0]
+        state.n_seen += n
+        n_pass = self.n_per_pass or state.n_per_pass or state.n_seen
+        order = state.rng.permutation(n) if self.shuffle else np.arange(n)
+        return _sgd_c_rows(kind, *rows.arrays, y, s, order, first_row, holdout, l1, self.eta0, self.a,
+                           float(n_pass), self.average_gradient, state.fit_intercept, state.w, state.q, state.h,
+                           state.scal, np.zeros(len(STATS)))
+
+    def _catch_up(self, state):
+        _clip_all(state.w, state.q, state.scal[1])

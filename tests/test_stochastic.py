@@ -1,0 +1,265 @@
+"""SCD and DetCD (Shalev-Shwartz & Tewari, Algorithm 2 and its greedy twin): they reach the
+CoordinateDescent reference objective on every loss, layout and intercept setting, stay sparse
+on Reuters earn and a9a, keep v >= 0 on the duplicated features, count their data accesses
+exactly, and give the same model for the same seed."""
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from l1scale.data.memory import as_columns
+from l1scale.exceptions import ConvergenceWarning
+from l1scale.losses import get_loss
+from l1scale.problem import Problem
+from l1scale.solvers.cd import CoordinateDescent
+from l1scale.solvers.stochastic import (GreedyCD, StochasticCD, _column_curvatures, _greedy_epoch, _residuals,
+                                       _scd_epoch)
+
+DATA = os.environ.get("L1SCALE_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+SOLVERS = [StochasticCD, GreedyCD]
+
+
+def _data(loss, n=200, d=20, seed=0, density=0.5):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < density)
+    w = np.zeros(d)
+    w[:5] = [1.5, -2.0, 1.0, 0.5, -0.8]
+    z = X @ w - 0.5 + 0.5 * rng.normal(size=n)
+    y = z if loss == "squared" else np.where(z > 0, 1.0, -1.0)
+    return X, y
+
+
+def _reference(problem):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        return CoordinateDescent(tol=1e-12, max_iter=1000).solve(problem)
+
+
+def _run(solver, problem, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return solver.solve(problem, **kw)
+
+
+def _rel(a, b):
+    return (a - b) / abs(b)
+
+
+def _svmlight(name, path, n_features):
+    full = os.path.join(DATA, path)
+    if not os.path.exists(full):
+        pytest.skip(f"{name} not found under {DATA}")
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(full, n_features=n_features)
+    return X, np.where(y > 0, 1.0, -1.0)
+
+
+# ------------------------------------------------------------------ small problems: the reference objective
+@pytest.mark.parametrize("solver_cls", SOLVERS)
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("layout", ["dense", "csc"])
+def test_reaches_reference_objective(solver_cls, loss, fit_intercept, layout):
+    X, y = _data(loss)
+    p = Problem(X if layout == "dense" else sp.csc_matrix(X), y, loss, lam_ratio=0.1, fit_intercept=fit_intercept)
+    ref = _reference(p)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        res = solver_cls(tol=1e-11, max_iter=2000).solve(p)
+    assert res.converged and res.stop_reason == "duality_gap" and res.relative_certificate <= 1e-11
+    assert abs(_rel(res.objective, ref.objective)) <= 1e-8
+    # The returned model, checked afresh by the problem.
+    assert p.objective(res.coef, res.intercept) == pytest.approx(res.objective, rel=1e-12)
+    assert p.certificate(res.coef, res.intercept).relative <= 1e-10
+    np.testing.assert_allclose(res.coef, ref.coef, atol=1e-4)
+    assert set(np.flatnonzero(res.coef)) == set(np.flatnonzero(ref.coef))
+    assert (res.intercept != 0.0) == fit_intercept
+    h = res.history
+    assert len(h) == res.n_iter + 1 and h.objective[-1] == res.objective
+    assert np.all(np.diff(h.data_accesses) > 0)
+
+
+@pytest.mark.parametrize("solver_cls", SOLVERS)
+@pytest.mark.parametrize("loss,l1_ratio,weighted", [("logistic", 0.5, False), ("squared", 1.0, True),
+                                                    ("probit", 1.0, False)])
+def test_elastic_net_weights_and_kkt(solver_cls, loss, l1_ratio, weighted):
+    X, y = _data(loss, seed=1)
+    sw = np.random.default_rng(3).uniform(0.2, 3.0, size=X.shape[0]) if weighted else None
+    p = Problem(sp.csc_matrix(X), y, loss, lam_ratio=0.1, l1_ratio=l1_ratio, sample_weight=sw)
+    ref = _reference(p)
+    res = _run(solver_cls(tol=1e-10, max_iter=3000), p)
+    assert res.converged and res.certificate_name == ("kkt" if loss == "probit" else "duality_gap")
+    assert abs(_rel(res.objective, ref.objective)) <= 1e-8
+
+
+def test_paper_curvature_is_the_column_rule_on_normalised_columns():
+    """On +-1 features (the paper's [-1, 1] data, sum_i c_i x_ij^2 = 1) the paper's beta and our
+    column-scaled beta_j coincide, so both rules give the very same iterates."""
+    rng = np.random.default_rng(0)
+    X = rng.choice([-1.0, 1.0], size=(128, 15))  # 128 rows: sum_i x_ij^2 / n is exactly 1
+    y = np.where(X[:, :3] @ [1.0, -1.0, 0.5] + 0.3 * rng.normal(size=128) > 0, 1.0, -1.0)
+    p = Problem(X, y, "logistic", lam_ratio=0.1)
+    a = _run(StochasticCD(max_iter=5, curvature="column"), p)
+    b = _run(StochasticCD(max_iter=5, curvature="paper"), p)
+    np.testing.assert_array_equal(a.coef, b.coef)
+    assert a.history.objective == b.history.objective
+    # On columns of smaller scale the paper's global beta is the more cautious step.
+    Xs = X * np.linspace(0.05, 1.0, 15)
+    ps = Problem(Xs, y, "logistic", lam_ratio=0.1)
+    col = _run(StochasticCD(max_iter=10, curvature="column"), ps)
+    glob = _run(StochasticCD(max_iter=10, curvature="paper"), ps)
+    assert col.objective < glob.objective
+
+
+# ------------------------------------------------------------------ invariants: seed, counts, v >= 0
+def test_same_seed_same_model():
+    X, y = _data("logistic", seed=2)
+    p = Problem(sp.csc_matrix(X), y, "logistic", lam_ratio=0.05)
+    a, b = (_run(StochasticCD(max_iter=4, random_state=7), p) for _ in range(2))
+    np.testing.assert_array_equal(a.coef, b.coef)
+    assert a.intercept == b.intercept and a.history.objective == b.history.objective
+    assert a.history.data_accesses == b.history.data_accesses
+    c = _run(StochasticCD(max_iter=4, random_state=8), p)
+    assert not np.array_equal(a.coef, c.coef)
+
+
+def _tiny():
+    """6 x 4 CSC matrix with columns of 1, 2, 3 and 4 nonzeros."""
+    X = np.zeros((6, 4))
+    X[0, 0] = 1.0
+    X[[1, 4], 1] = [2.0, -1.0]
+    X[[0, 2, 5], 2] = [0.5, 1.5, -1.0]
+    X[[1, 2, 3, 4], 3] = [1.0, -0.5, 2.0, 1.0]
+    y = np.array([1.0, -1.0, 1.0, 1.0, -1.0, -1.0])
+    return X, y
+
+
+def test_scd_data_accesses_exact():
+    """A step on column j reads its nnz(x_j) values for g_j and, when the weight moves,
+    nnz(x_j) more to update the margins; the intercept reads no X at all."""
+    X, y = _tiny()
+    d = X.shape[1]
+    cols = as_columns(sp.csc_matrix(X))
+    nnz = np.diff(cols.indptr)
+    loss = get_loss("logistic")
+    c = np.full(6, 1 / 6)
+    curv = np.empty(2 * d + 1)
+    assert _column_curvatures(*cols.arrays, c, loss.curvature_bound, 0.0, curv) == cols.nnz == 10
+    curv[2 * d] = loss.curvature_bound
+    z, r, v = np.zeros(6), np.empty(6), np.zeros(2 * d + 1)
+    _residuals(loss.kernel_id, y, c, z, r)
+    lam1 = 0.01
+    order = np.random.default_rng(0).integers(0, 2 * d + 1, size=200)
+    moved = 0
+    for j in order:
+        before = v.copy()
+        reads = _scd_epoch(*cols.arrays, loss.kernel_id, y, c, z, r, v, curv, lam1, 0.0, np.array([j]))
+        changed = bool((v != before).any())
+        assert np.flatnonzero(v != before).tolist() == ([j] if changed else [])
+        expected = 0 if j == 2 * d else nnz[j % d] * (1 + changed)
+        assert reads == expected
+        moved += changed and j < 2 * d
+    assert moved > 10
+    # The same count through the solver: the column-norm pass, then the epochs.
+    p = Problem(sp.csc_matrix(X), y, "logistic", lam=lam1)
+    res = _run(StochasticCD(max_iter=3), p)
+    assert res.history.data_accesses[0] == cols.nnz
+    # DetCD: nnz(X) per step for the full gradient, plus the moved column.
+    z, v = np.zeros(6), np.zeros(2 * d + 1)
+    _residuals(loss.kernel_id, y, c, z, r)
+    taken, reads = _greedy_epoch(*cols.arrays, loss.kernel_id, y, c, z, r, v, curv, lam1, 0.0, 1, np.empty(d))
+    j = int(np.flatnonzero(v)[0])
+    assert taken == 1 and reads == cols.nnz + (0 if j == 2 * d else nnz[j % d])
+
+
+@pytest.mark.parametrize("layout", ["dense", "csc"])
+def test_duplicated_weights_stay_nonnegative(layout):
+    """v >= 0 on the 2d duplicated coordinates after every step (steps are clipped at -v_j,
+    and some are), the intercept is free, and the margins stay x_hat . v + b."""
+    X, y = _data("logistic", n=60, d=8, seed=4)
+    d = X.shape[1]
+    cols = as_columns(X if layout == "dense" else sp.csc_matrix(X))
+    loss = get_loss("logistic")
+    c = np.full(60, 1 / 60)
+    curv = np.empty(2 * d + 1)
+    _column_curvatures(*cols.arrays, c, loss.curvature_bound, 0.0, curv)
+    curv[2 * d] = loss.curvature_bound
+    rng = np.random.default_rng(1)
+    v = np.concatenate([rng.uniform(0, 1, 2 * d), [0.0]])  # both copies positive to start
+    z = X @ (v[:d] - v[d:2 * d])
+    r = np.empty(60)
+    _residuals(loss.kernel_id, y, c, z, r)
+    clipped = 0
+    for j in rng.integers(0, 2 * d + 1, size=2000):
+        was_positive = j < 2 * d and v[j] > 0
+        _scd_epoch(*cols.arrays, loss.kernel_id, y, c, z, r, v, curv, 0.05, 0.0, np.array([j]))
+        assert (v[:2 * d] >= 0).all()
+        clipped += was_positive and v[j] == 0.0
+    assert clipped > 0 and v[2 * d] != 0.0
+    np.testing.assert_allclose(z, X @ (v[:d] - v[d:2 * d]) + v[2 * d], atol=1e-12)
+    np.testing.assert_allclose(r, c * loss.derivative(y, z), rtol=1e-14)  # the residuals follow z
+    # At the end no coordinate has both copies nonzero (the minimiser's supports are disjoint).
+    assert not ((v[:d] > 0) & (v[d:2 * d] > 0)).any()
+
+
+def test_contract_errors_and_warm_start():
+    X, y = _data("logistic")
+    with pytest.raises(ValueError, match="curvature_bound"):
+        StochasticCD().solve(Problem(X, y, "hinge", lam=0.1, fit_intercept=False))
+    with pytest.raises(ValueError, match="curvature"):
+        StochasticCD(curvature="newton").solve(Problem(X, y, "logistic", lam_ratio=0.1))
+    p = Problem(X, y, "logistic", lam_ratio=0.1)
+    with pytest.warns(ConvergenceWarning, match="scd did not reach"):
+        res = StochasticCD(max_iter=1).solve(p)
+    assert not res.converged and res.stop_reason == "max_iter" and res.n_iter == 1
+    ref = _reference(p)
+    warm = StochasticCD(tol=1e-8, max_iter=2).solve(p, coef_init=ref.coef, intercept_init=ref.intercept)
+    assert warm.converged and warm.n_iter == 0
+    assert StochasticCD.name == "scd" and GreedyCD.name == "detcd"
+
+
+# ------------------------------------------------------------------ the paper's data
+@pytest.fixture(scope="module")
+def a9a():
+    return _svmlight("a9a", "a9a/a9a.bz2", 123)
+
+
+@pytest.fixture(scope="module")
+def earn():
+    return _svmlight("reuters earn", "reuters21578/modapte_earn_train.svm.bz2", 27901)
+
+
+def _check_sparse_path(res, ref, d, epochs, nnz_fraction):
+    h = res.history
+    assert res.n_iter <= epochs
+    assert _rel(res.objective, ref.objective) <= 1e-3
+    assert max(h.nnz) <= nnz_fraction * d  # sparse all along, as the paper's Figure 1 (top right) shows
+    assert h.objective[-1] < h.objective[0]
+    assert np.all(np.diff(h.data_accesses) > 0)
+
+
+@pytest.mark.parametrize("data", ["a9a", "earn"])
+def test_scd_reaches_cd_on_real_data(data, request):
+    X, y = request.getfixturevalue(data)
+    p = Problem(X, y, "logistic", lam_ratio=0.1)
+    ref = _reference(p)
+    # measured (random_state=0): a9a within 1e-3 after 48 epochs (nnz <= 30 of 123);
+    # earn after 25 (nnz <= 12 of 27,901)
+    epochs = {"a9a": 60, "earn": 40}[data]
+    res = _run(StochasticCD(tol=1e-4, max_iter=epochs, random_state=0), p)
+    _check_sparse_path(res, ref, X.shape[1], epochs, {"a9a": 0.35, "earn": 0.002}[data])
+
+
+def test_detcd_reaches_cd_on_a9a(a9a):
+    X, y = a9a
+    p = Problem(X, y, "logistic", lam_ratio=0.1)
+    ref = _reference(p)
+    res = _run(GreedyCD(tol=1e-4, max_iter=3), p)
+    _check_sparse_path(res, ref, X.shape[1], 3, 0.15)
+    # Every step pays a full X^T r: at least nnz(X) per step, d steps an epoch.
+    per_epoch = np.diff(res.history.data_accesses)
+    assert (per_epoch >= X.nnz * X.shape[1]).all()
