@@ -80,7 +80,7 @@ def _as_chunk(item, where: str) -> Chunk:
 class Stream:
     """A re-iterable source of row chunks; ``for chunk in stream`` is one pass.
 
-    Build one with :meth:`from_svmlight`, :meth:`from_arrays`,
+    Build one with :meth:`from_svmlight`, :meth:`from_vw`, :meth:`from_arrays`,
     :meth:`from_generator`, :meth:`from_cache` or :meth:`open`.
 
     Attributes
@@ -137,6 +137,21 @@ class Stream:
             file's size and mtime match those recorded).
         """
         return cls(_SvmlightSource(path, n_features, zero_based, dtype, chunk_bytes, cache))
+
+    @classmethod
+    def from_vw(cls, path, hash_bits: int = 18, *, hash: str = "strings", hash_seed: int = 0,
+                dtype=np.float64, chunk_bytes: int = 16 << 20, cache=None) -> "Stream":
+        """Stream a Vowpal Wabbit text file (plain, .gz, .bz2 or .xz), its feature
+        names hashed into ``n_features = 2**hash_bits`` columns.
+
+        ``hash`` ("strings" or "all") and ``hash_seed`` are VW's hasher and seed;
+        ``dtype``, ``chunk_bytes`` and ``cache`` are as in :meth:`from_svmlight`.
+        Chunks carry the importance weights as ``sample_weight`` (None for a chunk
+        without any). See :mod:`l1scale.data.hashing` for the format and the hashing.
+        """
+        from .hashing import _VWSource  # hashing imports this module
+
+        return cls(_VWSource(path, hash_bits, hash, hash_seed, dtype, chunk_bytes, cache))
 
     @classmethod
     def from_arrays(cls, X, y, sample_weight=None, *, chunk_rows: int = 10000) -> "Stream":
