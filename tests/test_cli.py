@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from l1scale import load
 from l1scale.cli import main
-from l1scale.data import dump_svmlight, load_svmlight
+from l1scale.data import dump_svmlight, dump_vw, load_svmlight, load_vw
 from l1scale.metrics import classification_report
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -366,6 +366,197 @@ def test_bad_streaming_options_are_usage_errors(files, tmp_path, args, fragments
     args = [subst.get(a, a) for a in args]
     _error(run("train", files["train"], "-q", *args), 2, *fragments)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]  # nothing written
+
+
+# ------------------------------------------- online first-order solvers, Vowpal Wabbit data
+
+ONLINE_HEAD = ["pass", "examples", "progressive", "holdout", "nnz", "examples/s", "seconds"]
+
+
+@pytest.fixture(scope="module")
+def vw(files):
+    """The train / test split of ``files`` as Vowpal Wabbit text (features "f j")."""
+    paths = {"train": files["dir"] / "train.vw", "test": files["dir"] / "test.vw"}
+    dump_vw(files["X"][:240], files["y"][:240], paths["train"])
+    dump_vw(files["X"][240:], files["y"][240:], paths["test"])
+    return paths
+
+
+@pytest.fixture
+def vw_streamed(vw, monkeypatch):
+    """The in-memory loader refuses the VW training file: a streaming solver must stream it."""
+    import l1scale.cli.train as train_command
+
+    real = train_command.read_data
+
+    def read_data(path, **kw):
+        if str(path) == str(vw["train"]):
+            raise AssertionError(f"{path} was loaded into memory")
+        return real(path, **kw)
+
+    monkeypatch.setattr(train_command, "read_data", read_data)
+
+
+def test_truncated_gradient_on_vw_data(files, vw, tmp_path, vw_streamed):
+    model = tmp_path / "tg.bin"
+    result = ok("train", vw["train"], "--solver", "truncated_gradient", "--passes", 3, "--hash-bits", 12,
+                "--lam", "0.01", "--test", vw["test"], "-o", model, "--json")
+    s = json.loads(result.stdout)
+    assert s["solver"] == "truncated_gradient" and s["params"]["solver"] == "truncated_gradient"
+    assert s["params"]["max_iter"] == 3 and s["n_iter"] == 3 and s["stop_reason"] == "max_iter"
+    assert s["data"] == {"path": str(vw["train"]), "n_samples": 240, "n_features": 4096,
+                         "nnz": int(files["X"][:240].nnz), "format": "vw", "hash_bits": 12}
+    assert s["objective"] is None and s["certificate"] is None  # not computed by online solvers
+    assert s["online"]["passes"] == 3 and s["online"]["holdout"] == 10  # VW's holdout with several passes
+    assert s["online"]["learning_rate"] == 0.5 and s["online"]["examples"] == 720
+    # one progress row per pass: examples seen, progressive and holdout loss, nnz, examples/s, seconds
+    rows = _progress_rows(result.stderr, ONLINE_HEAD)
+    assert [int(r[0]) for r in rows] == [1, 2, 3] and all(len(r) == 7 for r in rows)
+    assert [int(r[1]) for r in rows] == [240, 480, 720]
+    assert float(rows[-1][2]) == pytest.approx(s["online"]["progressive_loss"], abs=1e-6)
+    assert float(rows[-1][3]) == pytest.approx(s["online"]["holdout_loss"], abs=1e-6)
+    assert int(rows[-1][4]) == s["nnz"] and all(float(r[5]) > 0 for r in rows)
+    text = ok("train", vw["train"], "--solver", "truncated_gradient", "--passes", 3, "--hash-bits", 12,
+              "--lam", "0.01", "-q").stdout
+    for fragment in ("progressive loss", "holdout loss", "max_iter (all 3 passes made)", "passes",
+                     "hashed into 2**12"):
+        assert fragment in text, fragment
+    assert "objective" not in text and "duality_gap" not in text
+
+    # the model has 2**12 features; predict and evaluate hash VW data with its b
+    est = load(model)
+    assert est.n_features_in_ == 4096
+    Xt, yt, _ = load_vw(vw["test"], hash_bits=12)
+    labels = ok("predict", model, vw["test"]).stdout.split()
+    np.testing.assert_array_equal(np.array(labels, dtype=float), est.predict(Xt))
+    report = json.loads(ok("evaluate", model, vw["test"], "--json").stdout)
+    assert report["n_samples"] == 60 and report["accuracy"] == pytest.approx(s["test"]["accuracy"])
+    assert report["accuracy"] == pytest.approx(np.mean(est.predict(Xt) == yt))
+    # --format vw reads any name as VW
+    renamed = tmp_path / "test.txt"
+    renamed.write_bytes(vw["test"].read_bytes())
+    assert ok("predict", model, renamed, "--format", "vw").stdout.split() == labels
+
+
+@pytest.mark.parametrize("solver", ["sgd_cumulative", "smidas"])
+def test_other_online_solvers_run(vw, solver, vw_streamed):
+    result = ok("train", vw["train"], "--solver", solver, "--passes", 2, "--hash-bits", 10, "--lam", "0.01",
+                "--json")
+    s = json.loads(result.stdout)
+    assert s["solver"] == solver and s["n_iter"] == 2 and s["online"]["examples"] == 480
+    assert s["online"]["learning_rate"] == {"sgd_cumulative": 0.5, "smidas": 0.1}[solver]
+    rows = _progress_rows(result.stderr, ONLINE_HEAD)
+    assert [int(r[0]) for r in rows] == [1, 2]
+
+
+def test_online_flags_reach_the_solver(files, vw, vw_streamed):
+    result = ok("train", vw["train"], "--solver", "smidas", "--passes", 2, "--holdout", 0,
+                "--learning-rate", "0.05", "--lam", "0.01", "--json")
+    s = json.loads(result.stdout)
+    assert s["online"]["holdout"] == 0 and s["online"]["learning_rate"] == 0.05
+    assert s["online"]["holdout_loss"] is None and s["data"]["hash_bits"] == 18  # the default b
+    rows = _progress_rows(result.stderr, ONLINE_HEAD)
+    assert all(len(r) == 6 for r in rows)  # no holdout: its column blank
+    text = ok("train", vw["train"], "--solver", "smidas", "--holdout", 0, "--lam", "0.01", "-q").stdout
+    assert "none (--holdout 0)" in text and "learning rate 0.1" in text and "max_iter (1 pass made)" in text
+    # svmlight data, --max-iter for --passes, one-vs-rest with a class column
+    s = json.loads(ok("train", files["train"], "--solver", "sgd_cumulative", "--max-iter", 2,
+                      "--learning-rate", "0.2", "-q", "--json").stdout)
+    assert s["n_iter"] == 2 and s["online"]["learning_rate"] == 0.2 and "format" not in s["data"]
+    result = ok("train", files["multi"], "--solver", "truncated_gradient", "--passes", 2, "--json")
+    s = json.loads(result.stdout)
+    rows = _progress_rows(result.stderr, ["class"] + ONLINE_HEAD)
+    assert [r[0] for r in rows] == ["0", "0", "1", "1", "2", "2"]
+    assert len(s["online"]["progressive_loss"]) == 3 and len(s["problems"]) == 3
+
+
+@pytest.mark.parametrize("solver", ["scd", "detcd"])
+def test_scd_and_detcd_run_in_memory(files, solver):
+    result = ok("train", files["train"], "--solver", solver, "--max-iter", 30, "--lam-ratio", "0.1", "--json")
+    s = json.loads(result.stdout)
+    assert s["solver"] == solver and s["certificate_name"] == "duality_gap" and s["n_iter"] >= 1
+    assert s["train"]["n_samples"] == 240  # loaded into memory: train metrics
+    assert "online" not in s
+    rows = _progress_rows(result.stderr, ["iter", "objective", "certificate", "nnz", "seconds"])
+    assert rows
+
+
+def test_in_memory_solver_loads_vw_data(vw):
+    s = json.loads(ok("train", vw["train"], "--hash-bits", 12, "--test", vw["test"], "-q", "--json").stdout)
+    assert s["solver"] == "cd" and s["data"]["n_features"] == 4096 and s["data"]["format"] == "vw"
+    assert s["train"]["n_samples"] == 240 and s["test"]["n_samples"] == 60
+    info = json.loads(ok("info", vw["train"], "--hash-bits", 12, "--json").stdout)
+    assert info["format"] == "vw" and info["hash_bits"] == 12 and info["n_features"] == 4096
+    assert info["n_samples"] == 240 and info["nnz"] == s["data"]["nnz"]
+
+
+def test_solver_choice_lists_every_registered_solver():
+    from l1scale.cli._params import SOLVER_NAMES
+    from l1scale.solvers import SOLVERS
+
+    assert set(SOLVER_NAMES) == {"auto", *SOLVERS}
+    usage = ok("train", "--help").stdout
+    assert "[" + "|".join(SOLVER_NAMES) + "]" in usage.replace("\n", "").replace(" ", "")
+
+
+def test_online_progress_live_table():
+    """On a terminal the online rows are a live rich table with the same columns."""
+    import io
+
+    from rich.console import Console
+
+    from l1scale.cli._progress import Progress
+    from l1scale.solvers import History
+
+    buf = io.StringIO()
+    progress = Progress(online=True)
+    progress.console = Console(file=buf, force_terminal=True, width=120)
+    history = History()
+    with progress:
+        for k in (1, 2):
+            history.append(objective=np.nan, certificate=np.nan, nnz=3 * k, time=0.5 * k, data_accesses=0,
+                           examples=100 * k, progressive_loss=0.5 / k, holdout_loss=0.6 / k)
+            progress(k, history)
+    text = buf.getvalue()
+    for column in ONLINE_HEAD:
+        assert column in text, column
+    assert "0.250000" in text and "0.300000" in text and "200" in text  # pass 2: 100 examples in 0.5 s
+
+
+@pytest.mark.parametrize("data, args, fragments", [
+    ("svm", ["--hash-bits", "12"], ["--hash-bits", "svmlight"]),
+    ("vw", ["--hash-bits", "12", "--format", "svmlight"], ["--hash-bits"]),
+    ("vw", ["--hash-bits", "0"], ["--hash-bits"]),
+    ("vw", ["--hash-bits", "32"], ["--hash-bits"]),
+    ("dir", ["--format", "vw"], ["--format", "cache directory"]),
+    ("svm", ["--format", "libsvm"], ["--format", "libsvm"]),
+    ("vw", ["--zero-based"], ["--zero-based"]),
+    ("vw", ["--n-features", "10"], ["--n-features"]),
+    ("svm", ["--passes", "3", "--solver", "cd"], ["--passes", "cd"]),
+    ("svm", ["--passes", "3", "--solver", "scd"], ["--passes", "scd"]),
+    ("vw", ["--passes", "3", "--solver", "online"], ["--passes", "online"]),
+    ("vw", ["--passes", "2", "--max-iter", "2"], ["--passes", "--max-iter"]),
+    ("vw", ["--passes", "0"], ["--passes"]),
+    ("vw", ["--holdout", "5", "--solver", "rmmp"], ["--holdout", "rmmp"]),
+    ("svm", ["--holdout", "5"], ["--holdout", "cd"]),
+    ("vw", ["--holdout", "-1", "--solver", "smidas"], ["--holdout"]),
+    ("vw", ["--learning-rate", "0.1", "--solver", "mp"], ["--learning-rate", "mp"]),
+    ("svm", ["--learning-rate", "0.1", "--solver", "detcd"], ["--learning-rate", "detcd"]),
+    ("vw", ["--learning-rate", "0", "--solver", "smidas"], ["--learning-rate"]),
+    ("vw", ["--solver", "truncated_gradient", "--l1-ratio", "0.5"], ["--l1-ratio", "truncated_gradient"]),
+])
+def test_bad_online_and_vw_options_are_usage_errors(files, vw, tmp_path, data, args, fragments):
+    path = {"svm": files["train"], "vw": vw["train"], "dir": tmp_path}[data]
+    _error(run("train", path, "-q", "-o", tmp_path / "m.bin", *args), 2, *fragments)
+    assert not (tmp_path / "m.bin").exists()
+
+
+def test_vw_data_for_a_model_not_trained_on_it(files, vw):
+    # a model of 20 features is not 2**b wide: VW data cannot be hashed for it
+    _error(run("predict", files["model"], vw["test"]), 1, str(files["model"]), "2**b")
+    _error(run("evaluate", files["model"], vw["test"]), 1, "20 features")
+    _error(run("predict", files["model"], files["test"], "--format", "libsvm"), 2, "--format")
+    _error(run("info", files["train"], "--hash-bits", "12"), 2, "--hash-bits")
 
 
 # ------------------------------------------------------------------ info, convert

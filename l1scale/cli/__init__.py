@@ -1,9 +1,12 @@
 """The ``l1scale`` command: train, predict, evaluate, info, convert, demo.
 
 Every command reads svmlight files (plain, .gz, .bz2, .xz) or binary chunk-cache
-directories made by ``l1scale convert``.  Flags map onto estimator parameters
-(``--lam`` -> ``lam``, ``--no-intercept`` -> ``fit_intercept=False``, ...); the
-estimators know nothing of the command line.
+directories made by ``l1scale convert``; train, predict, evaluate and info also read
+Vowpal Wabbit text (``.vw`` names or ``--format vw``, features hashed into 2**b columns).
+Flags map onto estimator parameters (``--lam`` -> ``lam``, ``--no-intercept`` ->
+``fit_intercept=False``, ...; the online solvers' ``--passes``, ``--holdout`` and
+``--learning-rate`` onto a solver instance, ``train.online_solver``); the estimators
+know nothing of the command line.
 
 Output discipline: results (summaries, predictions, reports) go to stdout,
 progress and warnings to stderr.  ``--json`` prints one JSON document on stdout
@@ -34,8 +37,9 @@ __all__ = ["main"]
 def main():
     """Sparse (L1-regularised) linear classifiers and regressors.
 
-    DATA is an svmlight file (plain, .gz, .bz2 or .xz) or a binary cache
-    directory made by `l1scale convert`.  Results go to stdout; progress,
+    DATA is an svmlight file (plain, .gz, .bz2 or .xz), a binary cache
+    directory made by `l1scale convert`, or (train, predict, evaluate, info)
+    Vowpal Wabbit text: a name ending in .vw (.vw.gz, ...) or --format vw.  Results go to stdout; progress,
     warnings and errors to stderr.
     """
 

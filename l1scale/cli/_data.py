@@ -13,7 +13,52 @@ import tempfile
 import click
 import numpy as np
 
-from ._params import check_no_layout_flag, zero_based_value
+from ._params import DEFAULT_HASH_BITS, check_no_layout_flag, zero_based_value
+
+#: Names read as Vowpal Wabbit text by ``--format auto``.
+VW_SUFFIXES = (".vw", ".vw.gz", ".vw.bz2", ".vw.xz")
+
+
+def data_format(path, requested="auto"):
+    """How ``path`` is read: "cache" (a directory), "svmlight" or "vw".
+
+    ``requested`` is ``--format``: auto goes by the name (VW_SUFFIXES: vw); svmlight or
+    vw given for a directory is a usage error naming --format.
+    """
+    if os.path.isdir(path):
+        if requested != "auto":
+            raise click.BadParameter(f"{path} is a cache directory, not a {requested} file",
+                                     param_hint="--format")
+        return "cache"
+    if requested != "auto":
+        return requested
+    return "vw" if os.fspath(path).lower().endswith(VW_SUFFIXES) else "svmlight"
+
+
+def check_vw_flags(fmt, path, *, hash_bits=None, zero_based=None, n_features=None):
+    """Usage errors: --hash-bits for data that are not VW; --zero-based/--one-based or
+    --n-features for VW data (hashed: the width is 2**b)."""
+    if fmt != "vw":
+        if hash_bits is not None:
+            what = "the cache directory" if fmt == "cache" else "the svmlight file"
+            raise click.BadParameter(f"applies to Vowpal Wabbit data (.vw, or --format vw), not to {what} "
+                                     f"{path}", param_hint="--hash-bits")
+        return
+    if zero_based is not None:
+        raise click.UsageError(f"--zero-based/--one-based apply to svmlight files, not to the Vowpal Wabbit "
+                               f"file {path} (its features are hashed)")
+    if n_features is not None:
+        raise click.BadParameter(f"the width of the Vowpal Wabbit file {path} is 2**--hash-bits",
+                                 param_hint="--n-features")
+
+
+def hash_bits_of_model(est, model):
+    """b such that the model's width is 2**b: how VW data are hashed for it."""
+    d = int(est.n_features_in_)
+    if d < 2 or d & (d - 1):
+        raise click.ClickException(f"the model {model} has {d} features, not 2**b: it was not trained on "
+                                   f"Vowpal Wabbit (hashed) data")
+    return d.bit_length() - 1
 
 
 def too_wide(path, width, than):
@@ -21,19 +66,25 @@ def too_wide(path, width, than):
     return click.ClickException(f"{path} has {width} features, more than {than}")
 
 
-def read_data(path, *, zero_based=None, n_features=None, width_of=None):
+def read_data(path, *, zero_based=None, n_features=None, width_of=None, fmt="auto", hash_bits=None):
     """A whole data set in memory: (X CSR, y, sample_weight or None).
 
-    ``path`` is an svmlight file or a chunk-cache directory.  With ``n_features``
+    ``path`` is an svmlight file, a Vowpal Wabbit file (``fmt``: as ``--format``; hashed
+    into 2**``hash_bits`` columns, default 18; the importances are the sample weights)
+    or a chunk-cache directory.  With ``n_features``
     a narrower X is widened (its missing trailing columns are zero) and a wider
     one is an error naming the file and both widths (``width_of`` says whose
     width ``n_features`` is, e.g. "the 30 of the model m.bin").
     """
     import scipy.sparse as sp
 
-    from ..data import Stream, load_svmlight
+    from ..data import Stream, load_svmlight, load_vw
 
-    if os.path.isdir(path):
+    fmt = data_format(path, fmt)
+    if fmt == "vw":
+        check_vw_flags(fmt, path, zero_based=zero_based)
+        X, y, w = load_vw(path, hash_bits=DEFAULT_HASH_BITS if hash_bits is None else hash_bits)
+    elif fmt == "cache":
         check_no_layout_flag(zero_based, path)
         stream = Stream.from_cache(path)
         Xs, ys, ws = [], [], []

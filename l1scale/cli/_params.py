@@ -11,6 +11,16 @@ import click
 CLASSIFICATION_LOSSES = ("logistic", "probit", "squared_hinge")
 LOSSES = CLASSIFICATION_LOSSES + ("squared",)
 
+#: The names ``--solver`` shows (its help and shell completion); it accepts whatever
+#: ``l1scale.solvers.SOLVERS`` registers (tests/test_cli.py checks the two agree).
+SOLVER_NAMES = ("auto", "cd", "scd", "detcd", "mp", "rmmp", "online", "truncated_gradient", "sgd_cumulative",
+                "smidas")
+#: The keyword of each online first-order solver's base learning rate (``--learning-rate``).
+LEARNING_RATE_KEYWORD = {"truncated_gradient": "eta0", "sgd_cumulative": "eta0", "smidas": "eta"}
+#: Data formats of ``--format`` (auto: by the name; a directory is a chunk cache).
+FORMATS = ("auto", "svmlight", "vw")
+DEFAULT_HASH_BITS = 18
+
 
 class _PositiveFloat(click.ParamType):
     """A finite float > 0 (click's FloatRange lets NaN and inf through)."""
@@ -42,7 +52,12 @@ class SolverChoice(click.ParamType):
         return value
 
     def get_metavar(self, param, ctx=None):
-        return "[auto|cd|mp|rmmp|online]"
+        return "[" + "|".join(SOLVER_NAMES) + "]"
+
+    def shell_complete(self, ctx, param, incomplete):
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(name) for name in SOLVER_NAMES if name.startswith(incomplete)]
 
 
 POSITIVE = _PositiveFloat()
@@ -51,6 +66,15 @@ POSITIVE = _PositiveFloat()
 def zero_based_option(help="Feature indices of svmlight files start at 0 / at 1.  [default: auto]"):
     """The ``--zero-based/--one-based`` flag (None when not given: detected from the file)."""
     return click.option("--zero-based/--one-based", default=None, help=help)
+
+
+def format_option(what="DATA", b="--hash-bits"):
+    """``--format auto|svmlight|vw``: how data files are read (``b``: where 2**b comes from)."""
+    return click.option("--format", "file_format", type=click.Choice(FORMATS), default="auto",
+                        show_default=True,
+                        help=f"Format of {what}: svmlight, or Vowpal Wabbit text (vw: features hashed into "
+                             f"2**b columns, b = {b}).  auto: vw for names ending in .vw (or .vw.gz, "
+                             ".vw.bz2, .vw.xz), else svmlight (a directory is a cache).")
 
 
 def zero_based_value(flag):

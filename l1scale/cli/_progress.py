@@ -18,26 +18,40 @@ class Progress:
     """``callback(iteration, history)`` for the estimators: a live table on a
     terminal, one line per iteration otherwise (both on stderr).
 
-    Batch solvers (cd) show iteration, objective, certificate, nnz, seconds;
+    Batch solvers (cd, scd, detcd) show iteration, objective, certificate, nnz, seconds;
     streaming solvers (``streaming=True``: mp, rmmp, online) one row per pass
     (per chunk for online): pass, active-set size, nnz, objective, KKT violation,
-    seconds, blank where the solver has no value (NaN, no active set).
+    seconds, blank where the solver has no value (NaN, no active set).  The online
+    first-order solvers (``online=True``: truncated_gradient, sgd_cumulative, smidas)
+    show their progressive validation, one row per pass: pass, examples seen, the
+    pass's progressive loss and holdout loss (blank without a holdout), nnz,
+    examples per second in the pass, seconds.
 
     ``classes`` are the labels of the one-vs-rest problems (a class column is
     shown), None, or a callable giving them (or None) at the first call, for
     streamed data whose labels are known only once the fit has begun.
     """
 
-    def __init__(self, classes=None, *, streaming=False, step="pass"):
+    def __init__(self, classes=None, *, streaming=False, step="pass", online=False):
         from rich.console import Console
 
         self.console = Console(file=sys.stderr, highlight=False)
         self._classes = classes
         self.classes = None if callable(classes) else classes
         self.streaming = streaming
-        self.columns = ((step, "active", "nnz", "objective", "kkt", "seconds") if streaming else
-                        ("iter", "objective", "certificate", "nnz", "seconds"))
-        self.widths = (6, 8, 8, 18, 11, 9) if streaming else (6, 18, 11, 8, 9)
+        self.online = online
+        if online:
+            self.columns = ("pass", "examples", "progressive", "holdout", "nnz", "examples/s", "seconds")
+            self.widths = (6, 10, 12, 12, 8, 11, 9)
+            self._row = self._online_row
+        elif streaming:
+            self.columns = (step, "active", "nnz", "objective", "kkt", "seconds")
+            self.widths = (6, 8, 8, 18, 11, 9)
+            self._row = self._stream_row
+        else:
+            self.columns = ("iter", "objective", "certificate", "nnz", "seconds")
+            self.widths = (6, 18, 11, 8, 9)
+            self._row = self._batch_row
         self.problem = -1
         self._history = None
         self.rows = []
@@ -72,8 +86,7 @@ class Progress:
         if history is not self._history:
             self._history = history
             self.problem += 1
-        row = (fmt(self._class()),) + (self._stream_row(iteration, history) if self.streaming else
-                                         self._batch_row(iteration, history))
+        row = (fmt(self._class()),) + self._row(iteration, history)
         if self.live is not None:
             self.rows.append(row)
             del self.rows[:-_LIVE_ROWS]
@@ -103,6 +116,16 @@ class Progress:
         return (str(iteration), "" if active is None else str(active), str(history.nnz[-1]),
                 "" if math.isnan(objective) else f"{objective:.10g}",
                 "" if math.isnan(kkt) else f"{kkt:.3e}", f"{history.time[-1]:.3f}")
+
+    @staticmethod
+    def _online_row(iteration, history):
+        examples, seconds = history.examples[-1], history.time[-1]
+        before, since = ((history.examples[-2], history.time[-2]) if len(history.examples) > 1 else (0, 0.0))
+        rate = (examples - before) / (seconds - since) if seconds > since else math.nan
+        held = history.holdout_loss[-1]
+        return (str(iteration), str(examples), f"{history.progressive_loss[-1]:.6f}",
+                "" if math.isnan(held) else f"{held:.6f}", str(history.nnz[-1]),
+                "" if math.isnan(rate) else f"{rate:.0f}", f"{seconds:.3f}")
 
     def _class(self):
         if self.classes is None or self.problem >= len(self.classes):

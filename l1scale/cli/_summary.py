@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ._format import fmt, key_value_table, label, stdout_console, versions
+from ._params import LEARNING_RATE_KEYWORD
 
 
 def train_summary(est, data, data_info, train_report, load_seconds, fit_seconds, messages):
@@ -14,11 +15,17 @@ def train_summary(est, data, data_info, train_report, load_seconds, fit_seconds,
     rel = [r.relative_certificate for r in results]
     worst = results[int(np.argmax(rel))] if not np.isnan(rel).all() else results[0]
     skip = {"callback", "verbose", "warm_start"}
+    params = {k: v for k, v in est.get_params().items() if k not in skip}
+    online = None
+    if not isinstance(params["solver"], str):  # a solver instance (the online first-order ones)
+        solver = params["solver"]
+        params["solver"] = solver.name
+        online = _online_summary(solver, results)
     summary = {
         "command": "train",
         "data": {"path": data, **data_info},
         "estimator": type(est).__name__,
-        "params": {k: v for k, v in est.get_params().items() if k not in skip},
+        "params": params,
         "solver": est.solver_,
         "classes": [label(c) for c in est.classes_] if hasattr(est, "classes_") else None,
         # one lam, or one per one-vs-rest problem (lam_ratio scales each problem's lam_max)
@@ -41,6 +48,8 @@ def train_summary(est, data, data_info, train_report, load_seconds, fit_seconds,
         "warnings": list(messages),
         "versions": versions(),
     }
+    if online is not None:  # only then: the summaries of the other solvers keep their keys
+        summary["online"] = online
     if len(results) > 1:  # one-vs-rest: the per-class problems (objective summed above)
         summary["problems"] = [
             {"class": label(c), "lam": float(lam), "objective": float(r.objective),
@@ -49,6 +58,21 @@ def train_summary(est, data, data_info, train_report, load_seconds, fit_seconds,
              "n_iter": int(r.n_iter)}
             for c, lam, r in zip(est.classes_, est.lam_, results)]
     return summary
+
+
+def _online_summary(solver, results):
+    """An online first-order solver's settings and its last pass's progressive validation
+    (one value, or one per one-vs-rest problem)."""
+    def last(name, cast):
+        values = [cast(getattr(r.history, name)[-1]) if getattr(r.history, name) else None for r in results]
+        return values[0] if len(values) == 1 else values
+
+    keyword = LEARNING_RATE_KEYWORD.get(solver.name)
+    return {"passes": int(solver.max_iter), "holdout": int(solver.holdout),
+            "learning_rate": None if keyword is None else float(getattr(solver, keyword)),
+            "n_iter_no_change": int(solver.n_iter_no_change),
+            "examples": last("examples", int), "progressive_loss": last("progressive_loss", float),
+            "holdout_loss": last("holdout_loss", float)}
 
 
 def _metric_rows(report, prefix):
@@ -61,6 +85,42 @@ def _metric_rows(report, prefix):
     return rows
 
 
+def _isnan(x):
+    return x is None or math.isnan(x)
+
+
+def _passes(solver):
+    """Whether the solver's iterations are passes over the data (the streaming solvers)."""
+    from ..solvers import SOLVERS
+
+    return getattr(SOLVERS.get(solver), "data_access", "") == "stream"
+
+
+def _losses(values):
+    values = values if isinstance(values, list) else [values]
+    text = ", ".join("none" if _isnan(v) else f"{v:.6g}" for v in values)
+    return text + (" (one per class)" if len(values) > 1 else "")
+
+
+def _online_rows(s, online):
+    """The summary rows of an online first-order solver: losses of the last pass, why it stopped."""
+    reasons = set(s["stop_reason"].split(","))
+    if reasons == {"early_stopping"}:
+        stopped = (f"early_stopping (holdout loss not better for {online['n_iter_no_change']} passes; "
+                   f"the weights of the best pass are kept)")
+    elif reasons == {"max_iter"}:
+        n = online["passes"]
+        stopped = f"max_iter ({'all ' if n > 1 else ''}{n} pass{'es' if n > 1 else ''} made)"
+    else:
+        stopped = s["stop_reason"]
+    holdout = ("none (--holdout 0)" if online["holdout"] == 0 else
+               f"{_losses(online['holdout_loss'])} (last pass; every {online['holdout']}th example)")
+    rate = "" if online["learning_rate"] is None else f", learning rate {online['learning_rate']:g}"
+    return [("progressive loss", f"{_losses(online['progressive_loss'])} (last pass)"),
+            ("holdout loss", holdout),
+            ("stopped", stopped + rate)]
+
+
 def print_train_summary(s):
     loss = s["params"].get("loss", "squared")
     table = key_value_table(f"{s['estimator']}({loss}) on {s['data']['path']}")
@@ -68,17 +128,21 @@ def print_train_summary(s):
     status = (f"yes ({s['stop_reason']})" if s["converged"] else f"no ({s['stop_reason']})")
     if s["stop_reason"] == "one_pass":
         status = "one pass (the Online algorithm has no stopping test)"
-    rows = [("data", f"{d['n_samples']} x {d['n_features']}, {d['nnz']} nonzeros")]
-    if math.isnan(s["objective"]):  # the Online algorithm: one pass, no objective or certificate
-        rows.append(("objective", "not computed (one pass)"))
+    hashed = f" (Vowpal Wabbit, hashed into 2**{d['hash_bits']})" if d.get("format") == "vw" else ""
+    rows = [("data", f"{d['n_samples']} x {d['n_features']}, {d['nnz']} nonzeros{hashed}")]
+    online = s.get("online")
+    if online is not None:  # progressive validation instead of an objective and a certificate
+        rows += _online_rows(s, online)
+    elif _isnan(s["objective"]):  # the Online algorithm: one pass, no objective or certificate
+        rows += [("objective", "not computed (one pass)"), ("converged", status)]
     else:
         rows += [("objective", f"{s['objective']:.10g}"),
                  (s["certificate_name"], f"{s['certificate']:.3e} (relative "
-                                         f"{s['relative_certificate']:.3e}, tol {s['params']['tol']:g})")]
+                                         f"{s['relative_certificate']:.3e}, tol {s['params']['tol']:g})"),
+                 ("converged", status)]
     rows += [
-        ("converged", status),
         ("nnz(w)", f"{s['nnz']} of {d['n_features'] * max(1, len(s.get('problems', [])))}"),
-        ("passes" if s["solver"] in ("mp", "rmmp", "online") else "iterations", str(s["n_iter"])),
+        ("passes" if _passes(s["solver"]) else "iterations", str(s["n_iter"])),
         ("lam", f"{s['lam']:.6g}" if not isinstance(s["lam"], list) else
          ", ".join(f"{v:.4g}" for v in s["lam"]) + " (one per class)"),
         ("seconds", f"{s['seconds']['fit']:.3f} fit ({s['seconds']['solve']:.3f} solve, "

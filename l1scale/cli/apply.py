@@ -5,9 +5,12 @@ from __future__ import annotations
 import click
 import numpy as np
 
-from ._data import check_output, read_data, write_text_atomically
+from ._data import check_output, data_format, hash_bits_of_model, read_data, write_text_atomically
 from ._format import echo_json, fmt, key_value_table, label, stdout_console
-from ._params import CLASSIFICATION_LOSSES, handle_errors, zero_based_option
+from ._params import CLASSIFICATION_LOSSES, format_option, handle_errors, zero_based_option
+
+#: --format of predict and evaluate: a Vowpal Wabbit DATA is hashed as the model's training data was.
+_FORMAT = format_option(b="the model's: its width is 2**b")
 
 
 def _load_model(path):
@@ -16,10 +19,13 @@ def _load_model(path):
     return load(path)
 
 
-def _read_for(est, model, data, zero_based):
-    """DATA in memory at the model's width (narrower: widened; wider: an error)."""
+def _read_for(est, model, data, zero_based, file_format):
+    """DATA in memory at the model's width (narrower: widened; wider: an error); Vowpal
+    Wabbit DATA hashed into the model's 2**b columns (a model of another width: an error)."""
+    fmt = data_format(data, file_format)
+    hash_bits = hash_bits_of_model(est, model) if fmt == "vw" else None
     return read_data(data, zero_based=zero_based, n_features=est.n_features_in_,
-                     width_of=f"the {est.n_features_in_} of the model {model}")
+                     width_of=f"the {est.n_features_in_} of the model {model}", fmt=fmt, hash_bits=hash_bits)
 
 
 def is_classifier(est):
@@ -66,8 +72,9 @@ def unknown_labels(est, y):
               help="Probability of the positive class (two classes) or of every class, "
                    "in the model's class order (logistic and probit models).")
 @zero_based_option()
+@_FORMAT
 @handle_errors
-def predict(model, data, output, proba, zero_based):
+def predict(model, data, output, proba, zero_based, file_format):
     """One prediction per row of DATA: a label, or probabilities with --proba,
     or a value for a regression model."""
     check_output(output, "'-o' / '--output'")
@@ -76,7 +83,7 @@ def predict(model, data, output, proba, zero_based):
         kind = "a regression" if not is_classifier(est) else f"a {est.loss}"
         raise click.BadParameter(f"{model} is {kind} model; probabilities need a logistic or "
                                  "probit classifier", param_hint="--proba")
-    X, _, _ = _read_for(est, model, data, zero_based)
+    X, _, _ = _read_for(est, model, data, zero_based, file_format)
     if proba:
         P = est.predict_proba(X)
         lines = ([repr(float(p)) for p in P[:, 1]] if P.shape[1] == 2 else
@@ -96,13 +103,14 @@ def predict(model, data, output, proba, zero_based):
 @click.argument("model", type=click.Path(exists=True, dir_okay=False, readable=True))
 @click.argument("data", type=click.Path(exists=True, readable=True))
 @zero_based_option()
+@_FORMAT
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @handle_errors
-def evaluate(model, data, zero_based, as_json):
+def evaluate(model, data, zero_based, file_format, as_json):
     """Metrics of MODEL on labelled DATA: accuracy, AUC, AUPRC, precision,
     recall, F1, log loss and the confusion matrix (R^2, MSE, MAE for a regression)."""
     est = _load_model(model)
-    X, y, _ = _read_for(est, model, data, zero_based)
+    X, y, _ = _read_for(est, model, data, zero_based, file_format)
     result = {"model": model, "data": data, **report(est, X, y)}
     unknown = unknown_labels(est, y)
     result["warnings"] = []

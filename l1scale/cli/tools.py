@@ -7,9 +7,10 @@ import os
 import click
 import numpy as np
 
-from ._data import check_output
+from ._data import check_output, check_vw_flags, data_format
 from ._format import echo_json, key_value_table, label, stdout_console, versions
-from ._params import check_no_layout_flag, handle_errors, zero_based_option, zero_based_value
+from ._params import (DEFAULT_HASH_BITS, check_no_layout_flag, format_option, handle_errors, zero_based_option,
+                      zero_based_value)
 
 #: DST names that ``convert`` writes as svmlight text (anything else: a cache directory).
 SVMLIGHT_SUFFIXES = (".svm", ".svmlight", ".libsvm", ".txt", ".gz", ".bz2", ".xz")
@@ -18,17 +19,25 @@ SVMLIGHT_SUFFIXES = (".svm", ".svmlight", ".libsvm", ".txt", ".gz", ".bz2", ".xz
 @click.command()
 @click.argument("data", type=click.Path(exists=True, readable=True))
 @zero_based_option()
+@format_option()
+@click.option("--hash-bits", type=click.IntRange(1, 31), metavar="B",
+              help=f"Vowpal Wabbit DATA: features hashed into 2**B columns.  [default: {DEFAULT_HASH_BITS}]")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @handle_errors
-def info(data, zero_based, as_json):
+def info(data, zero_based, file_format, hash_bits, as_json):
     """Size and labels of DATA, read in one streamed pass (bounded memory)."""
     from ..data import Stream
 
-    is_cache = os.path.isdir(data)
+    fmt = data_format(data, file_format)
+    check_vw_flags(fmt, data, hash_bits=hash_bits, zero_based=zero_based)
+    is_cache = fmt == "cache"
     if is_cache:
         check_no_layout_flag(zero_based, data)
         stream = Stream.from_cache(data)
         size = sum(e.stat().st_size for e in os.scandir(data) if e.is_file())
+    elif fmt == "vw":
+        stream = Stream.from_vw(data, DEFAULT_HASH_BITS if hash_bits is None else hash_bits)
+        size = os.path.getsize(data)
     else:
         stream = Stream.from_svmlight(data, zero_based=zero_based_value(zero_based))
         size = os.path.getsize(data)
@@ -48,13 +57,15 @@ def info(data, zero_based, as_json):
             counts[float(v)] = counts.get(float(v), 0) + int(c)
     d = int(stream.n_features or 0)
     result = {
-        "path": data, "format": "cache" if is_cache else "svmlight", "file_size": int(size),
+        "path": data, "format": fmt, "file_size": int(size),
         "n_samples": n, "n_features": d, "nnz": nnz,
         "density": nnz / (n * d) if n and d else 0.0,
         "nnz_per_row": {"mean": nnz / n if n else 0.0, "min": row_min or 0, "max": row_max},
         "n_labels": len(counts),
         "labels": [{"label": label(v), "count": counts[v]} for v in sorted(counts)],
     }
+    if fmt == "vw":
+        result["hash_bits"] = DEFAULT_HASH_BITS if hash_bits is None else hash_bits
     if as_json:
         echo_json(result)
         return

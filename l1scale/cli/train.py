@@ -9,9 +9,10 @@ import warnings
 import click
 import numpy as np
 
-from ._data import check_cache_dir, check_output, read_data, too_wide
+from ._data import check_cache_dir, check_output, check_vw_flags, data_format, read_data, too_wide
 from ._format import echo_json
-from ._params import LOSSES, POSITIVE, SolverChoice, handle_errors, zero_based_option
+from ._params import (DEFAULT_HASH_BITS, LEARNING_RATE_KEYWORD, LOSSES, POSITIVE, SolverChoice,
+                      format_option, handle_errors, zero_based_option)
 from ._progress import Progress
 from ._summary import print_train_summary, train_summary
 from .apply import report, unknown_labels
@@ -30,24 +31,37 @@ from .apply import report, unknown_labels
 @click.option("--loss", type=click.Choice(LOSSES), default="logistic", show_default=True,
               help="squared fits a regression (lasso / elastic net); the others classify.")
 @click.option("--solver", type=SolverChoice(), default="auto", show_default=True,
-              help="cd: coordinate descent on DATA loaded into memory.  mp, rmmp, online: "
-                   "streaming solvers reading DATA in passes, never loading it (rmmp: memory "
-                   "O(d + k^2) whatever n; online: one pass).  auto: rmmp when --max-active, "
-                   "--checkpoint or --cache is given, else cd.")
+              help="cd: coordinate descent on DATA loaded into memory (scd, detcd: stochastic and "
+                   "greedy CD, also in memory).  mp, rmmp, online: streaming solvers reading DATA in "
+                   "passes, never loading it (rmmp: memory O(d + k^2) whatever n; online: one pass).  "
+                   "truncated_gradient, sgd_cumulative, smidas: online first-order solvers, streamed, "
+                   "--passes over DATA with progressive validation (pure L1; no certificate).  auto: "
+                   "rmmp when --max-active, --checkpoint, --cache or --passes is given, else cd.")
 @click.option("--max-active", type=click.IntRange(min=1), metavar="K",
               help="rmmp: the most features in the active set (the sketch is K x K).  [default: 2000]")
 @click.option("--checkpoint", type=click.Path(dir_okay=False), metavar="PATH",
               help="mp, rmmp: save the state here after each pass; a run given an existing "
                    "checkpoint resumes from it.")
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False), metavar="DIR",
-              help="mp, rmmp, online: binary chunk cache of DATA, written by the first pass and "
+              help="The streaming solvers: binary chunk cache of DATA, written by the first pass and "
                    "read by the later ones (and by later runs).")
 @click.option("--intercept/--no-intercept", default=True, show_default=True,
               help="Fit an unpenalised intercept.")
 @click.option("--tol", type=POSITIVE, default=1e-6, show_default=True,
               help="Stop at relative duality gap (or KKT violation) <= tol.")
-@click.option("--max-iter", type=click.IntRange(min=1), default=200, show_default=True,
-              help="Iterations (cd) or passes over DATA (mp, rmmp).")
+@click.option("--max-iter", type=click.IntRange(min=1),
+              help="Iterations (cd, scd, detcd) or passes over DATA (the streaming solvers).  "
+                   "[default: 200; 1 pass for truncated_gradient, sgd_cumulative, smidas]")
+@click.option("--passes", type=click.IntRange(min=1), metavar="N",
+              help="Passes over DATA: --max-iter under another name, for the streaming solvers "
+                   "(mp, rmmp and the online first-order ones); not with --max-iter.")
+@click.option("--holdout", type=click.IntRange(min=0), metavar="K",
+              help="truncated_gradient, sgd_cumulative, smidas: every K-th example is held out, "
+                   "never learned from; its loss stops the passes early when it stops improving "
+                   "(0: no holdout).  [default: 10 with several passes, else 0]")
+@click.option("--learning-rate", type=POSITIVE, metavar="ETA",
+              help="truncated_gradient, sgd_cumulative, smidas: the base learning rate (their "
+                   "eta0, eta0, eta).  [default: the solver's: 0.5, 0.5, 0.1]")
 @click.option("--class-weight", type=click.Choice(["balanced"]),
               help="Weight classes inversely to their frequency.")
 @click.option("--seed", type=click.IntRange(min=0), default=None,
@@ -55,26 +69,40 @@ from .apply import report, unknown_labels
 @click.option("--n-features", type=click.IntRange(min=1),
               help="Width of X (default: largest feature index); a wider file is an error.")
 @zero_based_option()
+@format_option("DATA and --test")
+@click.option("--hash-bits", type=click.IntRange(1, 31), metavar="B",
+              help="Vowpal Wabbit data: features hashed into 2**B columns (predict and evaluate "
+                   f"take B from the model).  [default: {DEFAULT_HASH_BITS}]")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Save the model here.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display; only the summary.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @handle_errors
 def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint, cache_dir,
-          intercept, tol, max_iter, class_weight, seed, n_features, zero_based, output, quiet, as_json):
+          intercept, tol, max_iter, passes, holdout, learning_rate, class_weight, seed, n_features, zero_based,
+          file_format, hash_bits, output, quiet, as_json):
     """Fit a sparse linear model on DATA and print a summary.
 
     Classification losses (logistic, probit, squared_hinge) accept any labels
     (more than two classes: one-vs-rest); --loss squared fits a regression.
-    With a streaming solver (mp, rmmp, online) DATA is read in passes and never
-    loaded; the summary then has no train metrics (they would need another pass:
-    use --test or `l1scale evaluate`).
+    With a streaming solver (mp, rmmp, online, truncated_gradient, sgd_cumulative,
+    smidas) DATA is read in passes and never loaded; the summary then has no train
+    metrics (they would need another pass: use --test or `l1scale evaluate`).
+
+    DATA may be Vowpal Wabbit text (a name ending in .vw, or --format vw), its
+    features hashed into 2**--hash-bits columns; the saved model then has
+    2**B features, and predict / evaluate hash VW data with the model's B.
     """
-    resolved = _check_flags(lam, lam_ratio, loss, solver, max_active, checkpoint, cache_dir,
-                            class_weight)
+    resolved = _check_flags(lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint, cache_dir,
+                            class_weight, max_iter, passes, holdout, learning_rate)
     streamed = _streaming_solver(resolved)
+    fmt = data_format(data, file_format)
+    check_vw_flags(fmt, data, hash_bits=hash_bits, zero_based=zero_based, n_features=n_features)
+    if test_path is not None:
+        data_format(test_path, file_format)  # --format vw for a cache directory: a usage error now
     check_output(output, "'-o' / '--output'")
     check_output(checkpoint, "--checkpoint")
     check_cache_dir(cache_dir, data)
+    max_iter = passes or max_iter or (1 if _online_first_order(resolved) else 200)
     # Flags -> estimator parameters (the only place the two meet).
     params = {"lam": lam, "lam_ratio": lam_ratio, "l1_ratio": l1_ratio, "fit_intercept": intercept,
               "solver": solver, "tol": tol, "max_iter": max_iter, "random_state": seed,
@@ -89,20 +117,22 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, c
 
         if test_path is not None:  # read before fitting: a bad test file fails fast
             Xt, yt, _ = read_data(test_path, zero_based=zero_based, n_features=n_features,
-                                  width_of=f"--n-features {n_features}")
+                                  width_of=f"--n-features {n_features}", fmt=file_format,
+                                  hash_bits=hash_bits)
 
         def check_test_width(width):  # once the training width is known, before any solving
             if Xt is not None and Xt.shape[1] > width:
                 raise too_wide(test_path, Xt.shape[1], f"the {width} of the training data {data}")
 
         stream = train_stream(data, zero_based=zero_based, n_features=n_features, cache=cache_dir,
-                              on_width=check_test_width)
+                              on_width=check_test_width, fmt=file_format, hash_bits=hash_bits)
     else:
         X, y, w = read_data(data, zero_based=zero_based, n_features=n_features,
-                            width_of=f"--n-features {n_features}")
+                            width_of=f"--n-features {n_features}", fmt=file_format, hash_bits=hash_bits)
         if test_path is not None:  # read before fitting: a bad test file fails fast
             Xt, yt, _ = read_data(test_path, zero_based=zero_based, n_features=X.shape[1],
-                                  width_of=f"the {X.shape[1]} of the training data {data}")
+                                  width_of=f"the {X.shape[1]} of the training data {data}",
+                                  fmt=file_format, hash_bits=hash_bits)
     load_seconds = time.perf_counter() - t0
     from ..estimators import SparseLinearRegression, SparseLogisticRegression
 
@@ -116,8 +146,12 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, c
                 return _one_vs_rest(est.stream_scan_.classes)
         else:
             classes = _one_vs_rest(np.unique(y))
-        progress = Progress(classes, streaming=streamed, step="chunk" if resolved == "online" else "pass")
+        progress = Progress(classes, streaming=streamed, step="chunk" if resolved == "online" else "pass",
+                            online=_online_first_order(resolved))
         est.set_params(callback=progress)
+    if _online_first_order(resolved):  # the estimator has no holdout or rate: the solver is built here
+        est.set_params(solver=online_solver(resolved, passes=max_iter, holdout=holdout,
+                                            learning_rate=learning_rate, callback=progress))
     messages, fit_seconds = _fit(est, data, (stream,) if streamed else (X, y, w), progress)
     if not quiet:
         for message in messages:
@@ -134,6 +168,9 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, c
         data_info = {"n_samples": int(X.shape[0]), "n_features": int(X.shape[1]), "nnz": int(X.nnz)}
         train_report = report(est, X, y)
     summary = train_summary(est, data, data_info, train_report, load_seconds, fit_seconds, messages)
+    if fmt == "vw":  # only then: the golden svmlight summary keeps its keys
+        summary["data"]["format"] = "vw"
+        summary["data"]["hash_bits"] = DEFAULT_HASH_BITS if hash_bits is None else hash_bits
     if test_path is not None:
         summary["test"] = {"path": test_path, **report(est, Xt, yt)}
         unknown = unknown_labels(est, yt)
@@ -151,16 +188,20 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, c
         print_train_summary(summary)
 
 
-def _check_flags(lam, lam_ratio, loss, solver, max_active, checkpoint, cache_dir, class_weight):
+def _check_flags(lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint, cache_dir, class_weight,
+                 max_iter, passes, holdout, learning_rate):
     """Usage errors among the flags (before any reading); returns the solver "auto" picks."""
     if lam is not None and lam_ratio is not None:
         raise click.UsageError("give --lam or --lam-ratio, not both")
+    if passes is not None and max_iter is not None:
+        raise click.UsageError("give --passes or --max-iter, not both (--passes is --max-iter for the "
+                               "streaming solvers)")
     if loss == "squared" and class_weight is not None:
         raise click.BadParameter("does not apply to --loss squared (a regression)",
                                  param_hint="--class-weight")
     resolved = solver
     if solver == "auto":  # the flags that only streaming solvers take pick RMMP
-        resolved = "rmmp" if (max_active, checkpoint, cache_dir) != (None, None, None) else "cd"
+        resolved = "rmmp" if (max_active, checkpoint, cache_dir, passes) != (None,) * 4 else "cd"
     if max_active is not None and resolved != "rmmp":
         raise click.BadParameter(f"is RMMP's active-set size; it does not apply to --solver {resolved}",
                                  param_hint="--max-active")
@@ -168,18 +209,61 @@ def _check_flags(lam, lam_ratio, loss, solver, max_active, checkpoint, cache_dir
         raise click.BadParameter(f"applies to --solver mp or rmmp, not to --solver {resolved}",
                                  param_hint="--checkpoint")
     if cache_dir is not None and not _streaming_solver(resolved):
-        raise click.BadParameter(f"applies to the streaming solvers (mp, rmmp, online), not to "
-                                 f"--solver {resolved}, which loads DATA into memory (a cache for it: "
+        raise click.BadParameter(f"applies to the streaming solvers ({_names(_streaming_solver)}), not "
+                                 f"to --solver {resolved}, which loads DATA into memory (a cache for it: "
                                  f"`l1scale convert`)", param_hint="--cache")
+    if passes is not None and (not _streaming_solver(resolved) or resolved == "online"):
+        why = ("makes one pass" if resolved == "online" else
+               "loads DATA into memory; its --max-iter counts iterations")
+        raise click.BadParameter(f"applies to the streaming solvers that make passes "
+                                 f"({_names(_streaming_solver, 'online')}); --solver {resolved} {why}",
+                                 param_hint="--passes")
+    for value, flag, takes in ((holdout, "--holdout", _online_first_order),
+                               (learning_rate, "--learning-rate", LEARNING_RATE_KEYWORD.__contains__)):
+        if value is not None and not takes(resolved):
+            raise click.BadParameter(f"applies to the online first-order solvers ({_names(takes)}), not to "
+                                     f"--solver {resolved}", param_hint=flag)
+    if l1_ratio != 1 and _online_first_order(resolved) and _solver_class(resolved).pure_l1:
+        raise click.BadParameter(f"--solver {resolved} minimises the pure L1 problem: --l1-ratio must be 1",
+                                 param_hint="--l1-ratio")
     _check_solver_takes_loss(resolved, loss)
     return resolved
 
 
-def _streaming_solver(name):
-    """Whether the registered solver ``name`` reads its data in passes (mp, rmmp, online)."""
+def _solver_class(name):
     from ..solvers import SOLVERS
 
-    return getattr(SOLVERS[name], "data_access", "") == "stream"
+    return SOLVERS[name]
+
+
+def _streaming_solver(name):
+    """Whether the registered solver ``name`` reads its data in passes (mp, rmmp, online, ...)."""
+    return getattr(_solver_class(name), "data_access", "") == "stream"
+
+
+def _online_first_order(name):
+    """Whether ``name`` is an online first-order solver (truncated_gradient, sgd_cumulative, smidas):
+    passes with progressive validation and a holdout, no objective or certificate."""
+    from ..solvers import OnlineSolver
+
+    return issubclass(_solver_class(name), OnlineSolver)
+
+
+def _names(test, *but):
+    """The registered solvers passing ``test``, but not ``but``, as a comma-separated list."""
+    from ..solvers import SOLVERS
+
+    return ", ".join(name for name in SOLVERS if test(name) and name not in but)
+
+
+def online_solver(name, *, passes, holdout=None, learning_rate=None, callback=None):
+    """The online first-order solver the flags ask for (the estimator's ``solver=``):
+    --passes -> max_iter, --holdout -> holdout (None: the solver's default),
+    --learning-rate -> its base rate (LEARNING_RATE_KEYWORD; None: the solver's default)."""
+    kw = {"max_iter": passes, "holdout": holdout, "callback": callback}
+    if learning_rate is not None:
+        kw[LEARNING_RATE_KEYWORD[name]] = learning_rate
+    return _solver_class(name)(**kw)
 
 
 def _check_solver_takes_loss(solver, loss):
