@@ -68,7 +68,7 @@ from ..exceptions import DataFormatError
 from . import _vw_parse as _k
 from . import svmlight as _svm
 from ._svmlight_write import as_csr64, atomic_file, format_rows, make_csr
-from .stream import Chunk, _CacheWriter, _iter_cache, _read_meta
+from .stream import Chunk, _CachedFileSource
 
 __all__ = ["hash_feature", "hash_features", "iter_vw_chunks", "load_vw", "dump_vw"]
 
@@ -456,7 +456,7 @@ def dump_vw(X, y, path, *, namespace: str = "f", sample_weight=None) -> None:
 # ----------------------------------------------------------------- Stream source
 
 
-class _VWSource:
+class _VWSource(_CachedFileSource):
     """Source of :meth:`Stream.from_vw`: a VW text file, hashed, with an optional chunk cache."""
 
     def __init__(self, path, hash_bits, hash, hash_seed, dtype, chunk_bytes, cache):
@@ -476,22 +476,6 @@ class _VWSource:
         return (f"vw {self.path!r}, hash_bits={self.opt.hash_bits}"
                 + ("" if self.cache is None else f", cache={self.cache!r}"))
 
-    def _source_info(self):
-        st = os.stat(self.path)
-        return {"name": os.path.basename(self.path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-
-    def chunks(self):
-        if self.cache is not None:
-            meta = _read_meta(self.cache)
-            if meta and meta.get("source") == self._source_info() and meta.get("params") == self.requested:
-                yield from _iter_cache(self.cache, meta)
-                return
-        info = None if self.cache is None else self._source_info()
-        writer = None if self.cache is None else _CacheWriter(self.cache)
+    def _parse(self):
         for block in _iter_blocks(self.path, self.opt, self.chunk_bytes):
-            chunk = _to_chunk(block, self.n_features, self.dtype)
-            if writer is not None:
-                writer.add(chunk)
-            yield chunk
-        if writer is not None:
-            writer.finish(self.n_features, source=info, params=self.requested)
+            yield _to_chunk(block, self.n_features, self.dtype)

@@ -278,7 +278,40 @@ class _CacheSource:
         return _iter_cache(self.directory, self.meta, self.n_features)
 
 
-class _SvmlightSource:
+class _CachedFileSource:
+    """A text file parsed chunk by chunk (``_parse``), with an optional binary chunk cache:
+    written during the first pass, read by the later ones (and by the first, when it is
+    complete and the file's name, size and mtime and the parsing options match)."""
+
+    path: str
+    cache: str | None
+    requested: dict
+
+    def _source_info(self):
+        st = os.stat(self.path)
+        return {"name": os.path.basename(self.path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+    def _parse(self):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def chunks(self):
+        if self.cache is not None:
+            meta = _read_meta(self.cache)
+            if meta and meta.get("source") == self._source_info() and meta.get("params") == self.requested:
+                self.n_features = meta["n_features"]
+                yield from _iter_cache(self.cache, meta)
+                return
+        info = None if self.cache is None else self._source_info()
+        writer = None if self.cache is None else _CacheWriter(self.cache)
+        for chunk in self._parse():
+            if writer is not None:
+                writer.add(chunk)
+            yield chunk
+        if writer is not None:
+            writer.finish(self.n_features, source=info, params=self.requested)
+
+
+class _SvmlightSource(_CachedFileSource):
     def __init__(self, path, n_features, zero_based, dtype, chunk_bytes, cache):
         zero_based = _svm._check_zero_based(zero_based)
         n_features = _svm._check_n_features(n_features)
@@ -294,31 +327,14 @@ class _SvmlightSource:
     def describe(self):
         return f"svmlight {self.path!r}" + ("" if self.cache is None else f", cache={self.cache!r}")
 
-    def _source_info(self):
-        st = os.stat(self.path)
-        return {"name": os.path.basename(self.path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-
-    def chunks(self):
-        if self.cache is not None:
-            meta = _read_meta(self.cache)
-            if meta and meta.get("source") == self._source_info() and meta.get("params") == self.requested:
-                self.n_features = meta["n_features"]
-                yield from _iter_cache(self.cache, meta)
-                return
+    def _parse(self):
         if not self._resolved:  # pre-scan once per Stream, not once per pass
             self.zero_based, self.n_features = _svm.resolve_layout(
                 self.path, self.zero_based, self.n_features, self.chunk_bytes, need_width=True)
             self._resolved = True
-        info = None if self.cache is None else self._source_info()
-        writer = None if self.cache is None else _CacheWriter(self.cache)
         for X, y in _svm._iter_chunks(self.path, self.n_features, self.zero_based, self.dtype,
                                       self.chunk_bytes, None):
-            chunk = Chunk(X, y)
-            if writer is not None:
-                writer.add(chunk)
-            yield chunk
-        if writer is not None:
-            writer.finish(self.n_features, source=info, params=self.requested)
+            yield Chunk(X, y)
 
 
 # --------------------------------------------------------------------------- cache
