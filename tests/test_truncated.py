@@ -75,9 +75,11 @@ def test_lazy_updates_equal_dense_steps(sparsifier, theta, K):
               t0=5.0, pass_decay=0.7)
     g = 0.01
     problem = StreamProblem(Stream.from_arrays(X, y, s, chunk_rows=37), "logistic", lam=g)
-    res = TruncatedGradient(max_iter=2, holdout=0, **kw).solve(problem)
+    solver = TruncatedGradient(max_iter=2, holdout=0, **kw)
+    res = solver.solve(problem)
     w, b, progressive = _dense_reference(X, y, s, "logistic", g=g, passes=2, **{**kw, "theta": theta})
-    np.testing.assert_allclose(res.coef, w, rtol=0, atol=1e-12)
+    # The state's weights (solve rounds the subgradient's at the end: tested below).
+    np.testing.assert_allclose(solver.state_.coef, w, rtol=0, atol=1e-12)
     assert res.intercept == pytest.approx(b, abs=1e-12)
     # Progressive validation: every example scored before it is learned from.
     np.testing.assert_allclose(res.history.progressive_loss, progressive, rtol=1e-12)
@@ -91,15 +93,16 @@ def test_lazy_subgradient_replays_the_oscillation_around_zero():
     s = np.ones(y.shape[0])
     for K in (1, 4):
         kw = dict(sparsifier="l1_subgradient", K=K, eta0=0.5, power_t=0.5, t0=10.0, pass_decay=1.0)
-        res = TruncatedGradient(max_iter=2, holdout=0, **kw).solve(
-            StreamProblem(Stream.from_arrays(X, y, chunk_rows=50), "logistic", lam=0.02))
+        solver = TruncatedGradient(max_iter=2, holdout=0, **kw)
+        solver.solve(StreamProblem(Stream.from_arrays(X, y, chunk_rows=50), "logistic", lam=0.02))
+        raw = solver.state_.coef
         w, b, _ = _dense_reference(X, y, s, "logistic", g=0.02, passes=2, theta=np.inf, **kw)
-        np.testing.assert_allclose(res.coef, w, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(raw, w, rtol=0, atol=1e-12)
         # Most weights are dust: the size of one penalty step, never exactly 0.
         final_step = 0.5 * (10.0 / (10.0 + 299)) ** 0.5 * 0.02 * K
         touched = np.flatnonzero(X.getnnz(axis=0))
-        assert np.count_nonzero(res.coef[touched]) == touched.size
-        assert np.mean(np.abs(res.coef[touched]) <= 1.01 * final_step * (2 if K == 1 else 1.5)) > 0.5
+        assert np.count_nonzero(raw[touched]) == touched.size
+        assert np.mean(np.abs(raw[touched]) <= 1.01 * final_step * (2 if K == 1 else 1.5)) > 0.5
 
 
 def test_partial_fit_equals_one_pass_and_warm_start():
@@ -196,14 +199,17 @@ def test_sparsifiers_differ_as_the_paper_says():
         StreamProblem(Stream.from_arrays(X, y), "logistic", g))
     truncated = fit(sparsifier="truncated")
     rounding = fit(sparsifier="rounding", theta=theta, K=10)  # 400 steps: the last one rounds
-    subgradient = fit(sparsifier="l1_subgradient")
+    subgradient_solver = TruncatedGradient(eta0=0.2, power_t=0.0, max_iter=2, holdout=0, sparsifier="l1_subgradient")
+    subgradient = subgradient_solver.solve(StreamProblem(Stream.from_arrays(X, y), "logistic", g))
+    dust = subgradient_solver.state_.coef  # before the rounding at the end of training
     plain = TruncatedGradient(eta0=0.2, power_t=0.0, max_iter=2, holdout=0, gravity=0.0).solve(
         StreamProblem(Stream.from_arrays(X, y), "logistic", g))
-    assert plain.nnz == X.shape[1] and subgradient.nnz == X.shape[1]
+    assert plain.nnz == X.shape[1] and np.count_nonzero(dust) == X.shape[1]
     assert truncated.nnz < 0.6 * X.shape[1]
     assert np.min(np.abs(rounding.coef[rounding.coef != 0])) > theta and rounding.nnz < X.shape[1]
     small = lambda c: np.count_nonzero((c != 0) & (np.abs(c) < 0.02))
-    assert small(subgradient.coef) >= 5 and small(subgradient.coef) > 3 * small(truncated.coef)
+    assert small(dust) >= 5 and small(dust) > 3 * small(truncated.coef)
+    assert subgradient.nnz < np.count_nonzero(dust)  # rounded at the end
     # A theta below every weight: T1 never applies, and the run is plain SGD.
     untouched = fit(sparsifier="truncated", theta=1e-9)
     np.testing.assert_allclose(untouched.coef, plain.coef, atol=1e-8)
@@ -259,3 +265,21 @@ def test_parameters_are_checked():
     X, y = _sparse_data()
     with pytest.raises(ValueError, match="pure L1"):
         TruncatedGradient().solve(StreamProblem(Stream.from_arrays(X, y), "logistic", 0.01, l1_ratio=0.5))
+
+
+def test_l1_subgradient_is_rounded_at_the_end_of_training():
+    """ALGORITHMS.md sec. 4: the L1 subgradient's weights are rounded to zero only at the end;
+    the state keeps the oscillating weights, solve returns them rounded at eta_T K g."""
+    from l1scale.data.stream import Stream
+    from l1scale.stream_problem import StreamProblem
+
+    rng = np.random.default_rng(3)
+    X = sp.random(400, 60, density=0.1, random_state=4, format="csr")
+    y = np.where(X @ np.r_[rng.standard_normal(5), np.zeros(55)] > 0, 1.0, -1.0)
+    problem = StreamProblem(Stream.from_arrays(X, y), "logistic", 0.02)
+    solver = TruncatedGradient(sparsifier="l1_subgradient", eta0=0.5, power_t=0.0, max_iter=3, holdout=0)
+    result = solver.solve(problem)
+    raw = solver.state_.coef
+    threshold = 0.5 * 0.02  # eta_T K g with a constant rate
+    assert np.count_nonzero(raw) > np.count_nonzero(result.coef)
+    np.testing.assert_array_equal(result.coef, np.where(np.abs(raw) <= threshold, 0.0, raw))

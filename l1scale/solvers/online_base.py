@@ -85,6 +85,11 @@ class OnlineSolver(Solver):
     def _catch_up(self, state):
         """Apply what lazy updates still owe (default: nothing)."""
 
+    def _final_weights(self, state, coef):
+        """The coefficients ``solve`` returns, from the weights after the last (or best) pass
+        (default: as they are)."""
+        return coef
+
     def _start(self, problem, state, fresh: bool):
         """Before the first pass of ``solve``: what the solver takes from the problem
         (``fresh``: a new state, no warm start). Default: nothing (w = 0, b = 0, as the papers)."""
@@ -153,6 +158,7 @@ class OnlineSolver(Solver):
         coef, intercept = state.coef.copy(), state.intercept
         if stop_reason == "early_stopping":
             coef, intercept = best[1], best[2]  # the weights of the pass with the best holdout loss
+        coef = self._final_weights(state, coef)
         objective = problem.objective(coef, intercept) if self.compute_objective else np.nan
         if self.compute_objective:
             history.objective[-1] = objective

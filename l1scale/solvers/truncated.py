@@ -12,7 +12,9 @@ followed, at every K-th learning step (steps t = K, 2K, ...), by one of three sp
   T1(v, a, theta) = sgn(v) max(0, |v| - a) if |v| <= theta, else v;
   theta = inf (the default) is the Lasso-like special case (sec. 3.5);
 - ``"rounding"``: w_j <- T0(w_j, theta) = 0 if |w_j| <= theta, else w_j (sec. 3.1);
-- ``"l1_subgradient"``: w_j <- w_j - eta_t K g sgn(w_j) (eq. 5, K = 1 by default; no rounding at the end).
+- ``"l1_subgradient"``: w_j <- w_j - eta_t K g sgn(w_j) (eq. 5, K = 1 by default); the weights returned
+  by ``solve`` are rounded to zero at the end of training where |w_j| <= theta (when given) or the
+  amplitude of the last penalty step, eta_T K g (the state keeps the unrounded weights).
 
 The intercept b is never penalised. Lazy updates (sec. 4): each feature keeps the step
 through which its penalties have been applied and the running sum C = sum_t eta_t g_t
@@ -320,3 +322,17 @@ class TruncatedGradient(OnlineSolver):
 
     def _catch_up(self, state):
         state.settle()
+
+    def _final_weights(self, state, coef):
+        """The L1 subgradient's weights oscillate around 0 instead of reaching it: at the end of
+        training they are rounded (ALGORITHMS.md sec. 4), at ``theta`` when given, else at the
+        amplitude of the last penalty step, eta_T K g."""
+        if self.sparsifier != "l1_subgradient":
+            return coef
+        if np.isfinite(self._theta):
+            threshold = self._theta
+        else:
+            t = max(int(state.clock[0]), 1)
+            eta = self.eta0 * state.rate_scale * (self.t0 / (self.t0 + t - 1)) ** self.power_t
+            threshold = eta * self.K * state.gravity
+        return np.where(np.abs(coef) <= threshold, 0.0, coef)
