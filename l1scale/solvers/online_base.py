@@ -34,10 +34,33 @@ import numpy as np
 
 from .base import History, Result, Solver
 
-__all__ = ["OnlineSolver", "STATS"]
+__all__ = ["OnlineSolver", "OnlineState", "STATS"]
 
 # What a kernel call adds up, in this order.
 STATS = ("progressive_loss", "progressive_weight", "holdout_loss", "holdout_weight", "examples", "accesses")
+
+
+class OnlineState:
+    """What the online solvers' states share: the width, the intercept flag, scalars whose
+    first is the intercept, and a random generator (for shuffling rows).
+
+    Subclasses add their arrays, ``coef`` and ``set_weights(coef, intercept)``.
+    """
+
+    def __init__(self, n_features: int, fit_intercept: bool, n_scalars: int, random_state=None):
+        self.n_features, self.fit_intercept = int(n_features), bool(fit_intercept)
+        self.scal = np.zeros(n_scalars)
+        self.rng = np.random.default_rng(random_state)
+
+    @property
+    def intercept(self) -> float:
+        return float(self.scal[0])
+
+    def _checked_coef(self, coef) -> np.ndarray:
+        coef = np.asarray(coef, dtype=np.float64)
+        if coef.shape != (self.n_features,):
+            raise ValueError(f"coef has shape {coef.shape}, expected ({self.n_features},)")
+        return coef
 
 
 class OnlineSolver(Solver):

@@ -46,7 +46,7 @@ import numpy as np
 from numba import njit
 
 from ..losses import loss_derivative, loss_value
-from .online_base import STATS, OnlineSolver
+from .online_base import STATS, OnlineSolver, OnlineState
 
 __all__ = ["CumulativePenaltySGD", "CumulativePenaltyState"]
 
@@ -124,7 +124,7 @@ def _clip_all(w, q, u):
         _clip(w, q, j, u)
 
 
-class CumulativePenaltyState:
+class CumulativePenaltyState(OnlineState):
     """What SGD-C carries from one example to the next.
 
     Attributes
@@ -142,20 +142,14 @@ class CumulativePenaltyState:
     """
 
     def __init__(self, n_features: int, fit_intercept: bool, random_state=None):
-        self.n_features, self.fit_intercept = int(n_features), bool(fit_intercept)
+        super().__init__(n_features, fit_intercept, 4, random_state)
         self.w, self.q, self.h = np.zeros(n_features), np.zeros(n_features), np.zeros(n_features)
-        self.scal = np.zeros(4)
         self.n_seen = 0
         self.n_per_pass = None  # N: set from the problem by solve
-        self.rng = np.random.default_rng(random_state)
 
     @property
     def coef(self) -> np.ndarray:
         return self.w.copy()
-
-    @property
-    def intercept(self) -> float:
-        return float(self.scal[0])
 
     @property
     def n_updates(self) -> int:
@@ -163,10 +157,7 @@ class CumulativePenaltyState:
 
     def set_weights(self, coef, intercept=0.0):
         """Start from (coef, intercept); the cumulative penalty starts afresh (u = q = 0)."""
-        coef = np.asarray(coef, dtype=np.float64)
-        if coef.shape != (self.n_features,):
-            raise ValueError(f"coef has shape {coef.shape}, expected ({self.n_features},)")
-        self.w[:] = coef
+        self.w[:] = self._checked_coef(coef)
         self.q[:] = 0.0
         self.scal[0] = float(intercept) if self.fit_intercept else 0.0
         self.scal[1] = 0.0

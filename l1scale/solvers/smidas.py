@@ -57,7 +57,7 @@ import numpy as np
 from numba import njit
 
 from ..losses import loss_derivative, loss_value
-from .online_base import STATS, OnlineSolver
+from .online_base import STATS, OnlineSolver, OnlineState
 
 __all__ = ["SMIDAS", "SMIDASState", "smidas_p"]
 
@@ -138,7 +138,17 @@ def _smidas_rows(kind, data, indices, indptr, dense, y, s, order, first_row, hol
     return stats
 
 
-class SMIDASState:
+def _link(v, r):
+    """sign(v_j) |v_j|^(r-1) / ||v||_r^(r-2): the p-norm link (r = p: theta -> w) and its
+    inverse (r = q: w -> theta), computed with the largest |v_j| factored out (no overflow)."""
+    a = np.abs(v)
+    if not a.any():
+        return np.zeros_like(a)
+    norm = float(np.sum((a / a.max()) ** r) ** (1.0 / r) * a.max())
+    return np.sign(v) * norm * (a / norm) ** (r - 1.0)
+
+
+class SMIDASState(OnlineState):
     """What SMIDAS carries from one example to the next.
 
     Attributes
@@ -157,27 +167,17 @@ class SMIDASState:
     """
 
     def __init__(self, n_features: int, fit_intercept: bool, p=None, random_state=None):
-        self.n_features, self.fit_intercept = int(n_features), bool(fit_intercept)
+        super().__init__(n_features, fit_intercept, 3, random_state)
         self.p = smidas_p(n_features) if p is None else float(p)
         self.theta, self.zeta = np.zeros(n_features), np.zeros(n_features)
         self.active = np.zeros(n_features, dtype=np.int64)
         self.where = np.full(n_features, -1, dtype=np.int64)
-        self.scal = np.zeros(3)
         self.counts = np.zeros(2, dtype=np.int64)
-        self.rng = np.random.default_rng(random_state)
 
     @property
     def coef(self) -> np.ndarray:
         """w = f^{-1}(theta), from theta itself."""
-        a = np.abs(self.theta)
-        norm = float(np.sum((a / a.max()) ** self.p) ** (1.0 / self.p) * a.max()) if a.any() else 0.0
-        if norm == 0.0:
-            return np.zeros(self.n_features)
-        return np.sign(self.theta) * norm * (a / norm) ** (self.p - 1.0)
-
-    @property
-    def intercept(self) -> float:
-        return float(self.scal[0])
+        return _link(self.theta, self.p)
 
     @property
     def support_work(self) -> int:
@@ -185,13 +185,7 @@ class SMIDASState:
 
     def set_weights(self, coef, intercept=0.0):
         """theta = f(coef): f_j(w) = sign(w_j) |w_j|^(q-1) / ||w||_q^(q-2), q = p / (p - 1)."""
-        w = np.asarray(coef, dtype=np.float64)
-        if w.shape != (self.n_features,):
-            raise ValueError(f"coef has shape {w.shape}, expected ({self.n_features},)")
-        q = self.p / (self.p - 1.0)
-        a = np.abs(w)
-        norm = float(np.sum((a / a.max()) ** q) ** (1.0 / q) * a.max()) if a.any() else 0.0
-        self.theta[:] = 0.0 if norm == 0.0 else np.sign(w) * norm * (a / norm) ** (q - 1.0)
+        self.theta[:] = _link(self._checked_coef(coef), self.p / (self.p - 1.0))
         support = np.flatnonzero(self.theta)
         self.where[:] = -1
         self.active[: support.size] = support
