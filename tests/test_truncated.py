@@ -83,7 +83,7 @@ def test_lazy_updates_equal_dense_steps(sparsifier, theta, K):
     assert res.intercept == pytest.approx(b, abs=1e-12)
     # Progressive validation: every example scored before it is learned from.
     np.testing.assert_allclose(res.history.progressive_loss, progressive, rtol=1e-12)
-    assert res.history.examples == [200, 400] and res.history.data_accesses == [X.nnz, 2 * X.nnz]
+    assert res.history.examples == [200, 400] and res.history.data_accesses == [2 * X.nnz, 4 * X.nnz]  # x_i read to score, then to learn
     assert 0 < res.nnz < X.shape[1] or sparsifier == "l1_subgradient"
 
 

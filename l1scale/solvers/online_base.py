@@ -14,7 +14,8 @@ one example at a time in a jitted kernel that costs O(nnz(x_i)) per example what
   training stops early when it has not improved for ``n_iter_no_change`` passes, keeping
   the weights of the best pass;
 - one History row per pass: examples seen, progressive and holdout loss, nnz(w),
-  data accesses (nonzeros of X read), seconds; ``compute_objective=True`` adds a pass
+  data accesses (stored values of X read: nnz(x_i) to score an example, as many again
+  to learn from it, as SCD reads a column for its gradient and again for the margins), seconds; ``compute_objective=True`` adds a pass
   that evaluates the objective P(w, b) on all the rows.
 
 A subclass defines ``new_state(n_features, fit_intercept)`` (an object with ``coef``,

@@ -90,6 +90,7 @@ def _sgd_c_rows(kind, data, indices, indptr, dense, y, s, order, first_row, hold
             continue
         stats[0] += s[i] * loss_value(kind, y[i], z)
         stats[1] += s[i]
+        stats[5] += end - start  # the update reads x_i again
         k = scal[2]
         eta = eta0 * a ** (-k / n_pass)
         u += eta * lam

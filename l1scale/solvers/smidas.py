@@ -116,6 +116,7 @@ def _smidas_rows(kind, data, indices, indptr, dense, y, s, order, first_row, hol
             continue
         stats[0] += s[i] * loss_value(kind, y[i], z)
         stats[1] += s[i]
+        stats[5] += end - start  # the update reads x_i again
         dz = s[i] * loss_derivative(kind, y[i], z)
         g = eta * dz
         c = scal[1]  # ||theta||_p, > 0 whenever the support is not empty

@@ -126,6 +126,7 @@ def _truncated_rows(kind, mode, data, indices, indptr, dense, y, s, first_row, h
         eta = _eta(t, eta0, t0, power)
         step = eta * s[i] * loss_derivative(kind, y[i], z)
         if step != 0.0:
+            stats[5] += end - start  # the update reads x_i again
             for p in range(start, end):
                 j = p - start if dense else indices[p]
                 w[j] -= step * data[p]
