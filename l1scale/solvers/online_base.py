@@ -76,6 +76,11 @@ class OnlineSolver(Solver):
         (VW's holdout_period), else 0.
     n_iter_no_change : int, default 3
         Passes without a better holdout loss before stopping early.
+    shuffle : bool, default False
+        Take the rows of each chunk in a random order (the papers sample uniformly at
+        random from data in memory; a stream gives its rows in order).
+    random_state : int or None
+        Seed of the shuffling.
     compute_objective : bool, default False
         Evaluate P(w, b) on all the rows after the last pass (one more pass).
     callback : callable, optional
@@ -87,8 +92,8 @@ class OnlineSolver(Solver):
     requires = ()
     pure_l1 = False  # True: the solver has no L2 (elastic-net) part; l1_ratio must be 1
 
-    def __init__(self, *, max_iter=1, holdout=None, n_iter_no_change=3, compute_objective=False, callback=None,
-                 verbose=0):
+    def __init__(self, *, max_iter=1, holdout=None, n_iter_no_change=3, compute_objective=False, shuffle=False,
+                 random_state=None, callback=None, verbose=0):
         if int(max_iter) < 1:
             raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
         if holdout is not None and int(holdout) < 0:
@@ -97,6 +102,7 @@ class OnlineSolver(Solver):
         self.holdout = (10 if self.max_iter > 1 else 0) if holdout is None else int(holdout)
         self.n_iter_no_change = int(n_iter_no_change)
         self.compute_objective = bool(compute_objective)
+        self.shuffle, self.random_state = bool(shuffle), random_state
         self.callback, self.verbose = callback, verbose
 
     # -- subclass API
@@ -123,6 +129,10 @@ class OnlineSolver(Solver):
         if self.pure_l1 and problem.l1_ratio != 1.0:
             raise ValueError(f"solver {self.name!r} minimises the pure L1 problem: l1_ratio must be 1, "
                              f"got {problem.l1_ratio!r}")
+
+    def _order(self, state, n: int) -> np.ndarray:
+        """The order in which a chunk's n rows are taken (the state's generator when shuffling)."""
+        return state.rng.permutation(n) if self.shuffle else np.arange(n)
 
     # -- driving
     def partial_fit(self, state, rows, y, s, *, kind, l1, l2, total_weight=None, first_row=0, pass_index=0):

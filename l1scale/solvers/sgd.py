@@ -193,8 +193,8 @@ class CumulativePenaltySGD(OnlineSolver):
     name = "sgd_cumulative"
     pure_l1 = True
 
-    def __init__(self, *, eta0=0.5, a=2.0, n_per_pass=None, average_gradient=False, shuffle=False,
-                 random_state=None, **kw):
+    def __init__(self, *, eta0=0.5, a=2.0, n_per_pass=None, average_gradient=False,
+                 **kw):
         super().__init__(**kw)
         if not eta0 > 0:
             raise ValueError(f"eta0 must be > 0, got {eta0!r}")
@@ -204,7 +204,7 @@ class CumulativePenaltySGD(OnlineSolver):
             raise ValueError(f"n_per_pass must be >= 1, got {n_per_pass!r}")
         self.eta0, self.a = float(eta0), float(a)
         self.n_per_pass = None if n_per_pass is None else int(n_per_pass)
-        self.average_gradient, self.shuffle, self.random_state = bool(average_gradient), bool(shuffle), random_state
+        self.average_gradient = bool(average_gradient)
 
     def new_state(self, n_features, fit_intercept) -> CumulativePenaltyState:
         return CumulativePenaltyState(n_features, fit_intercept, self.random_state)
@@ -217,7 +217,7 @@ class CumulativePenaltySGD(OnlineSolver):
         n = y.shape[0]
         state.n_seen += n
         n_pass = self.n_per_pass or state.n_per_pass or state.n_seen
-        order = state.rng.permutation(n) if self.shuffle else np.arange(n)
+        order = self._order(state, n)
         return _sgd_c_rows(kind, *rows.arrays, y, s, order, first_row, holdout, l1, self.eta0, self.a,
                            float(n_pass), self.average_gradient, state.fit_intercept, state.w, state.q, state.h,
                            state.scal, np.zeros(len(STATS)))

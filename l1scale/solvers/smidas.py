@@ -225,7 +225,7 @@ class SMIDAS(OnlineSolver):
     name = "smidas"
     pure_l1 = True
 
-    def __init__(self, *, eta=0.1, eta_intercept=0.03, eta_decay=1.0, p=None, shuffle=False, random_state=None,
+    def __init__(self, *, eta=0.1, eta_intercept=0.03, eta_decay=1.0, p=None,
                  **kw):
         super().__init__(**kw)
         if not eta > 0:
@@ -238,7 +238,6 @@ class SMIDAS(OnlineSolver):
             raise ValueError(f"eta_intercept must be >= 0, got {eta_intercept!r}")
         self.eta, self.eta_decay, self.p = float(eta), float(eta_decay), p
         self.eta_intercept = float(eta_intercept)
-        self.shuffle, self.random_state = bool(shuffle), random_state
 
     def new_state(self, n_features, fit_intercept) -> SMIDASState:
         return SMIDASState(n_features, fit_intercept, self.p, self.random_state)
@@ -251,7 +250,7 @@ class SMIDAS(OnlineSolver):
 
     def _learn(self, state, rows, y, s, first_row, pass_index, *, kind, l1, l2, holdout):
         n = y.shape[0]
-        order = state.rng.permutation(n) if self.shuffle else np.arange(n)
+        order = self._order(state, n)
         decay = 1.0 + self.eta_decay * pass_index
         eta_b = self.eta_intercept / decay
         return _smidas_rows(kind, *rows.arrays, y, s, order, first_row, holdout, l1, self.eta / decay,

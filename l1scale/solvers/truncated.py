@@ -93,17 +93,19 @@ def _settle(mode, wj, last_j, c_last_j, t, C, K, theta, eta0, t0, power, gK):
 
 
 @njit(cache=True)
-def _truncated_rows(kind, mode, data, indices, indptr, dense, y, s, first_row, holdout, w, last, c_last,
+def _truncated_rows(kind, mode, data, indices, indptr, dense, y, s, order, first_row, holdout, w, last, c_last,
                     scalars, clock, fit_intercept, K, theta, eta0, t0, power, gK, stats):
     """Progressive validation and lazy truncated-gradient learning over one chunk, in place.
 
-    Shapes: y, s (rows,); w, last (int64), c_last (d,); scalars = [b, C] (2,);
+    Shapes: y, s, order (rows,) (``order``: the rows in the order taken); w, last (int64), c_last (d,);
+    scalars = [b, C] (2,);
     clock = [t] (1,), learning steps so far; stats (6,) as online_base.STATS.
     Row i is scored with its features' owed penalties applied; a holdout row
     ((first_row + i) % holdout == holdout - 1) is then skipped, any other learned from.
     """
     b, C, t = scalars[0], scalars[1], clock[0]
-    for i in range(y.shape[0]):
+    for r in range(order.shape[0]):
+        i = order[r]
         start, end = indptr[i], indptr[i + 1]
         z = b
         for p in range(start, end):
@@ -171,6 +173,7 @@ class TruncatedState:
         self.scalars = np.zeros(2)
         self.clock = np.zeros(1, dtype=np.int64)
         self.solver = solver
+        self.rng = np.random.default_rng(solver.random_state)  # for shuffle
         self.gravity = 0.0      # g, set by the solver's first chunk
         self.rate_scale = 1.0   # pass_decay ** pass of the current pass
 
@@ -260,7 +263,7 @@ class TruncatedGradient(OnlineSolver):
         decay after about t0 steps.
     pass_decay : float, default 1.0
         Multiplies the rate once per pass.
-    max_iter, holdout, n_iter_no_change, compute_objective, callback, verbose
+    max_iter, holdout, n_iter_no_change, compute_objective, shuffle, random_state, callback, verbose
         As :class:`~l1scale.solvers.online_base.OnlineSolver`.
 
     Notes
@@ -282,10 +285,8 @@ class TruncatedGradient(OnlineSolver):
     requires = ()
 
     def __init__(self, *, sparsifier="truncated", gravity=None, K=1, theta=None, eta0=0.5, power_t=0.5, t0=1.0,
-                 pass_decay=1.0, max_iter=1, holdout=None, n_iter_no_change=3, compute_objective=False,
-                 callback=None, verbose=0):
-        super().__init__(max_iter=max_iter, holdout=holdout, n_iter_no_change=n_iter_no_change,
-                         compute_objective=compute_objective, callback=callback, verbose=verbose)
+                 pass_decay=1.0, **kw):
+        super().__init__(**kw)
         if sparsifier not in SPARSIFIERS:
             raise ValueError(f"sparsifier={sparsifier!r}; choose one of {sorted(SPARSIFIERS)}")
         if gravity is not None and not (np.isfinite(gravity) and gravity >= 0):
@@ -316,7 +317,8 @@ class TruncatedGradient(OnlineSolver):
         state.solver, state.gravity, state.rate_scale = self, gravity, scale
         stats = np.zeros(len(STATS))
         mode, t, C, K, theta, eta0, t0, power, gK = state._args()
-        _truncated_rows(kind, mode, *rows.arrays, y, np.ascontiguousarray(s, dtype=np.float64), int(first_row),
+        _truncated_rows(kind, mode, *rows.arrays, y, np.ascontiguousarray(s, dtype=np.float64),
+                        self._order(state, y.shape[0]), int(first_row),
                         int(holdout), state.w, state.last, state.c_last, state.scalars, state.clock,
                         state.fit_intercept, K, theta, eta0, t0, power, gK, stats)
         return stats
