@@ -153,6 +153,7 @@ class StreamProblem:
         self.scan = scan_stream(self.stream) if scan is None else scan
         self.n_samples, self.n_features = self.scan.n_samples, self.scan.n_features
         self.class_weight = dict(class_weight or {})
+        self._checked = False  # chunks() checks values and labels until one pass completes
         self._set_labels(positive_class)
 
     def _set_labels(self, positive_class):
@@ -231,6 +232,9 @@ class StreamProblem:
         where = _source_name(self.stream)
         classification = self.loss.is_classification
         classes = self.scan.classes
+        # Every pass yields the same chunks (the Stream contract; caches are rebuilt when their
+        # source changes), so the values and labels are checked during the first complete pass only.
+        check = not self._checked
         for chunk in self.stream:
             X, y = chunk.X, chunk.y
             rows = y.shape[0]
@@ -238,13 +242,13 @@ class StreamProblem:
                 raise DataFormatError(f"rows {first}..{first + rows - 1} have {X.shape[1]} features, "
                                       f"the stream has {self.n_features}", path=where)
             values = X.data if sp.issparse(X) else X
-            if not np.isfinite(values).all():
+            if check and not np.isfinite(values).all():
                 raise DataFormatError(f"rows {first}..{first + rows - 1} contain NaN or infinite values",
                                       path=where)
             s = np.ones(rows) if chunk.sample_weight is None else np.asarray(chunk.sample_weight, dtype=np.float64)
             if classification:
-                known = np.isin(y, classes)
-                if not known.all():
+                known = np.isin(y, classes) if check else None
+                if check and not known.all():
                     raise DataFormatError(f"row {first + int(np.flatnonzero(~known)[0])} has a label not seen "
                                           "by the first pass (the stream changed between passes)", path=where)
                 if self.class_weight:
@@ -252,6 +256,7 @@ class StreamProblem:
                 y = np.where(y == self.positive_class, 1.0, -1.0)
             yield as_rows(X), np.ascontiguousarray(y, dtype=np.float64), s, first
             first += rows
+        self._checked = True
 
     def describe(self) -> dict:
         """What identifies this problem (for checkpoints)."""
