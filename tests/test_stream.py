@@ -290,3 +290,19 @@ def test_open_dispatches(svm_file, tmp_path):
         Stream.open(tmp_path / "nope.svm")
     with pytest.raises(TypeError):
         Stream.open(12.5)
+
+
+def test_open_reads_vw_names_as_vowpal_wabbit(tmp_path):
+    import l1scale.cli._data as cli_data
+    from l1scale.data import dump_vw
+    from l1scale.data.stream import VW_SUFFIXES
+
+    assert cli_data.VW_SUFFIXES == VW_SUFFIXES
+    X = sp.random(30, 8, density=0.3, random_state=0, format="csr")
+    y = np.where(np.arange(30) % 2, 1.0, -1.0)
+    path = tmp_path / "d.vw.gz"
+    dump_vw(X, y, path)
+    stream = Stream.open(path, hash_bits=6)
+    chunks = list(stream)
+    assert stream.n_features == 64 and sum(c.X.shape[0] for c in chunks) == 30
+    np.testing.assert_array_equal(np.concatenate([c.y for c in chunks]), y)

@@ -15,7 +15,8 @@ import numpy as np
 
 from ._params import DEFAULT_HASH_BITS, check_no_layout_flag, zero_based_value
 
-#: Names read as Vowpal Wabbit text by ``--format auto``.
+#: Names read as Vowpal Wabbit text by ``--format auto``: those of ``Stream.open``
+#: (l1scale.data.stream.VW_SUFFIXES; not imported here, see above; a test keeps them equal).
 VW_SUFFIXES = (".vw", ".vw.gz", ".vw.bz2", ".vw.xz")
 
 

@@ -32,6 +32,7 @@ from ._svmlight_write import SvmlightWriter, atomic_file, make_csr
 __all__ = ["Chunk", "Stream", "write_cache", "cache_to_svmlight"]
 
 CACHE_FORMAT, CACHE_VERSION = "l1scale-chunk-cache", 1
+VW_SUFFIXES = (".vw", ".vw.gz", ".vw.bz2", ".vw.xz")  # names Stream.open reads as Vowpal Wabbit text
 _META = "meta.json"
 
 
@@ -186,8 +187,9 @@ class Stream:
 
     @classmethod
     def open(cls, path_or_obj, **kw) -> "Stream":
-        """A Stream for ``path_or_obj``: a Stream (returned as is), a cache
-        directory (:meth:`from_cache`) or an svmlight file (:meth:`from_svmlight` with ``kw``)."""
+        """A Stream for ``path_or_obj``: a Stream (returned as is), a cache directory
+        (:meth:`from_cache`), a Vowpal Wabbit file (a name ending in .vw, .vw.gz, .vw.bz2 or
+        .vw.xz: :meth:`from_vw` with ``kw``) or an svmlight file (:meth:`from_svmlight` with ``kw``)."""
         if isinstance(path_or_obj, Stream):
             if kw:
                 raise TypeError(f"Stream.open got options {sorted(kw)} for an existing Stream")
@@ -197,6 +199,8 @@ class Stream:
             if kw:
                 raise TypeError(f"Stream.open got options {sorted(kw)} for the cache directory {path}")
             return cls.from_cache(path)
+        if path.lower().endswith(VW_SUFFIXES):
+            return cls.from_vw(path, **kw)
         return cls.from_svmlight(path, **kw)
 
 
