@@ -29,13 +29,54 @@ returns the :data:`STATS` sums) and ``_catch_up(state)``
 
 from __future__ import annotations
 
+import threading
 import time
+from queue import Empty, Queue
 
 import numpy as np
 
 from .base import History, Result, Solver
 
-__all__ = ["OnlineSolver", "OnlineState", "STATS"]
+_PREFETCH = 2  # chunks read ahead by the reader thread
+
+
+def prefetched(chunks, depth: int = _PREFETCH):
+    """Iterate ``chunks`` with a reader thread ``depth`` chunks ahead, as Vowpal Wabbit reads
+    its cache in a parser thread: the next chunk is read (np.load, checks) while the kernel,
+    which releases the GIL, learns from this one. The reader's errors are raised here."""
+    done = object()
+    queue: Queue = Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def read():
+        try:
+            for item in chunks:
+                if stop.is_set():
+                    return
+                queue.put(item)
+            queue.put(done)
+        except BaseException as exc:  # handed to the consumer
+            queue.put(exc)
+
+    thread = threading.Thread(target=read, name="l1scale-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = queue.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():  # unblock a reader waiting on a full queue
+            try:
+                queue.get_nowait()
+            except Empty:
+                thread.join(0.01)
+
+__all__ = ["OnlineSolver", "OnlineState", "STATS", "prefetched"]
 
 # What a kernel call adds up, in this order.
 STATS = ("progressive_loss", "progressive_weight", "holdout_loss", "holdout_weight", "examples", "accesses")
@@ -164,7 +205,7 @@ class OnlineSolver(Solver):
         z = 0
         for z in range(1, self.max_iter + 1):
             sums = np.zeros(len(STATS))
-            for rows, y, s, first in problem.chunks():
+            for rows, y, s, first in prefetched(problem.chunks()):
                 # Weights scaled to mean 1: example i's stochastic gradient of the mean-form
                 # objective is s_i/mean(s) loss'_i x_i plus the penalty's.
                 sums += self._learn(state, rows, y, s * mean_scale, first, z - 1, kind=kind, l1=pen.l1,

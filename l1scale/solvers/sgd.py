@@ -62,7 +62,7 @@ def _clip(w, q, j, u):
     q[j] += w[j] - z
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # the reader thread reads the next chunk meanwhile
 def _sgd_c_rows(kind, data, indices, indptr, dense, y, s, order, first_row, holdout, lam, eta0, a, n_pass,
                 average, fit_intercept, w, q, h, scal, stats):
     """SGD-C over the rows of one chunk, in place.

@@ -90,7 +90,7 @@ def _shrink_support(theta, zeta, active, where, counts, shrink, c, p):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # the reader thread reads the next chunk meanwhile
 def _smidas_rows(kind, data, indices, indptr, dense, y, s, order, first_row, holdout, lam, eta, eta_b, p, theta,
                  zeta, active, where, scal, counts, stats):
     """SMIDAS over the rows of one chunk, in place.

@@ -92,7 +92,7 @@ def _settle(mode, wj, last_j, c_last_j, t, C, K, theta, eta0, t0, power, gK):
     return wj
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # the reader thread reads the next chunk meanwhile
 def _truncated_rows(kind, mode, data, indices, indptr, dense, y, s, order, first_row, holdout, w, last, c_last,
                     scalars, clock, fit_intercept, K, theta, eta0, t0, power, gK, stats):
     """Progressive validation and lazy truncated-gradient learning over one chunk, in place.
