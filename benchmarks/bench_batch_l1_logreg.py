@@ -23,16 +23,19 @@ See benchmarks/README.md.
 
 from __future__ import annotations
 
-import os
+from _common import (DATA_DIR, REPO, RESULTS_DIR, THREAD_VARS, git_revision, load_svmlight_cached, repo_on_path,
+                     single_thread)
 
 # Single-threaded BLAS / OpenMP for a fair single-thread comparison. Must be set
 # before numpy is imported; an explicit setting in the environment wins.
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+single_thread()
+repo_on_path()
 
 import argparse
 import datetime
+import importlib
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -44,10 +47,6 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 from l1scale.problem import Problem  # noqa: E402
 from l1scale.solvers.cd import CoordinateDescent  # noqa: E402
@@ -84,21 +83,8 @@ class _Stop(Exception):
 # --------------------------------------------------------------------------- data
 def load_dataset(name, data_dir, cache_dir):
     """(X CSR float64, y in {-1,+1}); parsed svmlight cached as .npz in cache_dir."""
-    from sklearn.datasets import load_svmlight_file
-
     path, d, _ = DATASETS[name]
-    src = Path(data_dir) / path
-    cache = Path(cache_dir) / f"{name}_{src.stat().st_size}.npz" if cache_dir else None
-    if cache is not None and cache.exists():
-        z = np.load(cache)
-        X = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
-        y = z["y"]
-    else:
-        X, y = load_svmlight_file(str(src), n_features=d, dtype=np.float64)
-        X = sp.csr_matrix(X)
-        if cache is not None:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            np.savez(cache, data=X.data, indices=X.indices, indptr=X.indptr, shape=np.array(X.shape), y=y)
+    X, y = load_svmlight_cached(Path(data_dir) / path, d, cache_dir, name)
     # 32-bit indices: scikit-learn's liblinear/saga reject int64 ones.
     X = sp.csr_matrix((X.data.astype(np.float64), X.indices.astype(np.int32), X.indptr.astype(np.int32)),
                       shape=X.shape)
@@ -584,8 +570,7 @@ def machine_info():
         info["RAM"] = f"{kb / 2**20:.1f} GiB"
     except (OSError, ValueError, IndexError):
         pass
-    info["threads"] = {v: os.environ.get(v) for v in
-                       ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
+    info["threads"] = {v: os.environ.get(v) for v in THREAD_VARS}
     return info
 
 
@@ -597,15 +582,9 @@ def versions():
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             out[dist] = "not installed"
-    try:
-        out["l1scale git"] = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                                            capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "l1scale"],
-                               capture_output=True, text=True).stdout.strip()
-        if dirty:
-            out["l1scale git"] += " (+ uncommitted changes in l1scale/)"
-    except OSError:
-        pass
+    rev = git_revision()
+    if rev is not None:
+        out["l1scale git"] = rev
     return out
 
 
@@ -732,13 +711,13 @@ def parse_args(argv=None):
     p.add_argument("--ratios", default="0.1,0.01,0.001", help="lam / lam_max values, comma-separated")
     p.add_argument("--intercept", choices=("both", "no", "yes"), default="both")
     p.add_argument("--solvers", default=",".join(SOLVERS), help=f"comma-separated, from {list(SOLVERS)}")
-    p.add_argument("--out", default=str(REPO / "benchmarks" / "results"), help="output folder")
+    p.add_argument("--out", default=str(RESULTS_DIR), help="output folder")
     p.add_argument("--quick", action="store_true",
                    help=f"subset for development: datasets {QUICK_DATASETS}, ratios {QUICK_RATIOS} "
                         "(overrides --datasets/--ratios) and writes *_quick.{md,json}")
     p.add_argument("--from-json", metavar="JSON",
                    help="only re-render the markdown of an earlier run's JSON (written next to it)")
-    p.add_argument("--data-dir", default=os.environ.get("L1SCALE_DATA", "/work/shared/data"))
+    p.add_argument("--data-dir", default=DATA_DIR)
     p.add_argument("--cache-dir", default="/tmp/l1scale_bench_cache",
                    help="where parsed datasets are cached as .npz ('' to disable)")
     p.add_argument("--budget", type=float, default=16.0,
@@ -818,7 +797,7 @@ def main(argv=None):
     args.glmnet_ok, args.glmnet_msg = True, ""
     if "glmnet" in solvers:
         try:
-            import glmnet  # noqa: F401
+            importlib.import_module("glmnet")
         except ImportError as e:
             args.glmnet_ok, args.glmnet_msg = False, f"python-glmnet not importable ({e})"
             meta["notes"].append(args.glmnet_msg)

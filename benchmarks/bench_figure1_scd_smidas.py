@@ -35,18 +35,16 @@ Writes benchmarks/results/figure1.{md,json,png} (``_quick`` suffix with --quick)
 
 from __future__ import annotations
 
-import os
+from _common import (DATA_DIR, RESULTS_DIR, git, load_svmlight_cached, machine, repo_on_path, single_thread,
+                     utc_now, versions)
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+single_thread()  # before numpy is imported
+repo_on_path()
 
 import argparse
-import datetime
 import hashlib
 import json
 import math
-import platform
-import subprocess
 import sys
 import time
 import warnings
@@ -54,10 +52,6 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 REF_TOL = 1e-10
 EARN = ("reuters21578/modapte_earn_train.svm.bz2", 27901)
@@ -94,16 +88,7 @@ def load_data(name, data_dir, seed, cache_dir):
 
     if name == "earn":
         rel, d = EARN
-        path = Path(data_dir) / rel
-        cache = Path(cache_dir) / f"earn_{path.stat().st_size}.npz"
-        if cache.exists():
-            z = np.load(cache)
-            X = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
-            y = z["y"]
-        else:
-            X, y = load_svmlight_file(str(path), n_features=d)
-            X = sp.csr_matrix(X)
-            np.savez(cache, data=X.data, indices=X.indices, indptr=X.indptr, shape=np.array(X.shape), y=y)
+        X, y = load_svmlight_cached(Path(data_dir) / rel, d, cache_dir, "earn")
         return X, np.where(y > 0, 1.0, -1.0), "tf-idf rows of unit L2 norm, as in the data set"
     rel, d = MAGIC
     M, y = load_svmlight_file(str(Path(data_dir) / rel), n_features=d)
@@ -374,39 +359,13 @@ def _fmt(v):
     return f"{v:.2e}"
 
 
-def _versions() -> str:
-    from importlib import metadata
-
-    out = []
-    for pkg in ("numpy", "scipy", "numba", "scikit-learn", "matplotlib", "l1scale"):
-        try:
-            out.append(f"{pkg} {metadata.version(pkg)}")
-        except metadata.PackageNotFoundError:
-            pass
-    return ", ".join(out)
-
-
 def _git():
     try:
-        rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "l1scale",
-                                "benchmarks/bench_figure1_scd_smidas.py"], capture_output=True,
-                               text=True).stdout.splitlines()
+        rev = git("rev-parse", "--short", "HEAD").strip()
+        dirty = git("status", "--porcelain", "l1scale", "benchmarks/bench_figure1_scd_smidas.py").splitlines()
         return {"commit": rev, "uncommitted_l1scale": [ln[3:] for ln in dirty if ln.strip()]}
     except OSError:
         return {"commit": "?", "uncommitted_l1scale": []}
-
-
-def _machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{cpu}, {os.cpu_count()} CPUs, RAM {ram:.1f} GiB; {platform.platform()}, Python {platform.python_version()}"
 
 
 def plot(doc, path):
@@ -649,10 +608,10 @@ def main(argv=None):
                     "(default 20; 5 with --quick); must be an integer for the online passes")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--extend", type=int, default=None, help="grid extensions per schedule (default 2; 0 with --quick)")
-    ap.add_argument("--data-dir", default=os.environ.get("L1SCALE_DATA", "/work/shared/data"))
+    ap.add_argument("--data-dir", default=DATA_DIR)
     ap.add_argument("--work-dir", default="/tmp/l1scale_bench_figure1", help="parsed data and P* cache")
     ap.add_argument("--no-cache", action="store_true", help="recompute P* even when cached")
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
+    ap.add_argument("--out", default=str(RESULTS_DIR))
     ap.add_argument("--from-json", help="only re-render the markdown and the figure of an earlier run")
     args = ap.parse_args(argv)
 
@@ -683,10 +642,12 @@ def main(argv=None):
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
     suffix = "_quick" if args.quick else ""
-    doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    doc = {"date": utc_now(),
            "command": "python " + " ".join(["benchmarks/bench_figure1_scd_smidas.py"]
                                            + (sys.argv[1:] if argv is None else list(argv))),
-           "machine": _machine(), "versions": _versions(), "git": _git(), "seed": args.seed, "budget": budget,
+           "machine": machine(),
+           "versions": versions(("numpy", "scipy", "numba", "scikit-learn", "matplotlib", "l1scale"), with_git=False),
+           "git": _git(), "seed": args.seed, "budget": budget,
            "ref_tol": REF_TOL, "png": str(out / f"figure1{suffix}.png"), "settings": []}
 
     def log(msg):

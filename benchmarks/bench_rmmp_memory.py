@@ -31,69 +31,23 @@ Writes benchmarks/results/rmmp_memory.{md,json} (``_quick`` suffix with --quick)
 
 from __future__ import annotations
 
-import os
+from _common import (MIB, RESULTS_DIR, command_line, machine, peak_rss_mib, repo_on_path, reset_peak_rss, run_worker,
+                     serve_worker, single_thread, status_mib, utc_now, versions)
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+single_thread()  # before numpy is imported
+repo_on_path()
 
 import argparse
 import contextlib
-import datetime
 import io
 import json
-import platform
 import re
-import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-MIB = 1024.0 * 1024.0
 MARK = "RMMP_MEMORY_RESULT "
 GROWTH_LIMIT = 0.10
-
-
-def _rss_now_kib() -> int:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return -1
-
-
-def _peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
-
-def _status_mib(field: str) -> float:
-    """A /proc/self/status field (VmRSS, VmHWM) in MiB; NaN where unavailable."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return float("nan")
-
-
-def _reset_peak_rss() -> bool:
-    """Reset the kernel's peak-RSS mark (VmHWM) to the current RSS (Linux >= 4.0), so that
-    the peak measured afterwards is the run's own, not the warm-up's (e.g. a Numba compile)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
 
 
 # ----------------------------------------------------------------------------- worker
@@ -121,8 +75,8 @@ def worker(cfg: dict) -> dict:
         warnings.simplefilter("ignore")
         ReducedMemoryMultiPass(tol=1e-3, max_iter=3, max_active=10).solve(
             StreamProblem(stream_of(500, 200, nnz_per_row=10, n_informative=20), "logistic", lam_ratio=0.1))
-    rss_before_peak, rss_before_now = _peak_rss_mib(), _rss_now_kib() / 1024.0
-    hwm_reset = _reset_peak_rss()
+    rss_before_peak, rss_before_now = peak_rss_mib(), status_mib("VmRSS")
+    hwm_reset = reset_peak_rss()
 
     log = io.StringIO()
     tracemalloc.start()
@@ -141,8 +95,8 @@ def worker(cfg: dict) -> dict:
         res = solver.solve(problem)
     wall = time.perf_counter() - t0
     _, tm_peak = tracemalloc.get_traced_memory()
-    rss_peak_process = _peak_rss_mib()
-    rss_peak = _status_mib("VmHWM") if hwm_reset else rss_peak_process
+    rss_peak_process = peak_rss_mib()
+    rss_peak = status_mib("VmHWM") if hwm_reset else rss_peak_process
     # The data source alone: one plain pass over the same stream (the chunk and the
     # generator's buffers), for the accounting.
     tracemalloc.reset_peak()
@@ -171,41 +125,19 @@ def worker(cfg: dict) -> dict:
     }
 
 
-def run_worker(cfg: dict) -> dict:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(cfg)]
+def run_size(cfg: dict) -> dict:
+    """One size in a fresh subprocess (``worker``); adds its wall time as ``subprocess_seconds``."""
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    out, proc = run_worker(__file__, cfg, MARK)
     wall = time.perf_counter() - t0
-    for line in proc.stdout.splitlines():
-        if line.startswith(MARK):
-            out = json.loads(line[len(MARK):])
-            out["subprocess_seconds"] = wall
-            return out
+    if out is not None:
+        out["subprocess_seconds"] = wall
+        return out
     raise RuntimeError(f"worker for n={cfg['n']} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}\n"
                        f"{proc.stderr[-4000:]}")
 
 
 # ----------------------------------------------------------------------------- report
-def _versions() -> str:
-    from importlib import metadata
-
-    out = []
-    for pkg in ("numpy", "scipy", "numba", "l1scale"):
-        try:
-            out.append(f"{pkg} {metadata.version(pkg)}")
-        except metadata.PackageNotFoundError:
-            pass
-    try:
-        rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "l1scale"], capture_output=True,
-                               text=True).stdout.strip()
-        out.append(f"l1scale git {rev}" + (" (+ uncommitted changes in l1scale/)" if dirty else ""))
-    except OSError:
-        pass
-    return ", ".join(out)
-
-
 def render(doc: dict) -> str:
     cfg, runs = doc["config"], doc["runs"]
     small, large = runs[0], runs[-1]
@@ -322,7 +254,7 @@ def main(argv=None):
     ap.add_argument("--max-iter", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="n = 5,000 / 50,000, d = 20,000, max_active = 300, lam_ratio = 0.05")
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
+    ap.add_argument("--out", default=str(RESULTS_DIR))
     ap.add_argument("--no-control", dest="control", action="store_false",
                     help="skip the control runs (the same rows held in memory: make_sparse_text + Stream.from_arrays)")
     ap.add_argument("--from-json", help="only re-render the markdown of an earlier run")
@@ -330,8 +262,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     if args.worker:
-        print(MARK + json.dumps(worker(json.loads(args.worker))), flush=True)
-        return 0
+        return serve_worker(worker, args.worker, MARK)
 
     out = Path(args.out)
     suffix = "_quick" if args.quick else ""
@@ -348,7 +279,7 @@ def main(argv=None):
     runs = []
     for n in (args.n, args.factor * args.n):
         print(f"n = {n:,} ...", flush=True)
-        r = run_worker({**cfg, "n": n})
+        r = run_size({**cfg, "n": n})
         print(f"  passes {r['passes']} converged {r['converged']} support {r['support']} "
               f"|S| {r['max_active_seen']}  {r['seconds_total']:.1f}s  tracemalloc peak "
               f"{r['tracemalloc_peak_mib']:.1f} MiB  peak RSS {r['rss_peak_mib']:.1f} MiB "
@@ -358,7 +289,7 @@ def main(argv=None):
     if args.control:
         for n in (args.n, args.factor * args.n):
             print(f"control (data held in memory, Stream.from_arrays): n = {n:,} ...", flush=True)
-            r = run_worker({**cfg, "n": n, "source": "arrays"})
+            r = run_size({**cfg, "n": n, "source": "arrays"})
             print(f"  passes {r['passes']} tracemalloc peak {r['tracemalloc_peak_mib']:.1f} MiB  peak RSS "
                   f"{r['rss_peak_mib']:.1f} MiB", flush=True)
             controls.append(r)
@@ -368,16 +299,8 @@ def main(argv=None):
     growth = {"tracemalloc_peak": growth["tracemalloc_peak_mib"], "rss_peak": growth["rss_peak_mib"],
               "rss_increment": growth["rss_increment_mib"]}
     ok = growth["tracemalloc_peak"] < GROWTH_LIMIT and growth["rss_peak"] < GROWTH_LIMIT
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "command": "python " + " ".join([sys.argv[0].replace(str(REPO) + "/", "")] + sys.argv[1:]),
-           "machine": f"{cpu}, {os.cpu_count()} CPUs; {platform.platform()}, Python {platform.python_version()}",
-           "versions": _versions(), "config": {**cfg, "n": args.n, "factor": args.factor},
+    doc = {"date": utc_now(), "command": command_line(sys.argv[1:]), "machine": machine(with_ram=False),
+           "versions": versions(), "config": {**cfg, "n": args.n, "factor": args.factor},
            "runs": runs, "controls": controls, "growth": growth, "growth_limit": GROWTH_LIMIT, "pass": ok}
     out.mkdir(parents=True, exist_ok=True)
     (out / f"rmmp_memory{suffix}.json").write_text(json.dumps(doc, indent=1))

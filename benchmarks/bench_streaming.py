@@ -33,16 +33,14 @@ Writes benchmarks/results/streaming.{md,json} (``_quick`` suffix with --quick).
 
 from __future__ import annotations
 
-import os
+from _common import (DATA_DIR, RESULTS_DIR, command_line, machine, peak_rss_mib, ram_gib, repo_on_path, reset_peak_rss,
+                     run_worker, serve_worker, single_thread, status_mib, utc_now, versions)
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+single_thread()  # before numpy is imported
+repo_on_path()
 
 import argparse
-import datetime
 import json
-import platform
-import resource
 import shutil
 import subprocess
 import sys
@@ -53,11 +51,6 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-MIB = 1024.0 * 1024.0
 MARK = "STREAMING_RESULT "
 TOL = 1e-6
 REF_TOL = 1e-10
@@ -87,44 +80,6 @@ PAPER = {  # Balakrishnan & Madigan sec. 7.1 on ModApte 'earn' (their d = 21,989
 
 
 # ============================================================================ worker
-def _rss_now_mib() -> float:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return float("nan")
-
-
-def _peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-def _status_mib(field: str) -> float:
-    """A /proc/self/status field (VmRSS, VmHWM) in MiB; NaN where unavailable."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return float("nan")
-
-
-def _reset_peak_rss() -> bool:
-    """Reset the kernel's peak-RSS mark (VmHWM) to the current RSS (Linux >= 4.0), so that
-    the peak measured afterwards is the run's own, not the warm-up's (e.g. a Numba compile)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
-
 def _warm_up(kind):
     """Load the Numba caches of the solver's kernels on a tiny problem."""
     from l1scale.data.stream import Stream
@@ -165,8 +120,8 @@ def worker(cfg: dict) -> dict:
     """One run in this fresh process; writes coef/intercept to cfg['coef_out']."""
     kind = cfg["kind"]
     _warm_up(kind)
-    rss_before = _rss_now_mib()
-    hwm_reset = _reset_peak_rss()
+    rss_before = status_mib("VmRSS")
+    hwm_reset = reset_peak_rss()
     out = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -195,8 +150,8 @@ def worker(cfg: dict) -> dict:
             res = make_solver(kind, cfg.get("max_active"), cfg["max_iter"]).solve(problem)
             wall = time.perf_counter() - t0
             out.update(seconds_scan_and_cache=t_scan)
-    peak_process = _peak_rss_mib()
-    peak = _status_mib("VmHWM") if hwm_reset else peak_process
+    peak_process = peak_rss_mib()
+    peak = status_mib("VmHWM") if hwm_reset else peak_process
     h = res.history
     np.savez(cfg["coef_out"], coef=res.coef, intercept=np.array(res.intercept))
     out.update(
@@ -212,15 +167,14 @@ def worker(cfg: dict) -> dict:
     return out
 
 
-def run_worker(cfg: dict, timeout: float) -> dict:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(cfg)]
+def run_one(cfg: dict, timeout: float) -> dict:
+    """One run in a fresh subprocess (``worker``); ``{"error": ...}`` when it fails or times out."""
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        out, proc = run_worker(__file__, cfg, MARK, timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"killed after {timeout:.0f} s (--timeout)"}
-    for line in proc.stdout.splitlines():
-        if line.startswith(MARK):
-            return json.loads(line[len(MARK):])
+    if out is not None:
+        return out
     tail = (proc.stderr or proc.stdout)[-1500:].strip().splitlines()
     return {"error": f"worker failed (exit {proc.returncode}): " + " | ".join(tail[-4:])}
 
@@ -563,37 +517,6 @@ def when_to_choose(doc) -> str:
     return txt
 
 
-def _versions() -> str:
-    from importlib import metadata
-
-    out = []
-    for pkg in ("numpy", "scipy", "numba", "l1scale"):
-        try:
-            out.append(f"{pkg} {metadata.version(pkg)}")
-        except metadata.PackageNotFoundError:
-            pass
-    try:
-        rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "l1scale"], capture_output=True,
-                               text=True).stdout.strip()
-        out.append(f"l1scale git {rev}" + (" (+ uncommitted changes in l1scale/)" if dirty else ""))
-    except OSError:
-        pass
-    return ", ".join(out)
-
-
-def _machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{cpu}, {os.cpu_count()} CPUs, RAM {ram:.1f} GiB; {platform.platform()}, Python {platform.python_version()}", ram
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="earn only, gamma = 100 and 10, solvers cd, mp, rmmp300")
@@ -603,16 +526,15 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=300, help="seconds before a run is killed")
     ap.add_argument("--repeats", type=int, default=3, help="best of this many runs for runs under --repeat-below s")
     ap.add_argument("--repeat-below", type=float, default=5.0)
-    ap.add_argument("--data-dir", default=os.environ.get("L1SCALE_DATA", "/work/shared/data"))
+    ap.add_argument("--data-dir", default=DATA_DIR)
     ap.add_argument("--work-dir", default="/tmp/l1scale_bench_streaming", help="chunk caches and coefficients")
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
+    ap.add_argument("--out", default=str(RESULTS_DIR))
     ap.add_argument("--from-json", help="only re-render the markdown of an earlier run")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
     if args.worker:
-        print(MARK + json.dumps(worker(json.loads(args.worker))), flush=True)
-        return 0
+        return serve_worker(worker, args.worker, MARK)
     if args.from_json:
         doc = json.loads(Path(args.from_json).read_text())
         if doc.get("when_to_choose"):
@@ -630,10 +552,8 @@ def main(argv=None):
     suffix = "_quick" if args.quick else ""
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
-    machine, ram = _machine()
-    doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "command": "python " + " ".join([sys.argv[0].replace(str(REPO) + "/", "")] + sys.argv[1:]),
-           "machine": machine, "ram_gib": ram, "versions": _versions(), "tol": TOL, "ref_tol": REF_TOL,
+    doc = {"date": utc_now(), "command": command_line(sys.argv[1:]), "machine": machine(), "ram_gib": ram_gib(),
+           "versions": versions(), "tol": TOL, "ref_tol": REF_TOL,
            "max_iter": args.max_iter, "datasets": []}
 
     def save():
@@ -680,13 +600,13 @@ def main(argv=None):
                 cfg = {"kind": skind, "path": path, "d": d, "lam": lam, "max_active": k,
                        "max_iter": args.max_iter, "cache": str(cache), "coef_out": str(coef_out)}
                 t0 = time.perf_counter()
-                res = run_worker(cfg, args.timeout)
+                res = run_one(cfg, args.timeout)
                 tries = [res["seconds"]] if "error" not in res else []
                 # Short runs: best wall time of up to --repeats (the machine is shared); the
                 # first run's memory and coefficients are kept (runs are deterministic).
                 while "error" not in res and len(tries) < args.repeats and res["seconds"] < args.repeat_below:
                     shutil.rmtree(cache, ignore_errors=True)
-                    again = run_worker({**cfg, "coef_out": str(work / "coef_repeat.npz")}, args.timeout)
+                    again = run_one({**cfg, "coef_out": str(work / "coef_repeat.npz")}, args.timeout)
                     if "error" in again:
                         break
                     tries.append(again["seconds"])

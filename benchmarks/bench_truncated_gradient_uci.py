@@ -32,16 +32,13 @@ Writes benchmarks/results/truncated_gradient_uci.{md,json,png} (``_quick`` suffi
 
 from __future__ import annotations
 
-import os
+from _common import DATA_DIR, RESULTS_DIR, command_line, machine, repo_on_path, single_thread, utc_now, versions
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+single_thread()  # before numpy is imported
+repo_on_path()
 
 import argparse
-import datetime
 import json
-import platform
-import subprocess
 import sys
 import time
 import warnings
@@ -49,10 +46,6 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 # name -> (train file, test file or None, n_features, label)
 DATASETS = {
@@ -477,37 +470,6 @@ def plot(doc, path):
     return path.name
 
 
-def _versions() -> str:
-    from importlib import metadata
-
-    out = []
-    for pkg in ("numpy", "scipy", "numba", "l1scale"):
-        try:
-            out.append(f"{pkg} {metadata.version(pkg)}")
-        except metadata.PackageNotFoundError:
-            pass
-    try:
-        rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "l1scale"], capture_output=True,
-                               text=True).stdout.strip()
-        out.append(f"l1scale git {rev}" + (" (+ uncommitted changes in l1scale/)" if dirty else ""))
-    except OSError:
-        pass
-    return ", ".join(out)
-
-
-def _machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{cpu}, {os.cpu_count()} CPUs, RAM {ram:.1f} GiB; {platform.platform()}, Python {platform.python_version()}"
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="spambase + splice, 2 folds")
@@ -515,8 +477,8 @@ def main(argv=None):
     ap.add_argument("--methods", default=None, help="comma list of " + ",".join(METHODS))
     ap.add_argument("--folds", type=int, default=None, help="CV folds (default 3; 2 with --quick)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--data-dir", default=os.environ.get("L1SCALE_DATA", "/work/shared/data"))
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
+    ap.add_argument("--data-dir", default=DATA_DIR)
+    ap.add_argument("--out", default=str(RESULTS_DIR))
     ap.add_argument("--from-json", help="only re-render the markdown (and PNG) of an earlier run")
     args = ap.parse_args(argv)
 
@@ -536,9 +498,8 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = "truncated_gradient_uci" + ("_quick" if args.quick else "")
-    doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "command": "python " + " ".join([sys.argv[0].replace(str(REPO) + "/", "")] + (argv or sys.argv[1:])),
-           "machine": _machine(), "versions": _versions(), "seed": args.seed, "folds": args.folds,
+    doc = {"date": utc_now(), "command": command_line(argv or sys.argv[1:]), "machine": machine(),
+           "versions": versions(), "seed": args.seed, "folds": args.folds,
            "loss_tol": LOSS_TOL, "pass_decay": PASS_DECAY, "eta_grid": list(ETA_GRID), "max_passes": MAX_PASSES,
            "paper": PAPER, "datasets": []}
     t0 = time.perf_counter()
@@ -550,7 +511,6 @@ def main(argv=None):
         (out / f"{stem}.md").write_text(render(doc))
 
     # Compile the kernels once, outside the timings.
-    from l1scale.solvers.truncated import TruncatedGradient  # noqa: F401
     Xw = sp.random(200, 30, density=0.2, format="csr", random_state=0)
     yw = np.where(np.arange(200) % 2, 1.0, -1.0)
     for mkey in ("tg", "tg_theta_g", "rounding", "subgradient"):

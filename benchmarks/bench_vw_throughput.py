@@ -37,15 +37,14 @@ Writes benchmarks/results/vw_throughput.{md,json} (``_quick`` suffix with --quic
 
 from __future__ import annotations
 
-import os
+from _common import DATA_DIR, RESULTS_DIR, command_line, machine, repo_on_path, single_thread, utc_now, versions
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+single_thread()  # before numpy is imported
+repo_on_path()
 
 import argparse
-import datetime
+import importlib
 import json
-import platform
 import shutil
 import subprocess
 import sys
@@ -55,42 +54,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
 ETA, POWER_T = 0.5, 0.5   # VW's defaults (-l 0.5 --power_t 0.5), ours too
-
-
-def _versions() -> str:
-    from importlib import metadata
-
-    out = []
-    for pkg in ("numpy", "scipy", "numba", "l1scale", "vowpalwabbit"):
-        try:
-            out.append(f"{pkg} {metadata.version(pkg)}")
-        except metadata.PackageNotFoundError:
-            pass
-    try:
-        rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "l1scale"], capture_output=True,
-                               text=True).stdout.strip()
-        out.append(f"l1scale git {rev}" + (" (+ uncommitted changes in l1scale/)" if dirty else ""))
-    except OSError:
-        pass
-    return ", ".join(out)
-
-
-def _machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{cpu}, {os.cpu_count()} CPUs, RAM {ram:.1f} GiB; {platform.platform()}, Python {platform.python_version()}"
 
 
 # ============================================================================ data
@@ -150,7 +114,7 @@ def quality(y, z, coef_nnz):
 # ============================================================================ VW
 def vw_cmd():
     try:
-        import vowpalwabbit  # noqa: F401
+        importlib.import_module("vowpalwabbit")
     except ImportError:
         return None
     return [sys.executable, "-m", "vowpalwabbit"]
@@ -354,7 +318,6 @@ def render(doc) -> str:
     L.append("| data set | our cached pass s | read cache alone (np.load) | + checks (StreamProblem.chunks) | kernel alone "
              "(chunks in memory) | catch-up O(d) | chunks |")
     L.append("|---|---|---|---|---|---|---|")
-    prof_rows = []
     for ds in doc["datasets"]:
         r = ds.get("ours")
         if not r or "profile" not in r:
@@ -414,9 +377,9 @@ def main(argv=None):
     ap.add_argument("--gravity-ratio", type=float, default=0.01, help="g = this x lam_max of the training part")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rewrite", action="store_true", help="rewrite the VW text files")
-    ap.add_argument("--data-dir", default=os.environ.get("L1SCALE_DATA", "/work/shared/data"))
+    ap.add_argument("--data-dir", default=DATA_DIR)
     ap.add_argument("--work-dir", default="/tmp/l1scale_bench_vw")
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
+    ap.add_argument("--out", default=str(RESULTS_DIR))
     ap.add_argument("--from-json", help="only re-render the markdown of an earlier run")
     args = ap.parse_args(argv)
     if args.from_json:
@@ -434,9 +397,8 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = "vw_throughput" + ("_quick" if args.quick else "")
-    doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "command": "python " + " ".join([sys.argv[0].replace(str(REPO) + "/", "")] + (argv or sys.argv[1:])),
-           "machine": _machine(), "versions": _versions(), "passes": args.passes, "eta": ETA, "power_t": POWER_T,
+    doc = {"date": utc_now(), "command": command_line(argv or sys.argv[1:]), "machine": machine(),
+           "versions": versions(("numpy", "scipy", "numba", "l1scale", "vowpalwabbit")), "passes": args.passes, "eta": ETA, "power_t": POWER_T,
            "datasets": []}
 
     def save():
