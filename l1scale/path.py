@@ -1,0 +1,237 @@
+"""Regularisation paths with warm starts, and the choice of lam by cross-validation.
+
+A path solves the problem of :class:`~l1scale.problem.Problem` at a decreasing geometric
+grid lam_max = lam_1 > lam_2 > ... > lam_K (``lam_min_ratio * lam_max`` at the end), each
+solve starting from the previous solution (continuation): near lam_max the solutions are
+sparse and cheap, and each warm start is close to the next solution, so the whole path
+costs a few cold solves (measured in ``benchmarks/``, tested in ``tests/test_path.py``).
+
+:class:`SparseLogisticRegressionCV` runs the path on each training fold (stratified
+k-fold by default), scores every lam on the held-out fold (log-loss, accuracy, AUC or
+AUPRC, or any callable), picks the lam with the best mean score, and refits on all the
+data along the path down to it.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+from typing import NamedTuple
+
+import numpy as np
+from sklearn.model_selection import StratifiedKFold, check_cv
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, validate_data
+
+from . import metrics
+from .estimators import SparseLogisticRegression
+from .problem import Problem
+from .solvers import SOLVERS
+
+__all__ = ["PathResult", "lam_grid", "regularization_path", "SparseLogisticRegressionCV"]
+
+
+def lam_grid(lam_max: float, n_lams: int = 50, lam_min_ratio: float = 1e-3) -> np.ndarray:
+    """``n_lams`` values from lam_max down to lam_min_ratio * lam_max, evenly spaced in log."""
+    if not (isinstance(n_lams, numbers.Integral) and n_lams >= 1):
+        raise ValueError(f"n_lams must be an integer >= 1, got {n_lams!r}")
+    if not 0 < lam_min_ratio <= 1:
+        raise ValueError(f"lam_min_ratio must be in (0, 1], got {lam_min_ratio!r}")
+    if not lam_max > 0:
+        raise ValueError(f"lam_max must be > 0, got {lam_max!r} (w = 0 is optimal for every lam)")
+    return lam_max * np.geomspace(1.0, lam_min_ratio, n_lams)
+
+
+class PathResult(NamedTuple):
+    """A regularisation path: row k is the solution at ``lams[k]``.
+
+    Attributes
+    ----------
+    lams : ndarray (K,)
+    coefs : ndarray (K, n_features)
+    intercepts : ndarray (K,)
+    objectives, certificates : ndarray (K,)
+    n_iter : ndarray of int (K,)
+    seconds : ndarray (K,)
+        Solve time of each lam.
+    """
+
+    lams: np.ndarray
+    coefs: np.ndarray
+    intercepts: np.ndarray
+    objectives: np.ndarray
+    certificates: np.ndarray
+    n_iter: np.ndarray
+    seconds: np.ndarray
+
+    @property
+    def nnz(self) -> np.ndarray:
+        return np.count_nonzero(self.coefs, axis=1)
+
+
+def regularization_path(X, y, loss="logistic", *, lams=None, n_lams=50, lam_min_ratio=1e-3, l1_ratio=1.0,
+                        fit_intercept=True, sample_weight=None, solver="cd", tol=1e-6, max_iter=200,
+                        warm_start=True) -> PathResult:
+    """Solve at every lam of a decreasing grid, warm-starting each solve from the previous one.
+
+    Parameters
+    ----------
+    X, y, loss, l1_ratio, fit_intercept, sample_weight
+        As :class:`~l1scale.problem.Problem` (y in {-1, +1} for classification losses).
+    lams : array, optional
+        The grid (sorted decreasing); default :func:`lam_grid` of the data's lam_max.
+    n_lams, lam_min_ratio
+        The default grid.
+    solver : str
+        A solver over columns (``"cd"``, ``"cgd"``, ``"fista"``, ...).
+    tol, max_iter
+        Of each solve.
+    warm_start : bool, default True
+        False solves every lam from zero (for comparison).
+    """
+    base = Problem(X, y, loss, lam_ratio=1.0, l1_ratio=l1_ratio, fit_intercept=fit_intercept,
+                   sample_weight=sample_weight)
+    if lams is None:
+        lams = lam_grid(base.lam_max(), n_lams, lam_min_ratio)
+    lams = np.sort(np.asarray(lams, dtype=np.float64))[::-1]
+    if lams.size == 0 or not (lams > 0).all():
+        raise ValueError("lams must be a non-empty array of numbers > 0")
+    if SOLVERS[solver].data_access != "columns":
+        raise ValueError(f"solver={solver!r} reads data in passes; a path needs a solver over columns "
+                         f"(one of {sorted(k for k, v in SOLVERS.items() if v.data_access == 'columns')})")
+    coefs, intercepts = np.zeros((lams.size, base.n_features)), np.zeros(lams.size)
+    out = {k: np.zeros(lams.size) for k in ("objectives", "certificates", "seconds")}
+    n_iter = np.zeros(lams.size, dtype=np.int64)
+    coef, intercept = None, None
+    for k, lam in enumerate(lams):
+        problem = Problem(X, y, loss, lam, l1_ratio=l1_ratio, fit_intercept=fit_intercept,
+                          sample_weight=sample_weight)
+        t0 = time.perf_counter()
+        result = SOLVERS[solver](tol=tol, max_iter=max_iter).solve(problem, coef, intercept)
+        out["seconds"][k] = time.perf_counter() - t0
+        coefs[k], intercepts[k], n_iter[k] = result.coef, result.intercept, result.n_iter
+        out["objectives"][k], out["certificates"][k] = result.objective, result.relative_certificate
+        if warm_start:
+            coef, intercept = result.coef, result.intercept
+    return PathResult(lams, coefs, intercepts, out["objectives"], out["certificates"], n_iter, out["seconds"])
+
+
+_SCORERS = {
+    "log_loss": lambda y, p: -metrics.log_loss(y, p, labels=[-1.0, 1.0]),
+    "accuracy": lambda y, p: metrics.accuracy(y, np.where(p >= 0.5, 1.0, -1.0)),
+    "roc_auc": lambda y, p: metrics.roc_auc(y, p),
+    "average_precision": lambda y, p: metrics.auprc(y, p),
+}
+
+
+class SparseLogisticRegressionCV(SparseLogisticRegression):
+    """:class:`~l1scale.SparseLogisticRegression` with lam chosen by cross-validation over a path.
+
+    Parameters
+    ----------
+    lams : array, optional
+        The grid; default ``n_lams`` values from lam_max down to ``lam_min_ratio * lam_max``
+        (lam_max of all the data).
+    n_lams : int, default 20
+    lam_min_ratio : float, default 1e-3
+    cv : int or cross-validation splitter, default 5
+        An int is stratified k-fold (no shuffling).
+    scoring : {"log_loss", "accuracy", "roc_auc", "average_precision"} or callable, default "log_loss"
+        Larger is better; a callable is ``scoring(y_true in {-1, +1}, p_positive)``.
+    loss, l1_ratio, fit_intercept, solver, tol, max_iter, class_weight, random_state, verbose
+        As :class:`~l1scale.SparseLogisticRegression` (``solver`` must work over columns).
+
+    Attributes
+    ----------
+    lam_ : ndarray (1,)
+        The chosen lam.
+    lams_ : ndarray (K,)
+    scores_ : ndarray (n_folds, K)
+        Held-out score of every lam on every fold.
+    path_ : PathResult
+        The refit path on all the data, down to the chosen lam.
+    """
+
+    def __init__(self, loss="logistic", *, lams=None, n_lams=20, lam_min_ratio=1e-3, cv=5, scoring="log_loss",
+                 l1_ratio=1.0, fit_intercept=True, solver="auto", tol=1e-6, max_iter=200, class_weight=None,
+                 random_state=None, verbose=0):
+        self.loss = loss
+        self.lams = lams
+        self.n_lams = n_lams
+        self.lam_min_ratio = lam_min_ratio
+        self.cv = cv
+        self.scoring = scoring
+        self.l1_ratio = l1_ratio
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.class_weight = class_weight
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # parameters of the parent that the CV estimator fixes
+    lam = None
+    lam_ratio = None
+    warm_start = False
+    callback = None
+    max_active = None
+    checkpoint = None
+
+    def fit(self, X, y, sample_weight=None):
+        """Choose lam by cross-validation, then fit on all the data at it."""
+        solver = self._check_params()
+        if self.loss not in ("logistic", "probit"):
+            raise ValueError(f"loss={self.loss!r}: cross-validation scores probabilities (logistic or probit)")
+        scorer = self.scoring if callable(self.scoring) else _SCORERS.get(self.scoring)
+        if scorer is None:
+            raise ValueError(f"scoring={self.scoring!r}; choose one of {sorted(_SCORERS)} or a callable")
+        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.shape[0] != 2:
+            raise ValueError(f"SparseLogisticRegressionCV fits binary problems; y has {classes.shape[0]} classes")
+        y_pm = np.where(y == classes[1], 1.0, -1.0)
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        if self.class_weight is not None:
+            from sklearn.utils.class_weight import compute_sample_weight
+
+            sample_weight = sample_weight * compute_sample_weight(self.class_weight, y)
+        if self.lams is None:
+            lam_max = Problem(X, y_pm, self.loss, lam_ratio=1.0, l1_ratio=self.l1_ratio,
+                              fit_intercept=self.fit_intercept, sample_weight=sample_weight).lam_max()
+            lams = lam_grid(lam_max, self.n_lams, self.lam_min_ratio)
+        else:
+            lams = np.sort(np.asarray(self.lams, dtype=np.float64))[::-1]
+        splitter = check_cv(self.cv, y, classifier=True) if not isinstance(self.cv, numbers.Integral) \
+            else StratifiedKFold(n_splits=self.cv)
+        link = get_link(self.loss)
+        kw = dict(l1_ratio=self.l1_ratio, fit_intercept=self.fit_intercept, solver=solver, tol=self.tol,
+                  max_iter=self.max_iter)
+        scores = []
+        for train, test in splitter.split(X, y):
+            path = regularization_path(X[train], y_pm[train], self.loss, lams=lams,
+                                       sample_weight=sample_weight[train], **kw)
+            margins = X[test] @ path.coefs.T + path.intercepts
+            scores.append([scorer(y_pm[test], link(np.asarray(margins)[:, k])) for k in range(lams.size)])
+        scores = np.asarray(scores)
+        best = int(np.argmax(scores.mean(axis=0)))
+        path = regularization_path(X, y_pm, self.loss, lams=lams[: best + 1], sample_weight=sample_weight, **kw)
+        self.solver_ = solver
+        self.classes_ = classes
+        self.coef_ = path.coefs[-1][None, :].copy()
+        self.intercept_ = np.array([path.intercepts[-1]])
+        self.lam_ = np.array([lams[best]])
+        self.lams_, self.scores_, self.path_ = lams, scores, path
+        self.n_iter_ = np.array([path.n_iter[-1]])
+        self.result_ = None
+        return self
+
+
+def get_link(loss):
+    """P(y = +1 | margin) for a probabilistic loss."""
+    from scipy.special import expit, ndtr
+
+    return {"logistic": expit, "probit": ndtr}[loss]
+
+

@@ -1,0 +1,90 @@
+"""Regularisation paths with warm starts, and cross-validated lam (Qin et al. sec. 3.2, issue 5)."""
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+from sklearn.model_selection import StratifiedKFold
+
+from l1scale.path import SparseLogisticRegressionCV, lam_grid, regularization_path
+from l1scale.problem import Problem
+
+DATA = os.environ.get("L1SCALE_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+
+
+def _a9a(n=10000):
+    path = os.path.join(DATA, "a9a", "a9a.bz2")
+    if not os.path.exists(path):
+        pytest.skip("a9a not available")
+    from l1scale.data.svmlight import load_svmlight
+
+    X, y = load_svmlight(path, n_features=123)[:2]
+    return X[:n], y[:n]
+
+
+def _binary(n=300, d=40, seed=0):
+    X, y = make_classification(n_samples=n, n_features=d, n_informative=6, random_state=seed)
+    return X, np.where(y == 1, 1.0, -1.0)
+
+
+def test_lam_grid():
+    g = lam_grid(2.0, 5, 1e-2)
+    np.testing.assert_allclose(g, 2.0 * np.array([1, 10**-0.5, 1e-1, 10**-1.5, 1e-2]))
+    with pytest.raises(ValueError, match="lam_max"):
+        lam_grid(0.0)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_path_solutions_are_optimal_and_warm_starts_save_work(sparse):
+    X, y = _binary()
+    X = sp.csc_matrix(X) if sparse else X
+    warm = regularization_path(X, y, n_lams=15, lam_min_ratio=1e-2, tol=1e-10)
+    cold = regularization_path(X, y, n_lams=15, lam_min_ratio=1e-2, tol=1e-10, warm_start=False)
+    np.testing.assert_allclose(warm.objectives, cold.objectives, rtol=1e-9)
+    assert warm.n_iter.sum() < cold.n_iter.sum()
+    assert warm.nnz[0] == 0 and warm.nnz[-1] > warm.nnz[0]  # from lam_max down
+    for k in (0, 7, 14):  # each row certified at its own lam
+        cert = Problem(X, y, "logistic", warm.lams[k]).certificate(warm.coefs[k], warm.intercepts[k])
+        assert cert.relative <= 1e-9
+
+
+def test_path_refuses_streaming_solvers():
+    X, y = _binary()
+    with pytest.raises(ValueError, match="passes"):
+        regularization_path(X, y, solver="rmmp")
+
+
+def test_cv_picks_a_lam_and_refits():
+    X, y = _binary(n=400)
+    labels = np.where(y > 0, "yes", "no")
+    for scoring in ("log_loss", "accuracy", "roc_auc", "average_precision"):
+        cv = SparseLogisticRegressionCV(n_lams=8, cv=3, scoring=scoring, tol=1e-8).fit(X, labels)
+        assert cv.scores_.shape == (3, 8)
+        best = int(np.argmax(cv.scores_.mean(axis=0)))
+        assert cv.lam_[0] == cv.lams_[best]
+        ref = Problem(X, y, "logistic", cv.lam_[0])
+        assert ref.certificate(cv.coef_[0], cv.intercept_[0]).relative <= 1e-7
+        assert list(cv.classes_) == ["no", "yes"] and cv.score(X, labels) > 0.7
+    with pytest.raises(ValueError, match="scoring"):
+        SparseLogisticRegressionCV(scoring="f2").fit(X, y)
+
+
+def test_cv_chooses_the_lam_scikit_learn_chooses_on_a9a():
+    """Same folds, same grid (C = 1 / (n_train lam), folds of equal size), same problem (saga
+    does not penalise the intercept): LogisticRegressionCV and ours pick the same lam."""
+    from sklearn.linear_model import LogisticRegressionCV
+
+    X, y = _a9a()
+    folds = StratifiedKFold(5)
+    lams = lam_grid(Problem(X, y, "logistic", lam_ratio=1.0).lam_max(), 8, 1e-3)
+    ours = SparseLogisticRegressionCV(lams=lams, cv=folds, tol=1e-8).fit(X, y)
+    n_train = X.shape[0] * 4 // 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sk = LogisticRegressionCV(Cs=1.0 / (lams * n_train), cv=folds, l1_ratios=(1.0,), solver="saga",
+                                  scoring="neg_log_loss", tol=1e-6, max_iter=3000,
+                                  use_legacy_attributes=False).fit(X, y)
+    assert ours.lam_[0] == pytest.approx(1.0 / (float(np.ravel(sk.C_)[0]) * n_train), rel=1e-9)
