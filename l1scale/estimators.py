@@ -11,6 +11,7 @@ attributes ending in ``_``. Multiclass classification is one-vs-rest.
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import os
 
@@ -76,6 +77,11 @@ class _SparseLinearModel(BaseEstimator):
             raise ValueError(f"tol must be > 0, got tol={self.tol!r}")
         if not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
             raise ValueError(f"max_iter must be an integer >= 1, got max_iter={self.max_iter!r}")
+        if self.two_stage is not None and (not isinstance(self.two_stage, numbers.Real) or not 0 < self.two_stage <= 1):
+            raise ValueError(f"two_stage must be None or a ratio in (0, 1] (lam2 = two_stage * lam), "
+                             f"got two_stage={self.two_stage!r}")
+        if self.two_stage is not None and streaming:
+            raise ValueError("two_stage re-solves on the support in memory; it does not apply to streamed data")
         if self.max_active is not None and (not isinstance(self.max_active, numbers.Integral) or self.max_active < 1):
             raise ValueError(f"max_active must be an integer >= 1, got max_active={self.max_active!r}")
         if streaming and solver not in _STREAMING:
@@ -114,7 +120,24 @@ class _SparseLinearModel(BaseEstimator):
             ratio = _DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio
             problem = Problem(X, y, self.loss, lam_ratio=ratio, l1_ratio=self.l1_ratio,
                               fit_intercept=self.fit_intercept, sample_weight=sample_weight)
-        return self._make_solver().solve(problem, coef_init, intercept_init), problem.lam
+        result = self._make_solver().solve(problem, coef_init, intercept_init)
+        if self.two_stage is not None:
+            result = self._second_stage(X, y, sample_weight, problem.lam, result)
+        return result, problem.lam
+
+    def _second_stage(self, X, y, sample_weight, lam, first):
+        """Qin et al.'s two-stage active set (sec. 3.2): re-solve on the first solution's
+        support only, at lam2 = two_stage * lam (warm-started); the coefficients off the
+        support stay 0. The Result is the second solve's, in the full width."""
+        support = np.flatnonzero(first.coef)
+        if support.size == 0:
+            return first
+        sub = Problem(X[:, support], y, self.loss, self.two_stage * lam, l1_ratio=self.l1_ratio,
+                      fit_intercept=self.fit_intercept, sample_weight=sample_weight)
+        second = self._make_solver().solve(sub, first.coef[support], first.intercept)
+        coef = np.zeros_like(first.coef)
+        coef[support] = second.coef
+        return dataclasses.replace(second, coef=coef)
 
     def _fit_stream(self, stream, positives, class_weight, scan):
         """Each binary problem (one per positive class; [None] for regression) over the stream."""
@@ -246,6 +269,13 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
     verbose : int, default 0
     callback : callable, optional
         ``callback(iteration, history)`` after each solver iteration (progress displays).
+    max_active : int, optional
+        RMMP's k, the most features in its active set (default 2000).
+    checkpoint : str or path-like, optional
+        MP / RMMP: state saved after each pass, resumed when it exists.
+    two_stage : float in (0, 1], optional
+        Qin et al.'s two-stage active set: after the solve at lam, re-solve on its support
+        only at lam2 = two_stage * lam (0.1 in the paper). In-memory solvers only.
 
     Attributes
     ----------
@@ -270,7 +300,8 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
 
     def __init__(self, loss="logistic", *, lam=None, lam_ratio=None, l1_ratio=1.0, fit_intercept=True,
                  solver="auto", tol=1e-6, max_iter=200, class_weight=None, warm_start=False,
-                 random_state=None, verbose=0, callback=None, max_active=None, checkpoint=None):
+                 random_state=None, verbose=0, callback=None, max_active=None, checkpoint=None,
+                 two_stage=None):
         self.loss = loss
         self.lam = lam
         self.lam_ratio = lam_ratio
@@ -286,6 +317,7 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         self.callback = callback
         self.max_active = max_active
         self.checkpoint = checkpoint
+        self.two_stage = two_stage
 
     def fit(self, X, y=None, sample_weight=None):
         """Fit on X (dense or sparse) and labels y (any two or more values).
@@ -436,7 +468,7 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
     Parameters
     ----------
     lam, lam_ratio, l1_ratio, fit_intercept, solver, tol, max_iter, warm_start, random_state,
-    verbose, callback
+    verbose, callback, max_active, checkpoint, two_stage
         As for :class:`SparseLogisticRegression`.
 
     Attributes
@@ -457,7 +489,7 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
 
     def __init__(self, *, lam=None, lam_ratio=None, l1_ratio=1.0, fit_intercept=True, solver="auto",
                  tol=1e-6, max_iter=200, warm_start=False, random_state=None, verbose=0, callback=None,
-                 max_active=None, checkpoint=None):
+                 max_active=None, checkpoint=None, two_stage=None):
         self.lam = lam
         self.lam_ratio = lam_ratio
         self.l1_ratio = l1_ratio
@@ -471,6 +503,7 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
         self.callback = callback
         self.max_active = max_active
         self.checkpoint = checkpoint
+        self.two_stage = two_stage
 
     def fit(self, X, y=None, sample_weight=None):
         """Fit on X (dense or sparse) and targets y; X may be a path or Stream (y=None),

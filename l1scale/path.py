@@ -177,6 +177,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
     callback = None
     max_active = None
     checkpoint = None
+    two_stage = None
 
     def fit(self, X, y, sample_weight=None):
         """Choose lam by cross-validation, then fit on all the data at it."""

@@ -161,7 +161,7 @@ def test_flags_map_onto_estimator_parameters(files, tmp_path):
     assert s["params"] == {"loss": "probit", "lam": 0.01, "lam_ratio": None, "l1_ratio": 0.5,
                            "fit_intercept": False, "solver": "auto", "tol": 1e-5, "max_iter": 50,
                            "class_weight": "balanced", "random_state": 3, "max_active": None,
-                           "checkpoint": None}
+                           "checkpoint": None, "two_stage": None}
     assert s["certificate_name"] == "kkt" and s["lam"] == 0.01 and s["solver"] == "cd"
     est = load(model)
     assert est.get_params()["l1_ratio"] == 0.5 and est.intercept_[0] == 0.0
@@ -731,3 +731,10 @@ def test_help_and_version():
     for command in ("train", "predict", "evaluate", "info", "convert", "demo"):
         assert "Usage: " in ok(command, "--help").stdout
     assert "l1scale" in ok("--version").stdout
+
+
+def test_two_stage_flag(files):
+    s = json.loads(ok("train", files["train"], "--lam-ratio", "0.1", "--two-stage", "0.1", "-q", "--json").stdout)
+    assert s["params"]["two_stage"] == 0.1
+    r = run("train", files["train"], "--solver", "rmmp", "--two-stage", "0.1")
+    assert r.exit_code == 2 and "--two-stage" in r.stderr

@@ -88,3 +88,21 @@ def test_cv_chooses_the_lam_scikit_learn_chooses_on_a9a():
                                   scoring="neg_log_loss", tol=1e-6, max_iter=3000,
                                   use_legacy_attributes=False).fit(X, y)
     assert ours.lam_[0] == pytest.approx(1.0 / (float(np.ravel(sk.C_)[0]) * n_train), rel=1e-9)
+
+
+def test_two_stage_refits_on_the_support_at_a_smaller_lam():
+    from l1scale import SparseLinearRegression, SparseLogisticRegression
+
+    X, y = _binary(n=300, d=40, seed=3)
+    one = SparseLogisticRegression(lam_ratio=0.1, tol=1e-10).fit(X, y)
+    two = SparseLogisticRegression(lam_ratio=0.1, tol=1e-10, two_stage=0.1).fit(X, y)
+    support = np.flatnonzero(one.coef_[0])
+    assert set(np.flatnonzero(two.coef_[0])) <= set(support)
+    # The second stage is the problem on the support at lam2 = 0.1 lam, solved to optimality.
+    sub = Problem(X[:, support], y, "logistic", 0.1 * one.lam_[0])
+    assert sub.certificate(two.coef_[0][support], two.intercept_[0]).relative <= 1e-9
+    assert np.abs(two.coef_).sum() > np.abs(one.coef_).sum()  # less shrinkage
+    reg = SparseLinearRegression(lam_ratio=0.2, two_stage=0.5).fit(X, y)
+    assert np.count_nonzero(reg.coef_) <= np.count_nonzero(SparseLinearRegression(lam_ratio=0.2).fit(X, y).coef_)
+    with pytest.raises(ValueError, match="two_stage"):
+        SparseLogisticRegression(two_stage=2.0).fit(X, y)

@@ -45,6 +45,9 @@ from .apply import report, unknown_labels
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False), metavar="DIR",
               help="The streaming solvers: binary chunk cache of DATA, written by the first pass and "
                    "read by the later ones (and by later runs).")
+@click.option("--two-stage", type=click.FloatRange(0, 1, min_open=True), metavar="RATIO",
+              help="In-memory solvers: after the solve at lam, re-solve on its support at RATIO x lam "
+                   "(Qin et al.'s two-stage active set; the paper uses 0.1).")
 @click.option("--intercept/--no-intercept", default=True, show_default=True,
               help="Fit an unpenalised intercept.")
 @click.option("--tol", type=POSITIVE, default=1e-6, show_default=True,
@@ -78,7 +81,7 @@ from .apply import report, unknown_labels
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @handle_errors
 def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint, cache_dir,
-          intercept, tol, max_iter, passes, holdout, learning_rate, class_weight, seed, n_features, zero_based,
+          two_stage, intercept, tol, max_iter, passes, holdout, learning_rate, class_weight, seed, n_features, zero_based,
           file_format, hash_bits, output, quiet, as_json):
     """Fit a sparse linear model on DATA and print a summary.
 
@@ -95,6 +98,9 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, c
     resolved = _check_flags(lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint, cache_dir,
                             class_weight, max_iter, passes, holdout, learning_rate)
     streamed = _streaming_solver(resolved)
+    if two_stage is not None and streamed:
+        raise click.BadParameter(f"re-solves on the support in memory; --solver {resolved} streams DATA",
+                                 param_hint="--two-stage")
     fmt = data_format(data, file_format)
     check_vw_flags(fmt, data, hash_bits=hash_bits, zero_based=zero_based, n_features=n_features)
     if test_path is not None:
@@ -106,7 +112,7 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, c
     # Flags -> estimator parameters (the only place the two meet).
     params = {"lam": lam, "lam_ratio": lam_ratio, "l1_ratio": l1_ratio, "fit_intercept": intercept,
               "solver": solver, "tol": tol, "max_iter": max_iter, "random_state": seed,
-              "max_active": max_active, "checkpoint": checkpoint}
+              "max_active": max_active, "checkpoint": checkpoint, "two_stage": two_stage}
     if loss != "squared":
         params.update(loss=loss, class_weight=class_weight)
 
