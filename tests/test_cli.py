@@ -738,3 +738,14 @@ def test_two_stage_flag(files):
     assert s["params"]["two_stage"] == 0.1
     r = run("train", files["train"], "--solver", "rmmp", "--two-stage", "0.1")
     assert r.exit_code == 2 and "--two-stage" in r.stderr
+
+
+def test_path_command_table_json_and_plot(files, tmp_path):
+    out = ok("path", files["train"], "--n-lams", "6", "--cv", "3")
+    assert out.stdout.count("\n") == 7 and "<- chosen" in out.stdout
+    doc = json.loads(ok("path", files["train"], "--n-lams", "6", "--cv", "0", "--json").stdout)
+    assert len(doc["path"]) == 6 and doc["chosen_lam"] is None and doc["path"][0]["nnz"] == 0
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "p.png"
+    ok("path", files["train"], "--n-lams", "5", "--cv", "2", "-o", png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

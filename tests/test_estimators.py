@@ -60,6 +60,7 @@ def _expected_failures(estimator):
         SparseLogisticRegression(solver="sgd_cumulative", lam=0.01, max_iter=5),
         SparseLogisticRegression(solver="smidas", lam=0.01, max_iter=5),
         SparseLinearRegression(solver="scd", tol=1e-8, max_iter=2000),
+        SparseLogisticRegression(solver="cgd", tol=1e-10),
     ],
     expected_failed_checks=_expected_failures,
 )

@@ -1,4 +1,4 @@
-"""The ``l1scale`` command: train, predict, evaluate, info, convert, demo.
+"""The ``l1scale`` command: train, predict, evaluate, path, info, convert, demo.
 
 Every command reads svmlight files (plain, .gz, .bz2, .xz) or binary chunk-cache
 directories made by ``l1scale convert``; train, predict, evaluate and info also read
@@ -17,8 +17,8 @@ to get the Python traceback instead.
 
 The library is imported inside the commands, so ``l1scale --help`` is instant.
 
-Modules: :mod:`.train`, :mod:`.apply` (predict, evaluate) and :mod:`.tools` (info,
-convert, demo) hold the commands; ``_params`` the shared flags and error handling,
+Modules: :mod:`.train`, :mod:`.apply` (predict, evaluate), :mod:`.path` and :mod:`.tools`
+(info, convert, demo) hold the commands; ``_params`` the shared flags and error handling,
 ``_data`` / ``_stream`` the reading of data, ``_format`` / ``_summary`` / ``_progress``
 what is printed.
 """
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import click
 
-from . import apply, tools, train
+from . import apply, path, tools, train
 
 __all__ = ["main"]
 
@@ -44,6 +44,6 @@ def main():
     """
 
 
-for _command in (train.train, apply.predict, apply.evaluate, tools.info, tools.convert, tools.demo):
+for _command in (train.train, apply.predict, apply.evaluate, path.path, tools.info, tools.convert, tools.demo):
     main.add_command(_command)
 del _command

@@ -6,6 +6,7 @@
 
 from .base import History, Result, Solver
 from .cd import CoordinateDescent
+from .cgd import CoordinateGradientDescent
 from .online import OnlineSketch
 from .online_base import OnlineSolver
 from .sgd import CumulativePenaltySGD
@@ -14,9 +15,9 @@ from .smidas import SMIDAS
 from .stochastic import GreedyCD, StochasticCD
 from .truncated import TruncatedGradient
 
-SOLVERS = {cls.name: cls for cls in (CoordinateDescent, MultiPass, ReducedMemoryMultiPass, OnlineSketch, StochasticCD,
+SOLVERS = {cls.name: cls for cls in (CoordinateDescent, CoordinateGradientDescent, MultiPass, ReducedMemoryMultiPass, OnlineSketch, StochasticCD,
                                      GreedyCD, SMIDAS, TruncatedGradient, CumulativePenaltySGD)}
 
-__all__ = ["SOLVERS", "CoordinateDescent", "CumulativePenaltySGD", "GreedyCD", "MultiPass", "OnlineSketch",
+__all__ = ["SOLVERS", "CoordinateDescent", "CoordinateGradientDescent", "CumulativePenaltySGD", "GreedyCD", "MultiPass", "OnlineSketch",
            "OnlineSolver", "ReducedMemoryMultiPass", "SMIDAS", "StochasticCD", "TruncatedGradient", "History",
            "Result", "Solver"]
