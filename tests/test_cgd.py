@@ -170,6 +170,15 @@ def test_reaches_cd_on_real_data(name, path, n_features):
         assert res.nnz == pytest.approx(ref.nnz, abs=2)
 
 
+def test_reaches_cd_on_mnist10k():
+    """mnist10k (digit 3 vs rest; issue 5's third data set), sparse input, with intercept: ~1,500 iterations."""
+    X, y = _svmlight("mnist10k", "mnist/mnist10k_3vsrest.bz2", 784)
+    p = Problem(X, y, "logistic", lam_ratio=0.1)
+    ref = _reference(p)
+    res = _solve(CoordinateGradientDescent(tol=1e-9, max_iter=3000), p)
+    assert res.converged and _rel(res.objective, ref.objective) <= 1e-8
+
+
 # ------------------------------------------------------------------ contract
 def test_history_and_result():
     X, y = _data("logistic", seed=5)
