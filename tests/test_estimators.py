@@ -61,6 +61,8 @@ def _expected_failures(estimator):
         SparseLogisticRegression(solver="smidas", lam=0.01, max_iter=5),
         SparseLinearRegression(solver="scd", tol=1e-8, max_iter=2000),
         SparseLogisticRegression(solver="cgd", tol=1e-10),
+        SparseLogisticRegression(solver="fista", tol=1e-10),
+        SparseLinearRegression(solver="multiscale_fista", tol=1e-12),
     ],
     expected_failed_checks=_expected_failures,
 )

@@ -9,15 +9,17 @@ from .cd import CoordinateDescent
 from .cgd import CoordinateGradientDescent
 from .online import OnlineSketch
 from .online_base import OnlineSolver
+from .proximal import FISTA, ISTA, MultiscaleFISTA
 from .sgd import CumulativePenaltySGD
 from .sketch import MultiPass, ReducedMemoryMultiPass
 from .smidas import SMIDAS
 from .stochastic import GreedyCD, StochasticCD
 from .truncated import TruncatedGradient
 
-SOLVERS = {cls.name: cls for cls in (CoordinateDescent, CoordinateGradientDescent, MultiPass, ReducedMemoryMultiPass, OnlineSketch, StochasticCD,
+SOLVERS = {cls.name: cls for cls in (CoordinateDescent, CoordinateGradientDescent, ISTA, FISTA, MultiscaleFISTA,
+                                     MultiPass, ReducedMemoryMultiPass, OnlineSketch, StochasticCD,
                                      GreedyCD, SMIDAS, TruncatedGradient, CumulativePenaltySGD)}
 
-__all__ = ["SOLVERS", "CoordinateDescent", "CoordinateGradientDescent", "CumulativePenaltySGD", "GreedyCD", "MultiPass", "OnlineSketch",
-           "OnlineSolver", "ReducedMemoryMultiPass", "SMIDAS", "StochasticCD", "TruncatedGradient", "History",
-           "Result", "Solver"]
+__all__ = ["SOLVERS", "CoordinateDescent", "CoordinateGradientDescent", "CumulativePenaltySGD", "FISTA", "GreedyCD",
+           "ISTA", "MultiPass", "MultiscaleFISTA", "OnlineSketch", "OnlineSolver", "ReducedMemoryMultiPass", "SMIDAS",
+           "StochasticCD", "TruncatedGradient", "History", "Result", "Solver"]
