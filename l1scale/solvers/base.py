@@ -4,11 +4,14 @@ declaration of what it needs from the problem (checked before any compiling)."""
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["History", "Result", "Solver", "Timer", "compiled_once"]
+from ..exceptions import ConvergenceWarning
+
+__all__ = ["History", "Result", "Solver", "Timer", "compiled_once", "certified_result"]
 
 
 @dataclass
@@ -167,3 +170,22 @@ def compiled_once(warm_up):
 
     run.__doc__ = warm_up.__doc__
     return run
+
+
+def certified_result(solver, *, coef, intercept, n_iter, converged, stop_reason, cert, history, timer,
+                     compile_seconds, line_search_failed=False, line_search_message="line search failed to "
+                     "decrease the objective") -> Result:
+    """The Result of a batch solver that stops on a certificate (``cert``: a problem.Certificate),
+    with the ConvergenceWarning that says why it stopped short, if it did."""
+    if line_search_failed and not converged:
+        stop_reason = "line_search"
+        warnings.warn(f"{solver.name}: {line_search_message}; stopping at relative {cert.name} "
+                      f"{cert.relative:.2e}", ConvergenceWarning, stacklevel=3)
+    elif not converged:
+        warnings.warn(f"{solver.name} did not reach tol={solver.tol:g} in max_iter={solver.max_iter} iterations "
+                      f"(relative {cert.name} {cert.relative:.2e}); increase max_iter or tol",
+                      ConvergenceWarning, stacklevel=3)
+    return Result(coef=np.asarray(coef, dtype=np.float64), intercept=float(intercept), objective=cert.objective,
+                  n_iter=int(n_iter), converged=converged, stop_reason=stop_reason, certificate_name=cert.name,
+                  certificate=cert.value, relative_certificate=cert.relative, history=history,
+                  timings={"solve": timer(), "compile": compile_seconds})

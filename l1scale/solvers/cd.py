@@ -34,15 +34,13 @@ that sum_i c_i u_i = 0 as the dual needs.
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 from numba import njit
 
 from ..data.memory import column
-from ..exceptions import ConvergenceWarning
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
-from .base import History, Result, Solver, Timer, compiled_once
+from .base import History, Result, Solver, Timer, certified_result, compiled_once
 
 __all__ = ["CoordinateDescent"]
 
@@ -364,18 +362,9 @@ class CoordinateDescent(Solver):
             # no longer moves the objective (float resolution).
             certify = (vmax <= trigger or it >= self.max_iter
                        or -(loss_change + pen_change) <= 8 * _EPS * abs(objective))
-        if failed and not converged:
-            stop_reason = "line_search"
-            warnings.warn("line search failed to decrease the objective; stopping at relative "
-                          f"{cert.name} {cert.relative:.2e}", ConvergenceWarning, stacklevel=2)
-        elif not converged:
-            warnings.warn(f"cd did not reach tol={self.tol:g} in max_iter={self.max_iter} iterations "
-                          f"(relative {cert.name} {cert.relative:.2e}); increase max_iter or tol",
-                          ConvergenceWarning, stacklevel=2)
-        return Result(coef=w, intercept=b, objective=cert.objective, n_iter=it, converged=converged,
-                      stop_reason=stop_reason, certificate_name=cert.name, certificate=cert.value,
-                      relative_certificate=cert.relative, history=history,
-                      timings={"solve": timer(), "compile": compile_seconds})
+        return certified_result(self, coef=w, intercept=b, n_iter=it, converged=converged, stop_reason=stop_reason,
+                                cert=cert, history=history, timer=timer, compile_seconds=compile_seconds,
+                                line_search_failed=failed)
 
     @staticmethod
     def _refresh(problem, w, b, lv, r, D, xTd, z_out, lv_out, reads):

@@ -45,15 +45,13 @@ nnz(X_J) per X d, nnz(X) per fresh X w.
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 from numba import njit
 
 from ..data.memory import column
-from ..exceptions import ConvergenceWarning
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
-from .base import History, Result, Solver, Timer, compiled_once
+from .base import History, Result, Solver, Timer, certified_result, compiled_once
 
 __all__ = ["CoordinateGradientDescent"]
 
@@ -285,18 +283,9 @@ class CoordinateGradientDescent(Solver):
             loss_sum += loss_change
             exact = False
             it += 1
-        if failed and not converged:
-            stop_reason = "line_search"
-            warnings.warn("cgd line search failed to decrease the objective; stopping at relative "
-                          f"{cert.name} {cert.relative:.2e}", ConvergenceWarning, stacklevel=2)
-        elif not converged:
-            warnings.warn(f"cgd did not reach tol={self.tol:g} in max_iter={self.max_iter} iterations "
-                          f"(relative {cert.name} {cert.relative:.2e}); increase max_iter or tol",
-                          ConvergenceWarning, stacklevel=2)
-        return Result(coef=w, intercept=b, objective=cert.objective, n_iter=it, converged=converged,
-                      stop_reason=stop_reason, certificate_name=cert.name, certificate=cert.value,
-                      relative_certificate=cert.relative, history=history,
-                      timings={"solve": timer(), "compile": compile_seconds})
+        return certified_result(self, coef=w, intercept=b, n_iter=it, converged=converged, stop_reason=stop_reason,
+                                cert=cert, history=history, timer=timer, compile_seconds=compile_seconds,
+                                line_search_failed=failed)
 
     def _delta(self, gd, dhd, l1_change):
         """Tseng & Yun's Delta = g.d + gamma d^T H d + lam1 (||w + d||_1 - ||w||_1) (< 0 for d != 0).

@@ -57,15 +57,13 @@ objective), for FISTA the extrapolated points (not monotone).
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from numba import njit
 
 from ..data.memory import column
-from ..exceptions import ConvergenceWarning
 from ..losses import loss_curvature, loss_derivative, loss_terms, loss_value, weighted_conjugate, weighted_value
-from .base import History, Result, Solver, Timer, compiled_once
+from .base import History, Result, Solver, Timer, certified_result, compiled_once
 
 __all__ = ["ISTA", "FISTA", "MultiscaleFISTA", "ProximalGradient"]
 
@@ -350,18 +348,10 @@ class ProximalGradient(Solver):
                 zw = zx + beta * (zx - zx_prev)
             else:
                 w, zw = x, zx
-        if failed and not converged:
-            stop_reason = "line_search"
-            warnings.warn(f"{self.name}: backtracking found no step satisfying the quadratic model; stopping "
-                          f"at relative {cert.name} {cert.relative:.2e}", ConvergenceWarning, stacklevel=2)
-        elif not converged:
-            warnings.warn(f"{self.name} did not reach tol={self.tol:g} in max_iter={self.max_iter} iterations "
-                          f"(relative {cert.name} {cert.relative:.2e}); increase max_iter or tol",
-                          ConvergenceWarning, stacklevel=2)
-        return Result(coef=np.array(w, dtype=np.float64), intercept=float(b), objective=cert.objective,
-                      n_iter=it, converged=converged, stop_reason=stop_reason, certificate_name=cert.name,
-                      certificate=cert.value, relative_certificate=cert.relative, history=history,
-                      timings={"solve": timer(), "compile": compile_seconds})
+        return certified_result(self, coef=w, intercept=b, n_iter=it, converged=converged, stop_reason=stop_reason,
+                                cert=cert, history=history, timer=timer, compile_seconds=compile_seconds,
+                                line_search_failed=failed,
+                                line_search_message="backtracking found no step satisfying the quadratic model")
 
 
 class ISTA(ProximalGradient):
