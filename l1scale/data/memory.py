@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-__all__ = ["Matrix", "as_columns", "as_rows", "column", "row"]
+__all__ = ["Matrix", "as_columns", "as_rows", "column", "row", "column_moments"]
 
 
 class Matrix(NamedTuple):
@@ -95,3 +95,16 @@ def column(data, indices, indptr, dense, j):
 
 # The two layouts are the same arrays with the roles of rows and columns swapped.
 row = column
+
+
+@njit(cache=True, inline="always")
+def column_moments(data, indices, indptr, dense, j, r, D):
+    """(sum_i r_i x_ij, sum_i D_i x_ij^2) over column j: the loss gradient and the diagonal
+    curvature of coordinate j, given r = c loss' and D = c loss'' on the margins."""
+    rows, vals = column(data, indices, indptr, dense, j)
+    acc_g, acc_h = 0.0, 0.0
+    for p in range(rows.shape[0]):
+        i = rows[p]
+        acc_g += r[i] * vals[p]
+        acc_h += D[i] * vals[p] * vals[p]
+    return acc_g, acc_h

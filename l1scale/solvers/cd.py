@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..data.memory import column
+from ..data.memory import column, column_moments
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
 from .base import History, Result, Solver, Timer, certified_result, compiled_once
 
@@ -66,12 +66,7 @@ def _outer_pass(data, indices, indptr, dense, r, D, w, lam1, lam2, shrink_at, g,
     """
     m, vmax, vsum, gmax, nnz = 0, 0.0, 0.0, 0.0, 0
     for j in range(w.shape[0]):
-        rows, vals = column(data, indices, indptr, dense, j)
-        acc_g, acc_h = 0.0, 0.0
-        for p in range(rows.shape[0]):
-            i = rows[p]
-            acc_g += r[i] * vals[p]
-            acc_h += D[i] * vals[p] * vals[p]
+        acc_g, acc_h = column_moments(data, indices, indptr, dense, j, r, D)
         gmax = max(gmax, abs(acc_g))
         wj = w[j]
         gj = acc_g + lam2 * wj

@@ -49,7 +49,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..data.memory import column
+from ..data.memory import column, column_moments
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
 from .base import History, Result, Solver, Timer, certified_result, compiled_once
 
@@ -80,12 +80,7 @@ def _gradient_pass(data, indices, indptr, dense, r, D, w, lam1, lam2, v, H, d):
     """
     dmax, nnz = 0.0, 0
     for j in range(w.shape[0]):
-        rows, vals = column(data, indices, indptr, dense, j)
-        acc_g, acc_h = 0.0, 0.0
-        for p in range(rows.shape[0]):
-            i = rows[p]
-            acc_g += r[i] * vals[p]
-            acc_h += D[i] * vals[p] * vals[p]
+        acc_g, acc_h = column_moments(data, indices, indptr, dense, j, r, D)
         v[j] = acc_g
         h = min(max(acc_h + lam2, _H_MIN), _H_MAX)
         H[j] = h

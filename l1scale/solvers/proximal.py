@@ -61,7 +61,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..data.memory import column
+from ..data.memory import column_moments
 from ..losses import loss_curvature, loss_derivative, loss_terms, loss_value, weighted_conjugate, weighted_value
 from .base import History, Result, Solver, Timer, certified_result, compiled_once
 
@@ -137,12 +137,7 @@ def _gradient_curvature(data, indices, indptr, dense, r, D, v, h):
     Shapes: r, D (n,); v, h (d,).
     """
     for j in range(v.shape[0]):
-        rows, vals = column(data, indices, indptr, dense, j)
-        acc_v, acc_h = 0.0, 0.0
-        for p in range(rows.shape[0]):
-            i = rows[p]
-            acc_v += r[i] * vals[p]
-            acc_h += D[i] * vals[p] * vals[p]
+        acc_v, acc_h = column_moments(data, indices, indptr, dense, j, r, D)
         v[j], h[j] = acc_v, acc_h
 
 
