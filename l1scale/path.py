@@ -9,7 +9,7 @@ costs a few cold solves (measured in ``benchmarks/``, tested in ``tests/test_pat
 :class:`SparseLogisticRegressionCV` runs the path on each training fold (stratified
 k-fold by default), scores every lam on the held-out fold (log-loss, accuracy, AUC or
 AUPRC, or any callable), picks the lam with the best mean score, and refits on all the
-data along the path down to it.
+data along the path down to it (one-vs-rest for more than two classes, a lam per class).
 """
 
 from __future__ import annotations
@@ -143,12 +143,13 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
 
     Attributes
     ----------
-    lam_ : ndarray (1,)
-        The chosen lam.
-    lams_ : ndarray (K,)
-    scores_ : ndarray (n_folds, K)
+    lam_ : ndarray (1,) or (n_classes,)
+        The chosen lam (per class for more than two classes: one-vs-rest, each lam chosen apart
+        on the same folds).
+    lams_ : ndarray (K,) or (n_classes, K)
+    scores_ : ndarray (n_folds, K) or (n_classes, n_folds, K)
         Held-out score of every lam on every fold.
-    path_ : PathResult
+    path_ : PathResult or list of PathResult
         The refit path on all the data, down to the chosen lam.
     """
 
@@ -190,43 +191,55 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
         check_classification_targets(y)
         classes = np.unique(y)
-        if classes.shape[0] != 2:
-            raise ValueError(f"SparseLogisticRegressionCV fits binary problems; y has {classes.shape[0]} classes")
-        y_pm = np.where(y == classes[1], 1.0, -1.0)
+        if classes.shape[0] < 2:
+            raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs at least two")
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
         if self.class_weight is not None:
             from sklearn.utils.class_weight import compute_sample_weight
 
             sample_weight = sample_weight * compute_sample_weight(self.class_weight, y)
+        splitter = check_cv(self.cv, y, classifier=True) if not isinstance(self.cv, numbers.Integral) \
+            else StratifiedKFold(n_splits=self.cv)
+        folds = list(splitter.split(X, y))  # the same folds for every one-vs-rest problem
+        positives = [classes[1]] if classes.shape[0] == 2 else list(classes)
+        fits = [self._cross_validate(X, np.where(y == positive, 1.0, -1.0), sample_weight, folds, solver, scorer)
+                for positive in positives]
+        self.solver_ = solver
+        self.classes_ = classes
+        self.coef_ = np.vstack([path.coefs[-1] for _, _, _, path in fits])
+        self.intercept_ = np.array([path.intercepts[-1] for _, _, _, path in fits])
+        self.lam_ = np.array([lam for lam, _, _, _ in fits])
+        self.n_iter_ = np.array([path.n_iter[-1] for _, _, _, path in fits])
+        if len(fits) == 1:
+            _, self.lams_, self.scores_, self.path_ = fits[0]
+        else:  # one grid and one path per class (one-vs-rest), each lam chosen apart
+            self.lams_ = np.vstack([lams for _, lams, _, _ in fits])
+            self.scores_ = np.stack([scores for _, _, scores, _ in fits])
+            self.path_ = [path for _, _, _, path in fits]
+        self.result_ = None
+        return self
+
+    def _cross_validate(self, X, y_pm, sample_weight, folds, solver, scorer):
+        """One binary problem: (chosen lam, grid, scores (n_folds, K), refit path down to the lam)."""
         if self.lams is None:
             lam_max = Problem(X, y_pm, self.loss, lam_ratio=1.0, l1_ratio=self.l1_ratio,
                               fit_intercept=self.fit_intercept, sample_weight=sample_weight).lam_max()
             lams = lam_grid(lam_max, self.n_lams, self.lam_min_ratio)
         else:
             lams = np.sort(np.asarray(self.lams, dtype=np.float64))[::-1]
-        splitter = check_cv(self.cv, y, classifier=True) if not isinstance(self.cv, numbers.Integral) \
-            else StratifiedKFold(n_splits=self.cv)
         link = get_link(self.loss)
         kw = dict(l1_ratio=self.l1_ratio, fit_intercept=self.fit_intercept, solver=solver, tol=self.tol,
                   max_iter=self.max_iter)
         scores = []
-        for train, test in splitter.split(X, y):
+        for train, test in folds:
             path = regularization_path(X[train], y_pm[train], self.loss, lams=lams,
                                        sample_weight=sample_weight[train], **kw)
-            margins = X[test] @ path.coefs.T + path.intercepts
-            scores.append([scorer(y_pm[test], link(np.asarray(margins)[:, k])) for k in range(lams.size)])
+            margins = np.asarray(X[test] @ path.coefs.T) + path.intercepts
+            scores.append([scorer(y_pm[test], link(margins[:, k])) for k in range(lams.size)])
         scores = np.asarray(scores)
         best = int(np.argmax(scores.mean(axis=0)))
         path = regularization_path(X, y_pm, self.loss, lams=lams[: best + 1], sample_weight=sample_weight, **kw)
-        self.solver_ = solver
-        self.classes_ = classes
-        self.coef_ = path.coefs[-1][None, :].copy()
-        self.intercept_ = np.array([path.intercepts[-1]])
-        self.lam_ = np.array([lams[best]])
-        self.lams_, self.scores_, self.path_ = lams, scores, path
-        self.n_iter_ = np.array([path.n_iter[-1]])
-        self.result_ = None
-        return self
+        return float(lams[best]), lams, scores, path
 
 
 def get_link(loss):

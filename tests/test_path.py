@@ -106,3 +106,15 @@ def test_two_stage_refits_on_the_support_at_a_smaller_lam():
     assert np.count_nonzero(reg.coef_) <= np.count_nonzero(SparseLinearRegression(lam_ratio=0.2).fit(X, y).coef_)
     with pytest.raises(ValueError, match="two_stage"):
         SparseLogisticRegression(two_stage=2.0).fit(X, y)
+
+
+def test_cv_multiclass_one_vs_rest_chooses_a_lam_per_class():
+    X, y = make_classification(n_samples=450, n_features=30, n_informative=8, n_classes=3, random_state=2)
+    cv = SparseLogisticRegressionCV(n_lams=6, cv=3, tol=1e-8).fit(X, y)
+    assert cv.coef_.shape == (3, 30) and cv.lam_.shape == (3,) and cv.scores_.shape == (3, 3, 6)
+    for k in range(3):
+        assert cv.lam_[k] == cv.lams_[k][int(np.argmax(cv.scores_[k].mean(axis=0)))]
+        y_k = np.where(y == k, 1.0, -1.0)
+        cert = Problem(X, y_k, "logistic", cv.lam_[k]).certificate(cv.coef_[k], cv.intercept_[k])
+        assert cert.relative <= 1e-7
+    assert cv.score(X, y) > 0.6
