@@ -212,3 +212,29 @@ def test_earn_and_mnist10k_match_cd(name, path, n_features, max_iter):
             warnings.simplefilter("ignore", ConvergenceWarning)
             res = solver(tol=1e-7, max_iter=max_iter, check_every=10).solve(p)
         assert res.objective == pytest.approx(ref, rel=1e-8), (name, solver.name, res.n_iter)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, path, n_features, max_iter", [
+    ("a9a", "a9a/a9a.bz2", 123, 3000),
+    ("mnist10k", "mnist/mnist10k_3vsrest.bz2", 784, 1500),
+])
+def test_dense_input_reaches_cd(name, path, n_features, max_iter):
+    """Issue 5's 'dense and sparse input': the same data as a dense array, for FISTA,
+    multi-scale FISTA and CGD (the dense branch of the column accessor)."""
+    from l1scale.solvers.cgd import CoordinateGradientDescent
+
+    full = os.path.join(DATA, path)
+    if not os.path.exists(full):
+        pytest.skip(f"{name} not found under {DATA}")
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(full, n_features=n_features)
+    p = Problem(X.toarray(), np.where(y > 0, 1.0, -1.0), "logistic", lam_ratio=0.1)
+    ref = _reference(p)
+    for solver, kw in ((FISTA, {"check_every": 10}), (MultiscaleFISTA, {"check_every": 10}),
+                       (CoordinateGradientDescent, {})):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res = solver(tol=1e-7, max_iter=max_iter, **kw).solve(p)
+        assert res.objective == pytest.approx(ref, rel=1e-8), (name, solver.name, res.n_iter)
