@@ -2,7 +2,8 @@
 
 __version__ = "0.1.0"
 
-__all__ = ["Problem", "SparseLinearRegression", "SparseLogisticRegression", "lam_max", "load", "__version__"]
+__all__ = ["Problem", "StreamProblem", "SparseLinearRegression", "SparseLogisticRegression",
+           "SparseLogisticRegressionCV", "lam_max", "load", "regularization_path", "__version__"]
 
 # Public names are imported on first use, so that `l1scale --help` and light
 # imports (the data readers) do not pay for Numba and scikit-learn.
@@ -12,6 +13,9 @@ _WHERE = {
     "SparseLinearRegression": "estimators",
     "SparseLogisticRegression": "estimators",
     "load": "estimators",
+    "SparseLogisticRegressionCV": "path",
+    "regularization_path": "path",
+    "StreamProblem": "stream_problem",
 }
 
 
