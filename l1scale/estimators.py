@@ -339,14 +339,7 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
             return self._fit_classifier_stream(stream, labels)
         if stream is not None:
             return self._fit_classifier_stream(stream)
-        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
-        check_classification_targets(y)
-        classes = np.unique(y)
-        if classes.shape[0] < 2:
-            raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs at least two")
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        if self.class_weight is not None:
-            sample_weight = sample_weight * compute_sample_weight(self.class_weight, y)
+        X, y, classes, sample_weight = self._classification_data(X, y, sample_weight)
         targets = [classes[1]] if classes.shape[0] == 2 else list(classes)
         coef_init, intercept_init = self._warm(len(targets), X.shape[1])
         results, lams = [], []
@@ -359,6 +352,18 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
             lams.append(lam)
         self._set_fitted(classes, results, lams)
         return self
+
+    def _classification_data(self, X, y, sample_weight):
+        """In-memory X, y validated; (X, y, classes, weights times class weights)."""
+        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.shape[0] < 2:
+            raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs at least two")
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        if self.class_weight is not None:
+            sample_weight = sample_weight * compute_sample_weight(self.class_weight, y)
+        return X, y, classes, sample_weight
 
     def _fit_classifier_stream(self, stream, labels=None):
         """One-vs-rest over a stream whose labels are the classes (or codes into ``labels``)."""

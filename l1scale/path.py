@@ -20,8 +20,6 @@ from typing import NamedTuple
 
 import numpy as np
 from sklearn.model_selection import StratifiedKFold, check_cv
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from . import metrics
 from .estimators import SparseLogisticRegression
@@ -188,16 +186,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         scorer = self.scoring if callable(self.scoring) else _SCORERS.get(self.scoring)
         if scorer is None:
             raise ValueError(f"scoring={self.scoring!r}; choose one of {sorted(_SCORERS)} or a callable")
-        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
-        check_classification_targets(y)
-        classes = np.unique(y)
-        if classes.shape[0] < 2:
-            raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs at least two")
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        if self.class_weight is not None:
-            from sklearn.utils.class_weight import compute_sample_weight
-
-            sample_weight = sample_weight * compute_sample_weight(self.class_weight, y)
+        X, y, classes, sample_weight = self._classification_data(X, y, sample_weight)
         splitter = check_cv(self.cv, y, classifier=True) if not isinstance(self.cv, numbers.Integral) \
             else StratifiedKFold(n_splits=self.cv)
         folds = list(splitter.split(X, y))  # the same folds for every one-vs-rest problem

@@ -175,8 +175,9 @@ class StreamProblem:
         if positive_class not in scan.classes:
             raise ValueError(f"positive_class={positive_class!r} is not among the labels {scan.classes.tolist()}")
         self.positive_class = positive_class
-        cw = np.array([self.class_weight.get(c, 1.0) for c in scan.classes.tolist()])
-        w = scan.weights * cw
+        # The class weight of each of the scan's classes, looked up per row by searchsorted.
+        self._class_multiplier = np.array([self.class_weight.get(c, 1.0) for c in scan.classes.tolist()])
+        w = scan.weights * self._class_multiplier
         pos = float(w[scan.classes == positive_class].sum())
         self.weight_sum = float(w.sum())
         if pos <= 0 or pos >= self.weight_sum:
@@ -251,8 +252,8 @@ class StreamProblem:
                 if check and not known.all():
                     raise DataFormatError(f"row {first + int(np.flatnonzero(~known)[0])} has a label not seen "
                                           "by the first pass (the stream changed between passes)", path=where)
-                if self.class_weight:
-                    s = s * np.array([self.class_weight.get(v, 1.0) for v in y.tolist()])
+                if self.class_weight:  # labels are among the scan's classes (checked above, first pass)
+                    s = s * self._class_multiplier[np.searchsorted(classes, y)]
                 y = np.where(y == self.positive_class, 1.0, -1.0)
             yield as_rows(X), np.ascontiguousarray(y, dtype=np.float64), s, first
             first += rows

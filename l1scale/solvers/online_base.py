@@ -34,6 +34,7 @@ import time
 from queue import Empty, Queue
 
 import numpy as np
+from numba import njit
 
 from .base import History, Result, Solver
 
@@ -76,10 +77,25 @@ def prefetched(chunks, depth: int = _PREFETCH):
             except Empty:
                 thread.join(0.01)
 
-__all__ = ["OnlineSolver", "OnlineState", "STATS", "prefetched"]
+__all__ = ["OnlineSolver", "OnlineState", "STATS", "prefetched", "score_example"]
 
 # What a kernel call adds up, in this order.
 STATS = ("progressive_loss", "progressive_weight", "holdout_loss", "holdout_weight", "examples", "accesses")
+
+
+@njit(cache=True, inline="always")
+def score_example(stats, loss, weight, nnz, held):
+    """Add an example's weighted loss, taken before it is learned from, to the progressive
+    (or, ``held``, the holdout) sums of ``stats`` (:data:`STATS`), and count the nnz(x_i)
+    values read to score it (a kernel that learns from it adds its second read)."""
+    stats[4] += 1
+    stats[5] += nnz
+    if held:
+        stats[2] += loss
+        stats[3] += weight
+    else:
+        stats[0] += loss
+        stats[1] += weight
 
 
 class OnlineState:

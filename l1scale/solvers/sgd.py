@@ -46,7 +46,7 @@ import numpy as np
 from numba import njit
 
 from ..losses import loss_derivative, loss_value
-from .online_base import STATS, OnlineSolver, OnlineState
+from .online_base import STATS, OnlineSolver, OnlineState, score_example
 
 __all__ = ["CumulativePenaltySGD", "CumulativePenaltyState"]
 
@@ -82,14 +82,10 @@ def _sgd_c_rows(kind, data, indices, indptr, dense, y, s, order, first_row, hold
             j = p - start if dense else indices[p]
             _clip(w, q, j, u)  # catch up: w_j as the dense algorithm has it now
             z += data[p] * w[j]
-        stats[4] += 1
-        stats[5] += end - start
-        if holdout > 0 and (first_row + i) % holdout == holdout - 1:
-            stats[2] += s[i] * loss_value(kind, y[i], z)
-            stats[3] += s[i]
+        held = holdout > 0 and (first_row + i) % holdout == holdout - 1
+        score_example(stats, s[i] * loss_value(kind, y[i], z), s[i], end - start, held)
+        if held:
             continue
-        stats[0] += s[i] * loss_value(kind, y[i], z)
-        stats[1] += s[i]
         stats[5] += end - start  # the update reads x_i again
         k = scal[2]
         eta = eta0 * a ** (-k / n_pass)

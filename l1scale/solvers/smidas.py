@@ -57,7 +57,7 @@ import numpy as np
 from numba import njit
 
 from ..losses import loss_derivative, loss_value
-from .online_base import STATS, OnlineSolver, OnlineState
+from .online_base import STATS, OnlineSolver, OnlineState, score_example
 
 __all__ = ["SMIDAS", "SMIDASState", "smidas_p"]
 
@@ -108,14 +108,10 @@ def _smidas_rows(kind, data, indices, indptr, dense, y, s, order, first_row, hol
             j = pp - start if dense else indices[pp]
             if zeta[j] != 0.0:
                 z += data[pp] * np.copysign(zeta[j], theta[j]) * scal[2]
-        stats[4] += 1
-        stats[5] += end - start
-        if holdout > 0 and (first_row + i) % holdout == holdout - 1:
-            stats[2] += s[i] * loss_value(kind, y[i], z)
-            stats[3] += s[i]
+        held = holdout > 0 and (first_row + i) % holdout == holdout - 1
+        score_example(stats, s[i] * loss_value(kind, y[i], z), s[i], end - start, held)
+        if held:
             continue
-        stats[0] += s[i] * loss_value(kind, y[i], z)
-        stats[1] += s[i]
         stats[5] += end - start  # the update reads x_i again
         dz = s[i] * loss_derivative(kind, y[i], z)
         g = eta * dz

@@ -37,7 +37,7 @@ import numpy as np
 from numba import njit
 
 from ..losses import loss_derivative, loss_value
-from .online_base import STATS, OnlineSolver
+from .online_base import STATS, OnlineSolver, score_example
 
 __all__ = ["TruncatedGradient", "TruncatedState", "SPARSIFIERS"]
 
@@ -116,15 +116,10 @@ def _truncated_rows(kind, mode, data, indices, indptr, dense, y, s, order, first
             last[j] = t
             c_last[j] = C
             z += data[p] * wj
-        lv = s[i] * loss_value(kind, y[i], z)
-        stats[4] += 1
-        stats[5] += end - start
-        if holdout > 0 and (first_row + i) % holdout == holdout - 1:
-            stats[2] += lv
-            stats[3] += s[i]
+        held = holdout > 0 and (first_row + i) % holdout == holdout - 1
+        score_example(stats, s[i] * loss_value(kind, y[i], z), s[i], end - start, held)
+        if held:
             continue
-        stats[0] += lv
-        stats[1] += s[i]
         t += 1
         eta = _eta(t, eta0, t0, power)
         step = eta * s[i] * loss_derivative(kind, y[i], z)
