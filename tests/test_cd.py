@@ -1,7 +1,6 @@
 """The batch reference solver (newGLMNET coordinate descent): convergence certificates on
 every loss and layout, agreement with liblinear and scikit-learn, and its contract."""
 
-import os
 import warnings
 
 import numpy as np
@@ -12,7 +11,8 @@ from l1scale.exceptions import ConvergenceWarning
 from l1scale.problem import Problem
 from l1scale.solvers.cd import CoordinateDescent
 
-DATA = os.environ.get("L1SCALE_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+from _shared_data import load_svmlight_pm as _svmlight
+
 LOSSES = ["logistic", "squared", "squared_hinge", "probit"]
 
 
@@ -110,14 +110,6 @@ def test_no_weight_left_at_a_rounding_residue():
 
 
 # ------------------------------------------------------------------ oracles
-def _svmlight(name, path, n_features):
-    full = os.path.join(DATA, path)
-    if not os.path.exists(full):
-        pytest.skip(f"{name} not found under {DATA}")
-    from sklearn.datasets import load_svmlight_file
-
-    X, y = load_svmlight_file(full, n_features=n_features)
-    return X, np.where(y > 0, 1.0, -1.0)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ reference solver's optimum with an honest certificate, on small problems and on 
 and a9a, and its Armijo rule (with the L1 change in Delta) never lets the objective rise,
 where the paper's Algorithm 3 (without it) does."""
 
-import os
 import warnings
 
 import numpy as np
@@ -15,7 +14,7 @@ from l1scale.problem import Problem
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.cgd import CoordinateGradientDescent
 
-DATA = os.environ.get("L1SCALE_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+from _shared_data import load_svmlight_pm as _svmlight
 
 
 def _data(loss, n=120, d=30, seed=0, density=0.3):
@@ -145,14 +144,6 @@ def test_objective_never_increases_on_random_problems(loss):
 
 
 # ------------------------------------------------------------------ Reuters earn and a9a
-def _svmlight(name, path, n_features):
-    full = os.path.join(DATA, path)
-    if not os.path.exists(full):
-        pytest.skip(f"{name} not found under {DATA}")
-    from sklearn.datasets import load_svmlight_file
-
-    X, y = load_svmlight_file(full, n_features=n_features)
-    return X, np.where(y > 0, 1.0, -1.0)
 
 
 @pytest.mark.parametrize("name, path, n_features", [

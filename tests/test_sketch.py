@@ -15,7 +15,6 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.special import expit
 from scipy.stats import norm
 
 import l1scale.data.svmlight as svmlight_module

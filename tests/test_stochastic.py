@@ -3,7 +3,6 @@ CoordinateDescent reference objective on every loss, layout and intercept settin
 on Reuters earn and a9a, keep v >= 0 on the duplicated features, count their data accesses
 exactly, and give the same model for the same seed."""
 
-import os
 import warnings
 
 import numpy as np
@@ -18,7 +17,8 @@ from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.stochastic import (GreedyCD, StochasticCD, _column_curvatures, _greedy_epoch, _residuals,
                                        _scd_epoch)
 
-DATA = os.environ.get("L1SCALE_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+from _shared_data import load_svmlight_pm as _svmlight
+
 SOLVERS = [StochasticCD, GreedyCD]
 
 
@@ -46,16 +46,6 @@ def _run(solver, problem, **kw):
 
 def _rel(a, b):
     return (a - b) / abs(b)
-
-
-def _svmlight(name, path, n_features):
-    full = os.path.join(DATA, path)
-    if not os.path.exists(full):
-        pytest.skip(f"{name} not found under {DATA}")
-    from sklearn.datasets import load_svmlight_file
-
-    X, y = load_svmlight_file(full, n_features=n_features)
-    return X, np.where(y > 0, 1.0, -1.0)
 
 
 # ------------------------------------------------------------------ small problems: the reference objective

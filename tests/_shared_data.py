@@ -1,0 +1,20 @@
+"""Where the tests find ``../shared/data`` (or ``$L1SCALE_DATA``), and a loader that skips
+the test when a data set is not there."""
+
+import os
+
+import numpy as np
+import pytest
+
+DATA = os.environ.get("L1SCALE_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+
+
+def load_svmlight_pm(name, path, n_features):
+    """X (CSR) and y in {-1, +1} of the svmlight file DATA/path; skips the test without it."""
+    full = os.path.join(DATA, path)
+    if not os.path.exists(full):
+        pytest.skip(f"{name} not found under {DATA}")
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(full, n_features=n_features)
+    return X, np.where(y > 0, 1.0, -1.0)
