@@ -175,7 +175,7 @@ def test_cache_written_on_first_pass_and_read_afterwards(svm_file, tmp_path, mon
     assert parses == [1]
     assert meta["n_chunks"] == len(first) > 1 and meta["n_samples"] == 200 and meta["n_features"] == 30
     assert meta["nnz"] == sum(c.X.nnz for c in first) and meta["source"]["name"] == "data.svm"
-    assert len(list(cache.glob("chunk-*.npz"))) == len(first)
+    assert len(list(cache.glob("chunk-*.data.npy"))) == len(first)
     second = list(stream)
     assert parses == [1]  # the text was not parsed again
     assert all(chunks_equal(a, b) for a, b in zip(first, second))
@@ -206,7 +206,7 @@ def test_interrupted_first_pass_leaves_no_meta(svm_file, tmp_path):
         for i, _ in enumerate(stream):
             if i == 2:
                 raise RuntimeError("consumer failed")
-    assert cache.is_dir() and list(cache.glob("chunk-*.npz")) and not (cache / "meta.json").exists()
+    assert cache.is_dir() and list(cache.glob("chunk-*.data.npy")) and not (cache / "meta.json").exists()
     with pytest.raises(DataFormatError, match="not a complete"):
         Stream.from_cache(cache)
     Xs, ys, _ = gather(stream)  # next pass rebuilds the cache from text
@@ -215,11 +215,26 @@ def test_interrupted_first_pass_leaves_no_meta(svm_file, tmp_path):
     np.testing.assert_array_equal(gather(Stream.from_cache(cache))[0], dense)
 
 
+@pytest.mark.parametrize("damage", ["missing", "truncated"])
+def test_damaged_cache_chunk_names_the_file(svm_file, tmp_path, damage):
+    path, dense, y = svm_file
+    cache = tmp_path / "cache"
+    list(Stream.from_svmlight(path, chunk_bytes=500, cache=cache))
+    victim = cache / "chunk-000001.indices.npy"
+    if damage == "missing":
+        victim.unlink()
+    else:
+        victim.write_bytes(victim.read_bytes()[:60])
+    with pytest.raises(DataFormatError, match="unreadable cache chunk") as info:
+        list(Stream.from_cache(cache))
+    assert "chunk-000001" in str(info.value)
+
+
 def test_stale_cache_is_rebuilt(svm_file, tmp_path):
     path, dense, y = svm_file
     cache = tmp_path / "cache"
     list(Stream.from_svmlight(path, chunk_bytes=500, cache=cache))
-    n_old = len(list(cache.glob("chunk-*.npz")))
+    n_old = len(list(cache.glob("chunk-*.data.npy")))
     dump_svmlight(dense[:20], -y[:20], path)  # new content, fewer chunks
     st = os.stat(path)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
@@ -228,7 +243,7 @@ def test_stale_cache_is_rebuilt(svm_file, tmp_path):
     np.testing.assert_array_equal(ys, -y[:20])
     meta = json.loads((cache / "meta.json").read_text())
     assert meta["n_samples"] == 20 and meta["source"]["size"] == os.path.getsize(path)
-    assert len(list(cache.glob("chunk-*.npz"))) == meta["n_chunks"] < n_old  # old chunk files removed
+    assert len(list(cache.glob("chunk-*.data.npy"))) == meta["n_chunks"] < n_old  # old chunk files removed
 
 
 def test_cache_with_other_parse_options_is_rebuilt(tmp_path):

@@ -283,3 +283,28 @@ def test_l1_subgradient_is_rounded_at_the_end_of_training():
     threshold = 0.5 * 0.02  # eta_T K g with a constant rate
     assert np.count_nonzero(raw) > np.count_nonzero(result.coef)
     np.testing.assert_array_equal(result.coef, np.where(np.abs(raw) <= threshold, 0.0, raw))
+
+
+@pytest.mark.parametrize("K", [1, 4])
+def test_soft_threshold_layout_equals_the_slots_layout(K):
+    """theta = inf keeps one shifted float64 per feature; a theta above every weight takes the
+    (d, 3) slots path through the same algorithm: the two agree, over passes and a rebase."""
+    X, y = _sparse_data(n=300, d=40, seed=3)
+    problem = StreamProblem(Stream.from_arrays(X, y, chunk_rows=70), "logistic", lam=0.08)
+    soft = TruncatedGradient(K=K, eta0=0.8, max_iter=3, holdout=0, pass_decay=0.7)
+    slots = TruncatedGradient(K=K, eta0=0.8, max_iter=3, holdout=0, pass_decay=0.7, theta=1e300)
+    a, b = soft.solve(problem), slots.solve(problem)
+    assert soft.state_.soft_threshold and not slots.state_.soft_threshold
+    assert soft.state_.slots is None and soft.state_.w.shape == (40,)
+    np.testing.assert_allclose(a.coef, b.coef, rtol=0, atol=1e-13)
+    assert a.intercept == pytest.approx(b.intercept, abs=1e-13)
+    np.testing.assert_array_equal(a.coef != 0, b.coef != 0)
+    assert 0 < np.count_nonzero(a.coef) < 40
+    # A state handed to a solver with another sparsifier changes layout and keeps its weights.
+    state = soft.state_
+    before = state.coef
+    rows, yc, s, first = next(iter(problem.chunks()))
+    rounding = TruncatedGradient(sparsifier="rounding", theta=1e-300)
+    rounding.partial_fit(state, rows, yc[:0], s[:0], kind=problem.loss.kernel_id, l1=0.01, l2=0.0)
+    assert not state.soft_threshold
+    np.testing.assert_array_equal(state.coef, before)

@@ -22,7 +22,10 @@ at that step; when the feature next occurs, the penalties owed since then are ap
 at once, then the gradient step; a step costs O(nnz(x_i)), whatever d, and
 :meth:`TruncatedGradient._catch_up` settles every feature at the end of a pass (O(d)).
 The lazy weights equal those of the dense algorithm (every weight penalised at every
-K-th step) to rounding: see ``_settle`` for why. One exception to the cost: an L1
+K-th step) to rounding: see ``_settle`` for why. For the default sparsifier (truncated,
+theta = inf: soft-thresholding) a feature's state is one float64, sign(w_j) (|w_j| + c_j)
+with c_j the running sum when it was last touched: the weight now is
+sgn max(0, |stored| - C), computed without a branch (see ``_soft_threshold_rows``). One exception to the cost: an L1
 subgradient weight whose owed penalty crosses 0 oscillates around 0 in the dense
 algorithm, and the owed steps are replayed one by one (O(steps since its last
 update)); that dust of tiny nonzeros is why the paper finds the subgradient method
@@ -135,6 +138,58 @@ def _truncated_rows(kind, mode, data, indices, indptr, dense, y, s, order, first
     scalars[0], scalars[1], clock[0] = b, C, t
 
 
+@njit(cache=True, inline="always")
+def _unshift(stored, C):
+    """Feature j's weight now, from its stored sign(w) (|w| + c_j): sgn max(0, |stored| - C).
+    A weight stored as 0 (or as +-c_j for w = 0) stays 0: it owes nothing."""
+    return math.copysign(max(abs(stored) - C, 0.0), stored)
+
+
+@njit(cache=True, nogil=True)  # the reader thread reads the next chunk meanwhile
+def _soft_threshold_rows(kind, data, indices, indptr, dense, y, s, order, first_row, holdout, stored, scalars,
+                         clock, fit_intercept, K, eta0, t0, power, gK, stats):
+    """``_truncated_rows`` for the soft-threshold sparsifier (truncated, theta = inf), in place.
+
+    Shapes: stored (d,), sign(w_j) (|w_j| + c_j) with c_j = C when w_j was last touched;
+    the rest as ``_truncated_rows``. A truncation owed since then is a shrink by C - c_j,
+    so w_j = sgn max(0, |stored_j| - C): one float64 per feature (8 MiB at d = 2^20, where
+    the (d, 3) layout takes 24) and no data-dependent branch, whose mispredictions
+    (zero or not, sign) cost more than the arithmetic on wide text.
+    """
+    b, C, t = scalars[0], scalars[1], clock[0]
+    for r in range(order.shape[0]):
+        i = order[r]
+        start, end = indptr[i], indptr[i + 1]
+        z = b
+        for p in range(start, end):
+            z += data[p] * _unshift(stored[p - start if dense else indices[p]], C)
+        held = holdout > 0 and (first_row + i) % holdout == holdout - 1
+        score_example(stats, s[i] * loss_value(kind, y[i], z), s[i], end - start, held)
+        if held:
+            continue
+        t += 1
+        eta = _eta(t, eta0, t0, power)
+        step = eta * s[i] * loss_derivative(kind, y[i], z)
+        if step != 0.0:
+            stats[5] += end - start  # the update reads x_i again
+            for p in range(start, end):
+                j = p - start if dense else indices[p]
+                wj = _unshift(stored[j], C) - step * data[p]
+                stored[j] = math.copysign(abs(wj) + C, wj)  # w_j = 0 stores +-C: it unshifts to 0
+            if fit_intercept:
+                b -= step
+        if t % K == 0:
+            C += eta * gK
+    scalars[0], scalars[1], clock[0] = b, C, t
+
+
+@njit(cache=True)
+def _unshift_all(stored, C, out):
+    """out = the weights of a soft-threshold state (stored, out of shape (d,))."""
+    for j in range(stored.shape[0]):
+        out[j] = _unshift(stored[j], C)
+
+
 @njit(cache=True)
 def _settle_all(mode, w, last, c_last, t, C, K, theta, eta0, t0, power, gK):
     """Apply every feature's owed penalties (w, last, c_last of shape (d,)), in place."""
@@ -147,16 +202,24 @@ def _settle_all(mode, w, last, c_last, t, C, K, theta, eta0, t0, power, gK):
 class TruncatedState:
     """Weights and lazy-update book-keeping of :class:`TruncatedGradient`.
 
+    Two layouts, chosen by the solver's sparsifier:
+
+    - soft-threshold (truncated with theta = inf, the default): ``w`` (d,) holds
+      sign(w_j) (|w_j| + c_j), c_j the running penalty sum C when w_j was last touched
+      (``_soft_threshold_rows``); at the end of a pass ``settle`` rebases C to 0, so ``w``
+      then holds the weights themselves;
+    - any other sparsifier: ``slots`` (d, 3), one row [w_j, c_last_j, last_j] per feature
+      (``w``, ``c_last``, ``last`` are views), so that a visit touches one cache line.
+
     Attributes
     ----------
-    slots : ndarray (d, 3)
-        The three per-feature values below, side by side (``w``, ``c_last``, ``last`` are views).
+    soft_threshold : bool
+        Which layout.
     w : ndarray (d,) of float64
-        The weights as last touched (``coef`` applies what they still owe).
-    last : ndarray (d,) of float64 (whole numbers)
-        Step through which each feature's penalties are applied.
-    c_last : ndarray (d,)
-        The running sum C = sum_t eta_t g_t at that step.
+        The weights as last touched (shifted in the soft-threshold layout; ``coef`` applies
+        what they still owe).
+    last, c_last : ndarray (d,) or None
+        Step through which each feature's penalties are applied and C at that step (slots layout).
     scalars : ndarray (2,)
         [intercept, C now].
     clock : ndarray (1,) of int64
@@ -165,16 +228,31 @@ class TruncatedState:
 
     def __init__(self, n_features: int, fit_intercept: bool, solver: "TruncatedGradient"):
         self.n_features, self.fit_intercept = int(n_features), bool(fit_intercept)
-        # One row per feature, [w_j, c_last_j, last_j]: a visit to feature j touches one cache
-        # line, not three arrays (news20's d = 2^20 makes that the kernel's cost).
-        self.slots = np.zeros((self.n_features, 3))
-        self.w, self.c_last, self.last = self.slots[:, 0], self.slots[:, 1], self.slots[:, 2]
         self.scalars = np.zeros(2)
         self.clock = np.zeros(1, dtype=np.int64)
         self.solver = solver
+        self._layout(solver.soft_threshold)
         self.rng = np.random.default_rng(solver.random_state)  # for shuffle
         self.gravity = 0.0      # g, set by the solver's first chunk
         self.rate_scale = 1.0   # pass_decay ** pass of the current pass
+
+    def _layout(self, soft_threshold: bool):
+        self.soft_threshold = bool(soft_threshold)
+        if self.soft_threshold:
+            self.slots = self.last = self.c_last = None
+            self.w = np.zeros(self.n_features)
+        else:
+            self.slots = np.zeros((self.n_features, 3))
+            self.w, self.c_last, self.last = self.slots[:, 0], self.slots[:, 1], self.slots[:, 2]
+            self.last[:] = self.clock[0]
+            self.c_last[:] = self.scalars[1]
+
+    def relayout(self, soft_threshold: bool):
+        """Switch layouts (a solver with another sparsifier continues from this state)."""
+        if bool(soft_threshold) != self.soft_threshold:
+            coef = self.coef
+            self._layout(soft_threshold)
+            self.set_weights(coef, self.scalars[0])
 
     def _args(self):
         sv = self.solver
@@ -182,13 +260,21 @@ class TruncatedState:
                 sv.eta0 * self.rate_scale, sv.t0, sv.power_t, self.gravity * sv.K)
 
     def settle(self):
-        """Apply all owed penalties to w (O(d))."""
+        """Apply all owed penalties to w (O(d)); the soft-threshold layout rebases C to 0."""
+        if self.soft_threshold:
+            _unshift_all(self.w, self.scalars[1], self.w)
+            self.scalars[1] = 0.0
+            return
         mode, t, C, *rest = self._args()
         _settle_all(mode, self.w, self.last, self.c_last, t, C, *rest)
 
     @property
     def coef(self) -> np.ndarray:
         """The up-to-date weights (a copy; the state is not changed)."""
+        if self.soft_threshold:
+            out = np.empty(self.n_features)
+            _unshift_all(self.w, self.scalars[1], out)
+            return out
         slots = self.slots.copy()
         mode, t, C, *rest = self._args()
         _settle_all(mode, slots[:, 0], slots[:, 2], slots[:, 1], t, C, *rest)
@@ -206,9 +292,12 @@ class TruncatedState:
         coef = np.asarray(coef, dtype=np.float64)
         if coef.shape != (self.n_features,):
             raise ValueError(f"coef has shape {coef.shape}, expected ({self.n_features},)")
+        if self.soft_threshold:
+            self.scalars[1] = 0.0  # nothing owed: stored = w
+        else:
+            self.last[:] = self.clock[0]
+            self.c_last[:] = self.scalars[1]
         self.w[:] = coef
-        self.last[:] = self.clock[0]
-        self.c_last[:] = self.scalars[1]
         self.scalars[0] = float(intercept) if self.fit_intercept else 0.0
 
 
@@ -305,6 +394,11 @@ class TruncatedGradient(OnlineSolver):
         self.eta0, self.power_t, self.t0, self.pass_decay = float(eta0), float(power_t), float(t0), float(pass_decay)
         self._theta = math.inf if theta is None else float(theta)
 
+    @property
+    def soft_threshold(self) -> bool:
+        """Truncation at theta = inf: every weight soft-thresholded (the compact state layout)."""
+        return self.sparsifier == "truncated" and self._theta == math.inf
+
     def new_state(self, n_features, fit_intercept) -> TruncatedState:
         return TruncatedState(n_features, fit_intercept, self)
 
@@ -313,13 +407,19 @@ class TruncatedGradient(OnlineSolver):
         scale = self.pass_decay ** pass_index
         if (gravity != state.gravity or scale != state.rate_scale) and state.steps > 0:
             state.settle()  # the owed penalties were accrued at the old gravity and rate
+        state.relayout(self.soft_threshold)
         state.solver, state.gravity, state.rate_scale = self, gravity, scale
         stats = np.zeros(len(STATS))
         mode, t, C, K, theta, eta0, t0, power, gK = state._args()
-        _truncated_rows(kind, mode, *rows.arrays, y, np.ascontiguousarray(s, dtype=np.float64),
-                        self._order(state, y.shape[0]), int(first_row),
-                        int(holdout), state.w, state.last, state.c_last, state.scalars, state.clock,
-                        state.fit_intercept, K, theta, eta0, t0, power, gK, stats)
+        s = np.ascontiguousarray(s, dtype=np.float64)
+        order = self._order(state, y.shape[0])
+        if state.soft_threshold:
+            _soft_threshold_rows(kind, *rows.arrays, y, s, order, int(first_row), int(holdout), state.w,
+                                 state.scalars, state.clock, state.fit_intercept, K, eta0, t0, power, gK, stats)
+        else:
+            _truncated_rows(kind, mode, *rows.arrays, y, s, order, int(first_row), int(holdout), state.w,
+                            state.last, state.c_last, state.scalars, state.clock, state.fit_intercept, K, theta,
+                            eta0, t0, power, gK, stats)
         return stats
 
     def _catch_up(self, state):
