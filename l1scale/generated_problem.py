@@ -1,0 +1,103 @@
+"""GeneratedProblem: the L1 problem over a generated feature space that is never materialised.
+
+The twin of :class:`~l1scale.problem.Problem` for feature cached loops (ALGORITHMS.md
+sec. 6): the design matrix is Phi = phi(raw), p candidate columns produced block by
+block by a :class:`~l1scale.data.feature_spaces.FeatureSpace`, and the problem is
+
+    P(w, b) = sum_i c_i loss(y_i, phi(x_i) . w + b) + lam ||w||_1,   c_i = s_i / sum(s),
+
+the library's mean form (the paper's ||w||_1 + C sum_i loss is this one times C n, lam = 1/(C n)).
+Only pure L1: the paper's problem, and what lets a zero column stay out of memory.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .losses import get_loss
+from .problem import check_labels, check_sample_weight, optimal_intercept
+
+__all__ = ["GeneratedProblem"]
+
+
+class GeneratedProblem:
+    """Raw inputs, a feature space over them, labels, loss, weights and lam, validated once.
+
+    Parameters
+    ----------
+    space : FeatureSpace
+        Fitted here on ``raw`` (``space.fit(raw)``) unless already fitted on it.
+    raw : array-like
+        What the space consumes (DNA codes, an input matrix).
+    y : ndarray (n,)
+        Labels in {-1, +1} (classification losses) or real targets (squared loss).
+    loss : str or Loss, default "logistic"
+        A smooth loss (the trainer's Newton steps need its curvature).
+    lam, lam_ratio : float
+        lam in mean form, or a fraction of lam_max (which costs one sweep over the space).
+    fit_intercept : bool, default True
+    sample_weight : ndarray (n,), optional
+    """
+
+    def __init__(self, space, raw, y, loss="logistic", lam=None, *, lam_ratio=None, fit_intercept=True,
+                 sample_weight=None):
+        self.loss = get_loss(loss)
+        if not self.loss.smooth:
+            raise ValueError(f"loss {self.loss.name!r} is not smooth: feature cached loops take Newton steps")
+        if not hasattr(space, "n_features_"):
+            space.fit(raw)
+        # Validated and laid out once: every block and transform reads this.
+        self.space, self.raw, self.raw_input = space, space.prepare(raw), raw
+        self.n_features = int(space.n_features_)
+        n = self.raw.n
+        self.n_samples = n
+        self.y = check_labels(np.asarray(y, dtype=np.float64), self.loss, n)
+        self.c = check_sample_weight(sample_weight, n)
+        self.fit_intercept = bool(fit_intercept)
+        self.l1_ratio = 1.0
+        if (lam is None) == (lam_ratio is None):
+            raise ValueError("give lam or lam_ratio (exactly one)")
+        for name, value in (("lam", lam), ("lam_ratio", lam_ratio)):
+            if value is not None and (not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {name}={value!r}")
+        self._lam, self._lam_ratio = lam, lam_ratio
+
+    @property
+    def lam(self) -> float:
+        if self._lam is None:
+            self._lam = self._lam_ratio * self.lam_max()
+        return float(self._lam)
+
+    def intercept_only(self) -> float:
+        """b0, the optimal intercept at w = 0 (0 without an intercept)."""
+        z = np.zeros(self.n_samples)
+        return optimal_intercept(self.loss, self.y, self.c, z) if self.fit_intercept else 0.0
+
+    def lam_max(self) -> float:
+        """max_j |sum_i c_i loss'(y_i, b0) phi_j(x_i)|: one sweep over every block."""
+        if not hasattr(self, "_lam_max"):
+            from .solvers._fcl_kernels import screen_block
+
+            r = self.c * self.loss.derivative(self.y, np.full(self.n_samples, self.intercept_only()))
+            never = np.full(self.n_features, -1, dtype=np.int32)
+            gmax = 0.0
+            for k in range(self.space.n_blocks_):
+                j0, indptr, rows, vals = self.space.column_block(self.raw, k)
+                keep = np.empty(indptr.shape[0] - 1, dtype=np.int64)
+                gmax = max(gmax, screen_block(indptr, rows, vals, r, np.inf, np.inf, never, j0, keep)[2])
+            self._lam_max = float(gmax)
+        return self._lam_max
+
+    def margins(self, coef, intercept=0.0) -> np.ndarray:
+        """phi(raw) . coef + intercept, generating only the columns where coef is nonzero."""
+        support = np.flatnonzero(coef)
+        z = np.full(self.n_samples, float(intercept))
+        if support.size:
+            z += self.space.transform(self.raw, columns=support) @ np.asarray(coef)[support]
+        return z
+
+    def objective(self, coef, intercept=0.0) -> float:
+        z = self.margins(coef, intercept)
+        return float(np.dot(self.c, self.loss.value(self.y, z)) + self.lam * np.abs(coef).sum())

@@ -1,0 +1,538 @@
+r"""Feature cached loops (FCL; seed 4, ALGORITHMS.md sec. 6): L1 coordinate descent over a
+generated feature space that never fits in memory.
+
+Two kinds of threads share the row state (margins z and the per-row loss terms, see
+``_fcl_kernels``) and a column cache with a memory budget:
+
+- **writers** sweep the candidate features block by block: generate the block's
+  columns over all n examples (``FeatureSpace.column_block``), compute each gradient
+  g_j = sum_i c_i loss'(y_i, z_i) phi_j(x_i) from the shared state, and insert the
+  columns that would become nonzero (|g_j| > lam, the paper's |grad_j| > 1 at
+  liblinear's scale) into the cache; when the cache is over budget, random cached
+  columns with weight 0 are evicted to make room;
+- a **trainer** runs CDN updates (one-variable Newton step, Armijo backtracking) on
+  cached columns drawn at random, and evicts a column whose weight is 0 and whose
+  gradient is inside the optimality band after its update.
+
+Both kinds run at the same time: their kernels are Numba ``nogil``. The trainer holds
+the cache's lock while it works through a round of updates and the writer only while it
+inserts; generating and screening a block, the expensive part, takes no lock.
+
+The loops stop when a full writer sweep inserts nothing and the trainer has converged on
+the cache. The threads are then stopped and the result is verified sequentially: the
+trainer converges on the cache, then one more full sweep computes the KKT violation of
+every candidate outside it. If that sweep inserts nothing, the solution is optimal over
+the **whole feature space** to ``tol`` (the certificate is the largest KKT violation over
+all p candidates, relative to lam); otherwise the loops resume.
+
+Weights are never lost: only columns whose weight is 0 are evicted (the paper's writer
+evicts any random column; evicting a nonzero one would freeze its weight or drop it from
+the margins). If the nonzeros alone fill the budget, a violator cannot be inserted and the
+solver stops with ``stop_reason="cache_full"`` and a warning.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+
+import numpy as np
+from numba import njit
+
+from ..exceptions import ConvergenceWarning
+from ..generated_problem import GeneratedProblem
+from . import _fcl_kernels as K
+from .base import History, Result, Solver, compiled_once
+
+__all__ = ["FeatureCachedLoops", "FeatureCache", "parse_bytes"]
+
+_ENTRY_BYTES = 12  # one cached nonzero: int32 row + float64 value
+
+
+@njit(cache=True)
+def _seed_thread(seed):
+    """Numba's generator is per thread: seed the calling thread's."""
+    np.random.seed(seed)
+
+
+def parse_bytes(value) -> int:
+    """A memory size: an int (bytes) or a string such as "512MB", "2GB", "1.5GiB"."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        size = int(value)
+    elif isinstance(value, str):
+        text = value.strip().upper().replace(" ", "")
+        units = {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "KB": 10**3, "MB": 10**6, "GB": 10**9,
+                 "TB": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "B": 1}
+        for unit, scale in units.items():
+            if text.endswith(unit):
+                number = text[: -len(unit)]
+                break
+        else:
+            number, scale = text, 1
+        try:
+            size = int(float(number) * scale)
+        except ValueError:
+            raise ValueError(f"cannot read a memory size from {value!r} (e.g. 2GB, 512MiB, 1000000)") from None
+    else:
+        raise ValueError(f"a memory size is an int or a string such as '2GB', got {value!r}")
+    if size < _ENTRY_BYTES:
+        raise ValueError(f"memory size {value!r} is too small")
+    return size
+
+
+@compiled_once
+def _warm_up():
+    """Compile (or load from Numba's cache) every kernel before the threads start: a thread
+    compiling for a second would leave the others sweeping against a state that does not move."""
+    cache = FeatureCache(4, 12 * 8)
+    y, c = np.array([1.0, -1.0]), np.full(2, 0.5)
+    z, r, D, lv = np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(2)
+    args = (0, y, c, z, r, D, lv)
+    K.row_state(*args)
+    indptr, rows, vals = np.array([0, 2], dtype=np.int64), np.array([0, 1], dtype=np.int32), np.ones(2)
+    K.screen_block(indptr, rows, vals, r, 0.0, 0.0, cache.slot_of, 0, np.empty(1, dtype=np.int64))
+    cache.add(0, indptr, rows, vals, [0])
+    K.train(*args, *cache.arrays()[:-1], cache.counts, 0.1, 1, True)
+    K.cache_violation(cache.rows, cache.vals, cache.start, cache.length, cache.w, 1, r, D, 0.1)
+    K.intercept_update(*args)
+    K.compact(cache.rows, cache.vals, cache.start, cache.length, 1)
+    K.evict(0, 1, cache.start, cache.length, cache.feature, cache.w, cache.slot_of)
+    _seed_thread(0)
+
+
+class FeatureCache:
+    """The trainer's columns: an arena of ``cache_bytes`` (12 bytes per nonzero) and one slot
+    per cached column (see ``_fcl_kernels``). Lock it (``with cache.lock``) to change it.
+
+    Besides the arena, the cache keeps 4 bytes per candidate (the slot map) and 32 per
+    cached column.
+    """
+
+    def __init__(self, n_candidates: int, cache_bytes: int, random_state=None):
+        self.capacity = int(cache_bytes) // _ENTRY_BYTES
+        self.rows = np.empty(self.capacity, dtype=np.int32)
+        self.vals = np.empty(self.capacity, dtype=np.float64)
+        self.slot_of = np.full(int(n_candidates), -1, dtype=np.int32)
+        self._slots(1024)
+        self.counts = np.zeros(5, dtype=np.int64)  # n_slots, live nonzeros, updates, evicted, nonzeros read
+        self.end = 0  # the arena is used up to here (live columns and holes)
+        self.inserted = self.dropped = self.evicted_for_room = 0
+        self.lock = threading.Lock()
+        self.rng = np.random.default_rng(random_state)
+
+    def _slots(self, size):
+        old = getattr(self, "start", None)
+        new = {"start": np.zeros(size, np.int64), "length": np.zeros(size, np.int64),
+               "feature": np.zeros(size, np.int64), "w": np.zeros(size)}
+        for name, array in new.items():
+            if old is not None:
+                array[: len(old)] = getattr(self, name)
+            setattr(self, name, array)
+
+    @property
+    def n_slots(self) -> int:
+        return int(self.counts[0])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the live columns."""
+        return int(self.counts[1]) * _ENTRY_BYTES
+
+    def arrays(self):
+        return self.rows, self.vals, self.start, self.length, self.feature, self.w, self.slot_of, self.counts
+
+    def add(self, j0, indptr, rows, vals, chosen) -> int:
+        """Insert the block's columns ``chosen`` (candidates j0 + m) that are not cached yet,
+        evicting random zero-weight columns when the budget is full. Hold the lock.
+        Returns how many were inserted (the others are counted in ``dropped``)."""
+        chosen = [m for m in chosen if self.slot_of[j0 + m] < 0]
+        need = int(sum(indptr[m + 1] - indptr[m] for m in chosen))
+        free = self.capacity - int(self.counts[1])
+        if need > free:
+            self._evict_for_room(need - free)
+        done = 0
+        for m in chosen:
+            a, b = indptr[m], indptr[m + 1]
+            size = int(b - a)
+            if self.counts[1] + size > self.capacity:
+                self.dropped += 1
+                continue
+            if self.end + size > self.capacity:
+                self.end = K.compact(self.rows, self.vals, self.start, self.length, self.counts[0])
+            if self.counts[0] == self.start.shape[0]:
+                self._slots(2 * self.start.shape[0])
+            K.insert(self.rows, self.vals, self.start, self.length, self.feature, self.w, self.slot_of,
+                     self.counts, self.end, rows[a:b], vals[a:b], j0 + m)
+            self.end += size
+            done += 1
+        self.inserted += done
+        return done
+
+    def _evict_for_room(self, amount):
+        """The paper's random eviction, restricted to columns whose weight is 0."""
+        n = self.n_slots
+        zero = np.flatnonzero(self.w[:n] == 0.0)
+        freed = 0
+        victims = []
+        for s in self.rng.permutation(zero):
+            if freed >= amount:
+                break
+            victims.append(s)
+            freed += int(self.length[s])
+        # Evict from the highest slot down: a swap-with-last then never moves a victim.
+        for s in sorted(victims, reverse=True):
+            n, gone = K.evict(s, n, self.start, self.length, self.feature, self.w, self.slot_of)
+            self.counts[1] -= gone
+        self.counts[0] = n
+        self.evicted_for_room += len(victims)
+
+    def coef(self, p) -> np.ndarray:
+        coef = np.zeros(p)
+        n = self.n_slots
+        coef[self.feature[:n]] = self.w[:n]
+        return coef
+
+
+class _Shared:
+    """What the threads share besides the cache: the row state, the sweep book-keeping, the
+    stop flag and the first error raised in a thread."""
+
+    def __init__(self, problem, n_blocks):
+        self.n_blocks = n_blocks
+        self.stop = threading.Event()
+        self.error = None
+        self.lock = threading.Lock()  # the sweep counters
+        self.next_block = 0
+        self.sweeps = {}  # sweep -> [blocks done, inserted, worst violation outside the cache, start time]
+        self.rounds = 0  # the trainer's rounds so far
+        # The last complete sweep: (sweep, inserted, worst, end time, cache violation then, seconds it
+        # took, trainer rounds then).
+        self.last_sweep = None
+        self.cache_violation = np.inf
+        self.writer_reads = 0
+
+    def take_block(self):
+        with self.lock:
+            k = self.next_block
+            self.next_block += 1
+            sweep = k // self.n_blocks
+            self.sweeps.setdefault(sweep, [0, 0, 0.0, time.perf_counter()])
+            return k % self.n_blocks, sweep
+
+    def block_done(self, sweep, inserted, worst, reads):
+        with self.lock:
+            row = self.sweeps[sweep]
+            row[0] += 1
+            row[1] += inserted
+            row[2] = max(row[2], worst)
+            self.writer_reads += int(reads)
+            if row[0] == self.n_blocks:
+                now = time.perf_counter()
+                self.last_sweep = (sweep, row[1], row[2], now, self.cache_violation, now - row[3], self.rounds)
+                del self.sweeps[sweep]
+
+
+class FeatureCachedLoops(Solver):
+    r"""Feature cached loops: writer threads generate and screen candidate columns, a trainer
+    thread runs CDN on the cached ones (module docstring; ALGORITHMS.md sec. 6).
+
+    Minimises, over a generated space of p candidate features phi_j,
+
+    .. math::
+
+        P(w, b) = \sum_i c_i \, \mathrm{loss}(y_i, \phi(x_i) \cdot w + b) + \lambda \|w\|_1
+
+    (:class:`~l1scale.generated_problem.GeneratedProblem`).
+
+    Parameters
+    ----------
+    cache_bytes : int or str, default "1GB"
+        Memory budget of the column cache (12 bytes per cached nonzero).
+    tol : float, default 1e-6
+        Stop when every candidate's KKT violation is at most tol * lam.
+    max_sweeps : int, default 100
+        Writer sweeps over the whole space before giving up (``max_iter`` is an alias).
+    max_time : float, optional
+        Seconds before giving up.
+    n_writers : int, default 1
+        Writer threads.
+    threads : bool, default True
+        False: one thread alternates a block of writing and a round of training (reproducible
+        for a seed; the reference of the thread-safety test).
+    report_every : float, default 0.5
+        Seconds between History rows (threads) or blocks between them (sequential).
+    random_state : int or None
+    verbose, callback
+        A progress line / ``callback(row, history)`` per History row.
+
+    Attributes
+    ----------
+    progress_ : list of dict
+        Per History row: seconds, objective, KKT violation on the cache, nnz, cached columns
+        and bytes, inserted, evicted (by the trainer, and for room), dropped, complete sweeps.
+    """
+
+    name = "fcl"
+    data_access = "generated"
+    requires = ("smooth",)
+
+    def __init__(self, cache_bytes="1GB", tol=1e-6, max_sweeps=100, *, max_iter=None, max_time=None, n_writers=1,
+                 threads=True, report_every=0.5, random_state=None, verbose=0, callback=None):
+        self.cache_bytes = parse_bytes(cache_bytes)
+        if not tol > 0:
+            raise ValueError(f"tol must be > 0, got {tol!r}")
+        self.tol = float(tol)
+        self.max_sweeps = int(max_iter if max_iter is not None else max_sweeps)
+        if self.max_sweeps < 1:
+            raise ValueError(f"max_sweeps must be >= 1, got {self.max_sweeps}")
+        self.max_iter = self.max_sweeps
+        self.max_time = None if max_time is None else float(max_time)
+        self.n_writers = int(n_writers)
+        if self.n_writers < 1:
+            raise ValueError(f"n_writers must be >= 1, got {n_writers!r}")
+        self.threads, self.report_every = bool(threads), float(report_every)
+        self.random_state, self.verbose, self.callback = random_state, verbose, callback
+
+    # ------------------------------------------------------------------ set-up
+    def solve(self, problem: GeneratedProblem, coef_init=None, intercept_init=None) -> Result:
+        if not isinstance(problem, GeneratedProblem):
+            raise TypeError("FeatureCachedLoops solves a GeneratedProblem (a feature space over raw inputs)")
+        if coef_init is not None or intercept_init is not None:
+            raise ValueError("fcl starts from w = 0 and the intercept-only b (no warm start)")
+        self.check_problem(problem)
+        compile_seconds = _warm_up()
+        self.problem = problem
+        self.lam1 = problem.lam
+        self.threshold = self.tol * self.lam1
+        n, kind = problem.n_samples, problem.loss.kernel_id
+        seed = np.random.SeedSequence(self.random_state)
+        self.cache = FeatureCache(problem.n_features, self.cache_bytes, np.random.default_rng(seed.spawn(1)[0]))
+        self.trainer_seed = int(seed.generate_state(1)[0] % (2**31))
+        self.z = np.full(n, problem.intercept_only())
+        self.r, self.D, self.lv = np.empty(n), np.empty(n), np.empty(n)
+        self.kernel_args = (kind, problem.y, problem.c, self.z, self.r, self.D, self.lv)
+        K.row_state(*self.kernel_args)
+        self.intercept = float(self.z[0]) if n else 0.0
+        self.history, self.progress_ = History(), []
+        self.t0 = time.perf_counter()
+        self.trainer_reads = 0
+        self._run()
+        return self._result(compile_seconds)
+
+    # ------------------------------------------------------------------ the loops
+    def _run(self):
+        shared = _Shared(self.problem, self.problem.space.n_blocks_)
+        self.shared = shared
+        self.stop_reason = "max_iter"
+        while True:
+            if self.threads:
+                self._threaded_phase(shared)
+            else:
+                self._sequential_phase(shared)
+            if shared.error is not None:
+                raise shared.error
+            if self.stop_reason in ("max_iter", "max_time"):
+                return
+            # Verify with the threads stopped: converge on the cache, then one full sweep.
+            self._converge_on_cache()
+            inserted, worst = self._full_sweep()
+            self._record(shared)
+            if inserted == 0:
+                self.certificate = max(self._cache_violation(), worst, self._intercept_violation())
+                if self.certificate <= self.threshold:
+                    self.stop_reason = "kkt"
+                else:  # violators left out for want of room, or the cache itself not solved
+                    self.stop_reason = "cache_full" if worst > self.threshold else "max_iter"
+                return
+            if self.cache.dropped and self._sweeps_done(shared) >= self.max_sweeps:
+                self.stop_reason = "cache_full"
+                return
+            self.stop_reason = "max_iter"
+
+    def _sweeps_done(self, shared):
+        return shared.next_block // shared.n_blocks
+
+    def _over(self, shared) -> bool:
+        if self._sweeps_done(shared) >= self.max_sweeps:
+            self.stop_reason = "max_iter"
+            return True
+        if self.max_time is not None and time.perf_counter() - self.t0 > self.max_time:
+            self.stop_reason = "max_time"
+            return True
+        last = shared.last_sweep
+        if last is not None and last[1] == 0 and shared.cache_violation <= self.threshold:
+            self.stop_reason = "verify"
+            return True
+        return False
+
+    def _threaded_phase(self, shared):
+        shared.stop.clear()
+        shared.last_sweep = None
+        workers = [threading.Thread(target=self._guard, args=(shared, self._writer_loop), daemon=True,
+                                    name=f"l1scale-fcl-writer-{w}") for w in range(self.n_writers)]
+        workers.append(threading.Thread(target=self._guard, args=(shared, self._trainer_loop), daemon=True,
+                                        name="l1scale-fcl-trainer"))
+        for t in workers:
+            t.start()
+        last_record = time.perf_counter()
+        try:
+            # Look often (the stopping rule), record a History row every report_every seconds.
+            while not shared.stop.wait(0.002):
+                if shared.error is not None or self._over(shared):
+                    break
+                if time.perf_counter() - last_record >= self.report_every:
+                    self._record(shared)
+                    last_record = time.perf_counter()
+        finally:
+            shared.stop.set()
+            for t in workers:
+                t.join()
+
+    def _sequential_phase(self, shared):
+        """One thread: a block written, then a round of training, in turn (reproducible)."""
+        shared.last_sweep = None
+        _seed_thread(self.trainer_seed + self._sweeps_done(shared))
+        while not self._over(shared):
+            if not self._idle(shared):
+                self._write_one(shared)
+            self._train_round(shared)
+            if shared.next_block % max(1, int(self.report_every * 10)) == 0:
+                self._record(shared)
+
+    @staticmethod
+    def _guard(shared, loop):
+        try:
+            loop(shared)
+        except BaseException as exc:  # handed to the main thread
+            shared.error = exc
+            shared.stop.set()
+
+    def _writer_loop(self, shared):
+        while not shared.stop.is_set():
+            if self._idle(shared):
+                time.sleep(0.001)
+                continue
+            self._write_one(shared)
+
+    def _idle(self, shared) -> bool:
+        """After a sweep that inserted nothing, sweeping again before the trainer has moved the
+        margins finds nothing either, and takes a core from the trainer: a writer about to
+        start a sweep waits until the trainer has converged on the cache (then the loops stop
+        and verify), has cut its KKT violation tenfold, or has run min(10 n_blocks, 100) rounds."""
+        last = shared.last_sweep
+        if last is None or last[1] > 0 or shared.next_block % shared.n_blocks:
+            return False
+        violation, rounds = last[4], last[6]
+        if shared.cache_violation <= max(self.threshold, 0.1 * violation):
+            return False
+        # Counted in the trainer's rounds (not seconds), so the sequential mode is reproducible.
+        return shared.rounds - rounds < min(10 * shared.n_blocks, 100)
+
+    def _trainer_loop(self, shared):
+        _seed_thread(self.trainer_seed + self._sweeps_done(shared))
+        while not shared.stop.is_set():
+            if self.cache.n_slots == 0 and not self.problem.fit_intercept:
+                time.sleep(0.001)
+                continue
+            self._train_round(shared)
+
+    def _write_one(self, shared):
+        """Generate block k, screen it against the shared state, insert its violators."""
+        k, sweep = shared.take_block()
+        j0, indptr, rows, vals = self.problem.space.column_block(self.problem.raw, k)
+        keep = np.empty(indptr.shape[0] - 1, dtype=np.int64)
+        count, worst, _, reads = K.screen_block(indptr, rows, vals, self.r, self.lam1, self.threshold,
+                                                self.cache.slot_of, j0, keep)
+        inserted = 0
+        if count:
+            with self.cache.lock:
+                inserted = self.cache.add(j0, indptr, rows, vals, keep[:count].tolist())
+        shared.block_done(sweep, inserted, worst, reads)
+
+    def _train_round(self, shared):
+        """About one pass of random CDN updates over the cache, an intercept step, and the
+        cache's KKT violation, under the lock (a writer waits at most one round to insert)."""
+        cache = self.cache
+        with cache.lock:
+            n = cache.n_slots
+            if n:
+                K.train(*self.kernel_args, *cache.arrays()[:-1], cache.counts, self.lam1, n, True)
+            if self.problem.fit_intercept:
+                step, _ = K.intercept_update(*self.kernel_args)
+                self.intercept += step
+            shared.cache_violation = max(self._cache_violation(), self._intercept_violation())
+            shared.rounds += 1
+
+    def _cache_violation(self) -> float:
+        c = self.cache
+        worst, reads = K.cache_violation(c.rows, c.vals, c.start, c.length, c.w, c.n_slots, self.r, self.D, self.lam1)
+        self.trainer_reads += int(reads)
+        return float(worst)
+
+    def _intercept_violation(self) -> float:
+        return abs(float(self.r.sum())) if self.problem.fit_intercept else 0.0
+
+    def _converge_on_cache(self, max_rounds=10000):
+        _seed_thread(self.trainer_seed + 7919 * (1 + self._sweeps_done(self.shared)))
+        for _ in range(max_rounds):
+            self._train_round(self.shared)
+            if self.shared.cache_violation <= self.threshold:
+                return
+
+    def _full_sweep(self):
+        """One sequential sweep over every block with the state frozen; returns (inserted,
+        the largest KKT violation outside the cache before insertion)."""
+        inserted, worst = 0, 0.0
+        for k in range(self.problem.space.n_blocks_):
+            j0, indptr, rows, vals = self.problem.space.column_block(self.problem.raw, k)
+            keep = np.empty(indptr.shape[0] - 1, dtype=np.int64)
+            count, w, _, reads = K.screen_block(indptr, rows, vals, self.r, self.lam1, self.threshold,
+                                                self.cache.slot_of, j0, keep)
+            self.shared.writer_reads += int(reads)
+            worst = max(worst, w)
+            if count:
+                inserted += self.cache.add(j0, indptr, rows, vals, keep[:count].tolist())
+        return inserted, worst
+
+    # ------------------------------------------------------------------ reporting
+    def objective(self) -> float:
+        n = self.cache.n_slots
+        return float(self.lv.sum() + self.lam1 * np.abs(self.cache.w[:n]).sum())
+
+    def _record(self, shared):
+        c = self.cache
+        n = c.n_slots
+        row = {"seconds": time.perf_counter() - self.t0, "objective": self.objective(),
+               "violation": shared.cache_violation, "nnz": int(np.count_nonzero(c.w[:n])), "cached_columns": n,
+               "cached_bytes": c.nbytes, "inserted": c.inserted, "evicted": int(c.counts[3]),
+               "evicted_for_room": c.evicted_for_room, "dropped": c.dropped, "sweeps": self._sweeps_done(shared)}
+        self.progress_.append(row)
+        self.history.append(objective=row["objective"], certificate=row["violation"], nnz=row["nnz"],
+                            time=row["seconds"], data_accesses=shared.writer_reads + int(c.counts[4]),
+                            active=n)
+        if self.verbose:
+            print(f"fcl {row['seconds']:7.2f}s  objective {row['objective']:.8g}  kkt {row['violation']:.2e}  "
+                  f"nnz {row['nnz']:6d}  cache {n} cols / {row['cached_bytes'] / 2**20:.1f} MiB  "
+                  f"inserted {row['inserted']}  evicted {row['evicted'] + row['evicted_for_room']}  "
+                  f"sweeps {row['sweeps']}", flush=True)
+        if self.callback is not None:
+            self.callback(len(self.history), self.history)
+
+    def _result(self, compile_seconds) -> Result:
+        p = self.problem
+        coef = self.cache.coef(p.n_features)
+        converged = self.stop_reason == "kkt"
+        cert = getattr(self, "certificate", np.nan)
+        if not converged:
+            cert = max(self.shared.cache_violation, self._intercept_violation())
+            why = {"cache_full": "the nonzero columns fill cache_bytes: columns that should enter could not "
+                                 "(raise cache_bytes)",
+                   "max_time": f"max_time={self.max_time} s ran out",
+                   "max_iter": f"max_sweeps={self.max_sweeps} writer sweeps ran out"}[self.stop_reason]
+            warnings.warn(f"fcl stopped before certifying optimality over the feature space: {why}",
+                          ConvergenceWarning, stacklevel=3)
+        return Result(coef=coef, intercept=float(self.intercept), objective=self.objective(),
+                      n_iter=self._sweeps_done(self.shared), converged=converged, stop_reason=self.stop_reason,
+                      certificate_name="kkt", certificate=float(cert), relative_certificate=float(cert / self.lam1),
+                      history=self.history, timings={"solve": time.perf_counter() - self.t0, "compile": compile_seconds})
