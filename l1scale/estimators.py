@@ -23,6 +23,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from . import _generated_fit
+from ._generated_fit import GENERATED_SOLVERS
 from .data.memory import as_rows
 from .data.stream import Stream
 from .losses import get_loss
@@ -47,6 +49,29 @@ def _is_stream_input(X) -> bool:
     return isinstance(X, (Stream, str, os.PathLike))
 
 
+def _is_dask_dataset(X) -> bool:
+    """An ``l1scale.distributed.DaskDataset`` (recognised without importing dask)."""
+    return getattr(X, "_l1scale_dask", False) is True
+
+
+# Solvers that run distributed passes over a DaskDataset (l1scale.distributed.distributed_solver).
+_DISTRIBUTED = ("mp", "rmmp", "ista", "fista", "multiscale_fista", "truncated_gradient", "sgd_cumulative")
+
+
+def _scan(stream):
+    """The label scan of a Stream (one pass), or the one a DaskDataset made on its workers."""
+    return stream.scan if _is_dask_dataset(stream) else scan_stream(stream)
+
+
+def _stream_problem(stream, *args, **kw):
+    """StreamProblem, or the DaskProblem over a DaskDataset's partitions."""
+    if _is_dask_dataset(stream):
+        from .distributed import DaskProblem
+
+        return DaskProblem(stream, *args, **kw)
+    return StreamProblem(stream, *args, **kw)
+
+
 class _SparseLinearModel(BaseEstimator):
     """What the classifier and the regressor share: parameters, solving, saving."""
 
@@ -57,14 +82,23 @@ class _SparseLinearModel(BaseEstimator):
         if self.loss not in self._losses:
             raise ValueError(f"loss={self.loss!r} is not supported by {type(self).__name__}; "
                              f"choose one of {list(self._losses)}")
+        features = getattr(self, "features", None)
         if isinstance(self.solver, Solver):
             solver = self.solver.name
+        elif features is not None and self.solver == "auto":
+            solver = "fcl"  # a generated space: feature cached loops, never materialised
         elif self.solver != "auto" and self.solver not in SOLVERS:
             raise ValueError(f"solver={self.solver!r} is not a known solver; choose 'auto' or one of {sorted(SOLVERS)}")
         else:
             # "auto": data held in memory go to the certified CD solver; streamed data
             # (a path or a Stream) to RMMP, whose memory does not grow with n.
             solver = ("rmmp" if streaming else "cd") if self.solver == "auto" else self.solver
+        if solver in GENERATED_SOLVERS and features is None:
+            raise ValueError(f"solver={solver!r} trains over a generated feature space: give features= "
+                             "(e.g. l1scale.data.DNAPatterns(d=8))")
+        if features is not None and (streaming or solver in _STREAMING):
+            raise ValueError(f"features= takes raw inputs in memory; solver={solver!r} and streamed data do not "
+                             "apply (use solver='fcl')")
         if self.lam is not None and self.lam_ratio is not None:
             raise ValueError("give lam or lam_ratio, not both")
         for name in ("lam", "lam_ratio"):
@@ -84,7 +118,10 @@ class _SparseLinearModel(BaseEstimator):
             raise ValueError("two_stage re-solves on the support in memory; it does not apply to streamed data")
         if self.max_active is not None and (not isinstance(self.max_active, numbers.Integral) or self.max_active < 1):
             raise ValueError(f"max_active must be an integer >= 1, got max_active={self.max_active!r}")
-        if streaming and solver not in _STREAMING:
+        if streaming == "dask" and solver not in _DISTRIBUTED:
+            raise ValueError(f"solver={solver!r} has no distributed version; a DaskDataset is fitted by one of "
+                             f"{list(_DISTRIBUTED)}")
+        if streaming is True and solver not in _STREAMING:
             raise ValueError(f"solver={solver!r} needs the data in memory; a path or Stream is read by "
                              f"one of {list(_STREAMING)} (or load it with l1scale.data.load_svmlight)")
         return solver
@@ -94,6 +131,13 @@ class _SparseLinearModel(BaseEstimator):
         if isinstance(self.solver, Solver):
             return self.solver
         common = {"callback": self.callback, "verbose": self.verbose}
+        cache_bytes = "1GB" if getattr(self, "cache_bytes", None) is None else self.cache_bytes
+        if self.solver_ == "fcl":
+            return SOLVERS["fcl"](cache_bytes=cache_bytes, tol=self.tol, max_sweeps=self.max_iter,
+                                  random_state=self.random_state, **common)
+        if self.solver_ == "dcl_sgd":
+            return SOLVERS["dcl_sgd"](cache_bytes=cache_bytes, max_epochs=self.max_iter,
+                                      random_state=self.random_state, verbose=self.verbose)
         if self.solver_ == "online":
             return OnlineSketch(**common)
         if issubclass(SOLVERS[self.solver_], OnlineSolver):
@@ -146,10 +190,14 @@ class _SparseLinearModel(BaseEstimator):
         coef_init, intercept_init = self._warm(len(positives), scan.n_features)
         for k, positive in enumerate(positives):
             lam_ratio = (_DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio) if self.lam is None else None
-            problem = StreamProblem(stream, self.loss, self.lam, lam_ratio=lam_ratio, l1_ratio=self.l1_ratio,
+            problem = _stream_problem(stream, self.loss, self.lam, lam_ratio=lam_ratio, l1_ratio=self.l1_ratio,
                                     fit_intercept=self.fit_intercept, positive_class=positive,
                                     class_weight=class_weight, scan=scan)
             solver = self._make_solver(k, len(positives))
+            if _is_dask_dataset(stream):
+                from .distributed import distributed_solver
+
+                solver = distributed_solver(solver)
             if isinstance(solver, OnlineSketch):
                 if problem.penalty is None:
                     problem.resolve_lam(problem.gradient_at_start())  # lam_max: one pass first
@@ -205,7 +253,7 @@ class _SparseLinearModel(BaseEstimator):
 
     def _stream_for(self, X, y, sample_weight):
         """The Stream a streaming solver reads: X itself, a path opened, or arrays in chunks."""
-        if isinstance(X, Stream):
+        if isinstance(X, Stream) or _is_dask_dataset(X):
             stream = X
         elif isinstance(X, (str, os.PathLike)):
             stream = Stream.open(X)
@@ -226,9 +274,11 @@ class _SparseLinearModel(BaseEstimator):
         check_is_fitted(self)
         meta = {"estimator": type(self).__name__, "params": _json_params(self.get_params()),
                 "loss": self.loss, "lam": np.atleast_1d(self.lam_).tolist(), "l1_ratio": self.l1_ratio,
-                "fit_intercept": self.fit_intercept, "n_features": int(self.n_features_in_)}
+                "fit_intercept": self.fit_intercept, "n_features": int(np.shape(self.coef_)[-1])}
         if hasattr(self, "classes_"):
             meta["classes"] = self.classes_.tolist()
+        if getattr(self, "features_", None) is not None:
+            meta["features"] = _generated_fit.space_spec(self.features_)
         save_model(path, coef=self.coef_, intercept=self.intercept_, metadata=meta)
 
 
@@ -276,6 +326,14 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
     two_stage : float in (0, 1], optional
         Qin et al.'s two-stage active set: after the solve at lam, re-solve on its support
         only at lam2 = two_stage * lam (0.1 in the paper). In-memory solvers only.
+    features : FeatureSpace, optional
+        A generated feature space (:class:`~l1scale.data.DNAPatterns`, :class:`~l1scale.data.Products`,
+        :class:`~l1scale.data.RandomFourier`): X is then its raw input (e.g. DNA sequences) and
+        the model is linear in phi(X). ``solver="auto"`` is then "fcl" (feature cached loops:
+        phi(X) is never materialised); "dcl_sgd" is the dual-cached-loops SGD baseline; an
+        in-memory solver ("cd", ...) materialises phi(X) first.
+    cache_bytes : int or str, optional
+        "fcl" / "dcl_sgd": memory budget of the column (row) cache, e.g. "2GB" (default "1GB").
 
     Attributes
     ----------
@@ -289,6 +347,9 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         The solver's Result (with its History) per binary problem.
     solver_ : str
         The solver "auto" resolved to.
+    features_ : FeatureSpace
+        Only with ``features``: the space fitted on X (``coef_`` has its p columns;
+        ``features_.describe(j)`` names column j).
     stream_scan_ : StreamScan
         Only after a fit by a streaming solver (mp, rmmp, online): the first pass over the
         data (:func:`~l1scale.stream_problem.scan_stream`), with n_samples, n_features,
@@ -301,7 +362,7 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
     def __init__(self, loss="logistic", *, lam=None, lam_ratio=None, l1_ratio=1.0, fit_intercept=True,
                  solver="auto", tol=1e-6, max_iter=200, class_weight=None, warm_start=False,
                  random_state=None, verbose=0, callback=None, max_active=None, checkpoint=None,
-                 two_stage=None):
+                 two_stage=None, features=None, cache_bytes=None):
         self.loss = loss
         self.lam = lam
         self.lam_ratio = lam_ratio
@@ -318,6 +379,8 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         self.max_active = max_active
         self.checkpoint = checkpoint
         self.two_stage = two_stage
+        self.features = features
+        self.cache_bytes = cache_bytes
 
     def fit(self, X, y=None, sample_weight=None):
         """Fit on X (dense or sparse) and labels y (any two or more values).
@@ -325,9 +388,15 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         X may also be a path (svmlight file, plain or compressed, or a chunk-cache
         directory) or a :class:`~l1scale.data.stream.Stream`, with y=None: the data
         are then read in passes by a streaming solver ("auto": RMMP), never loaded.
+
+        With ``features`` set, X is the raw input of the feature space (e.g. DNA
+        sequences) and the model is fitted over the generated features phi(X).
         """
+        if self.features is not None:
+            self.solver_ = self._check_params()
+            return _generated_fit.fit(self, X, y, sample_weight, classifier=True)
         stream = self._stream_for(X, y, sample_weight)
-        self.solver_ = self._check_params(streaming=stream is not None)
+        self.solver_ = self._check_params(streaming="dask" if _is_dask_dataset(stream) else stream is not None)
         self.__dict__.pop("stream_scan_", None)  # set again by a streamed fit
         if stream is None and self.solver_ in _STREAMING:
             X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
@@ -367,7 +436,7 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
 
     def _fit_classifier_stream(self, stream, labels=None):
         """One-vs-rest over a stream whose labels are the classes (or codes into ``labels``)."""
-        scan = scan_stream(stream)
+        scan = _scan(stream)
         classes = scan.classes
         if classes.shape[0] < 2:
             raise ValueError(f"y has {'only one class' if classes.size else 'no class table (too many values)'}"
@@ -429,8 +498,11 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
     def decision_function(self, X):
         """Margins x . w + b: shape (n,) for two classes, (n, n_classes) otherwise."""
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=False)
-        scores = np.asarray(X @ self.coef_.T) + self.intercept_
+        if getattr(self, "features_", None) is not None:
+            scores = _generated_fit.margins(self, X)
+        else:
+            X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=False)
+            scores = np.asarray(X @ self.coef_.T) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict(self, X):
@@ -473,7 +545,7 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
     Parameters
     ----------
     lam, lam_ratio, l1_ratio, fit_intercept, solver, tol, max_iter, warm_start, random_state,
-    verbose, callback, max_active, checkpoint, two_stage
+    verbose, callback, max_active, checkpoint, two_stage, features, cache_bytes
         As for :class:`SparseLogisticRegression`.
 
     Attributes
@@ -494,7 +566,7 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
 
     def __init__(self, *, lam=None, lam_ratio=None, l1_ratio=1.0, fit_intercept=True, solver="auto",
                  tol=1e-6, max_iter=200, warm_start=False, random_state=None, verbose=0, callback=None,
-                 max_active=None, checkpoint=None, two_stage=None):
+                 max_active=None, checkpoint=None, two_stage=None, features=None, cache_bytes=None):
         self.lam = lam
         self.lam_ratio = lam_ratio
         self.l1_ratio = l1_ratio
@@ -509,12 +581,17 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
         self.max_active = max_active
         self.checkpoint = checkpoint
         self.two_stage = two_stage
+        self.features = features
+        self.cache_bytes = cache_bytes
 
     def fit(self, X, y=None, sample_weight=None):
         """Fit on X (dense or sparse) and targets y; X may be a path or Stream (y=None),
-        as for :meth:`SparseLogisticRegression.fit`."""
+        or raw inputs of ``features``, as for :meth:`SparseLogisticRegression.fit`."""
+        if self.features is not None:
+            self.solver_ = self._check_params()
+            return _generated_fit.fit(self, X, y, sample_weight, classifier=False)
         stream = self._stream_for(X, y, sample_weight)
-        self.solver_ = self._check_params(streaming=stream is not None)
+        self.solver_ = self._check_params(streaming="dask" if _is_dask_dataset(stream) else stream is not None)
         self.__dict__.pop("stream_scan_", None)  # set again by a streamed fit
         from_arrays = stream is None and self.solver_ in _STREAMING
         if from_arrays:
@@ -522,7 +599,7 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
                                  y_numeric=True)
             stream = Stream.from_arrays(X, y, _check_sample_weight(sample_weight, X, dtype=np.float64))
         if stream is not None:
-            scan = scan_stream(stream)
+            scan = _scan(stream)
             results, lams = self._fit_stream(stream, [None], None, scan)
             if not from_arrays:
                 self._set_stream_width(stream, scan)
@@ -562,6 +639,8 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
 
     def predict(self, X):
         check_is_fitted(self)
+        if getattr(self, "features_", None) is not None:
+            return _generated_fit.margins(self, X).ravel()
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=False)
         return np.asarray(X @ self.coef_).ravel() + self.intercept_
 
@@ -594,4 +673,9 @@ def load(path):
         est.coef_ = np.atleast_2d(est.coef_)
         est.classes_ = np.asarray(meta["classes"])
     est.solver_ = "cd" if est.solver == "auto" else est.solver
+    if "features" in meta:
+        est.features_ = _generated_fit.space_from_spec(meta["features"])
+        est.features = _generated_fit.space_from_spec(meta["features"])
+        est.n_features_in_ = int(est.features_.n_inputs_)
+        est.solver_ = "fcl" if est.solver == "auto" else est.solver
     return est

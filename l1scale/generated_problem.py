@@ -21,6 +21,8 @@ from .problem import check_labels, check_sample_weight, optimal_intercept
 
 __all__ = ["GeneratedProblem"]
 
+_FEW_COLUMNS = 1000  # margins: above this support size, generate whole blocks
+
 
 class GeneratedProblem:
     """Raw inputs, a feature space over them, labels, loss, weights and lam, validated once.
@@ -91,11 +93,23 @@ class GeneratedProblem:
         return self._lam_max
 
     def margins(self, coef, intercept=0.0) -> np.ndarray:
-        """phi(raw) . coef + intercept, generating only the columns where coef is nonzero."""
+        """phi(raw) . coef + intercept, generating only the columns where coef is nonzero: chosen
+        columns one by one for a small support, else the blocks that hold any of them (a chosen
+        column can cost O(n) to generate where a block costs its nonzeros)."""
+        from .solvers._fcl_kernels import add_columns
+
+        coef = np.asarray(coef, dtype=np.float64)
         support = np.flatnonzero(coef)
         z = np.full(self.n_samples, float(intercept))
-        if support.size:
-            z += self.space.transform(self.raw, columns=support) @ np.asarray(coef)[support]
+        if support.size <= _FEW_COLUMNS:
+            if support.size:
+                z += self.space.transform(self.raw, columns=support) @ coef[support]
+            return z
+        for k in range(self.space.n_blocks_):
+            j0, j1 = self.space.block_range(k)
+            if coef[j0:j1].any():
+                _, indptr, rows, vals = self.space.column_block(self.raw, k)
+                add_columns(indptr, rows, vals, coef[j0:j1], z)
         return z
 
     def objective(self, coef, intercept=0.0) -> float:

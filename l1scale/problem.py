@@ -83,25 +83,29 @@ def check_sample_weight(sample_weight, n_samples):
     return s / total
 
 
-def optimal_intercept(loss, y, c, z, b=0.0, tol=1e-13, max_iter=100):
-    """The b minimising sum_i c_i loss(y_i, z_i + b) for fixed margins z (w fixed).
+def newton_intercept(derivatives, b=0.0, tol=1e-13, max_iter=100) -> float:
+    """The minimiser of a smooth convex function of the intercept b, given
+    ``derivatives(b) -> (h(b), h'(b))`` of its monotone derivative h.
 
-    Safeguarded Newton on the monotone derivative h(b) = sum_i c_i loss'(y_i, z_i + b):
-    Newton steps inside a bracket that always holds the root, bisection when a step
-    leaves it (curvature can vanish for the squared hinge).
+    Safeguarded Newton: Newton steps inside a bracket that always holds the root,
+    bisection when a step leaves it (curvature can vanish for the squared hinge), a
+    geometric walk while there is no bracket and no curvature. Once |h(b)| <= 1e-8 the
+    Newton step is returned without evaluating h again (quadratic convergence puts it at
+    rounding level; callers that need it checked pass over their margins anyway). Each
+    solver supplies h its own way: NumPy sums, a jitted kernel, a map over partitions.
     """
     lo, hi = -np.inf, np.inf
     for _ in range(max_iter):
-        zb = z + b
-        grad = _wsum(c, loss.derivative(y, zb))
+        grad, curv = derivatives(b)
         if grad > 0:
             hi = b
         else:
             lo = b
         if abs(grad) <= tol:
             return b
-        curv = _wsum(c, loss.curvature(y, zb))
         step = b - grad / curv if curv > 1e-300 else np.nan
+        if abs(grad) <= 1e-8 and lo < step < hi:
+            return step
         if np.isfinite(lo) and np.isfinite(hi):
             if not (lo < step < hi):
                 step = 0.5 * (lo + hi)
@@ -112,6 +116,12 @@ def optimal_intercept(loss, y, c, z, b=0.0, tol=1e-13, max_iter=100):
             step = b + (-1.0 if grad > 0 else 1.0) * max(1.0, 2.0 * abs(b))
         b = step
     return b
+
+
+def optimal_intercept(loss, y, c, z, b=0.0, tol=1e-13, max_iter=100):
+    """The b minimising sum_i c_i loss(y_i, z_i + b) for fixed margins z (w fixed)."""
+    return newton_intercept(lambda b: (_wsum(c, loss.derivative(y, z + b)), _wsum(c, loss.curvature(y, z + b))),
+                            b, tol, max_iter)
 
 
 def lam_max(X, y, loss="logistic", *, l1_ratio=1.0, fit_intercept=True, sample_weight=None):

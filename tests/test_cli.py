@@ -161,7 +161,7 @@ def test_flags_map_onto_estimator_parameters(files, tmp_path):
     assert s["params"] == {"loss": "probit", "lam": 0.01, "lam_ratio": None, "l1_ratio": 0.5,
                            "fit_intercept": False, "solver": "auto", "tol": 1e-5, "max_iter": 50,
                            "class_weight": "balanced", "random_state": 3, "max_active": None,
-                           "checkpoint": None, "two_stage": None}
+                           "checkpoint": None, "two_stage": None, "features": None, "cache_bytes": None}
     assert s["certificate_name"] == "kkt" and s["lam"] == 0.01 and s["solver"] == "cd"
     est = load(model)
     assert est.get_params()["l1_ratio"] == 0.5 and est.intercept_[0] == 0.0

@@ -15,6 +15,7 @@ from l1scale.data.feature_spaces import DNAPatterns, Products
 from l1scale.data.sequences import make_splice_sites, splice_sequences
 from l1scale.exceptions import ConvergenceWarning
 from l1scale.generated_problem import GeneratedProblem
+from l1scale.metrics import roc_auc
 from l1scale.problem import Problem
 from l1scale.solvers import _fcl_kernels as K
 from l1scale.solvers.cd import CoordinateDescent
@@ -44,6 +45,8 @@ def _check_against_cd(space, raw, y, ratio, **kw):
     assert abs(res.objective - ref.objective) <= 1e-6 * ref.objective
     assert problem.objective(res.coef, res.intercept) == pytest.approx(res.objective, rel=1e-12)
     np.testing.assert_array_equal(np.flatnonzero(res.coef), np.flatnonzero(ref.coef))
+    dense = np.random.default_rng(0).normal(size=problem.n_features)  # margins by blocks (a large support)
+    np.testing.assert_allclose(problem.margins(dense, 0.5), Phi @ dense + 0.5, rtol=1e-12, atol=1e-10)
     assert max(row["cached_bytes"] for row in solver.progress_) <= _ten_percent(Phi)
     return res, ref, solver
 
@@ -198,11 +201,114 @@ def test_dual_cached_loops_sgd_learns_within_its_budget():
     steps = [s["steps"] for s in solver.snapshots_]
     assert steps[-1] >= 30 * 3000 and steps == sorted(steps)
     start = problem.objective(np.zeros(problem.n_features), problem.intercept_only())
-    objectives = [problem.objective(s["coef"], s["intercept"]) for s in solver.snapshots_[-20:]]
-    assert np.median(objectives) < start - 0.005  # noisy iterates, but clearly learning
-    assert 0 < res.nnz < problem.n_features
+    # Noisy iterates, but clearly learning: the best snapshot, and the ranking of the last one.
+    objectives = [problem.objective(solver.snapshot_coef(i), s["intercept"]) for i, s in enumerate(solver.snapshots_)]
+    assert min(objectives) < start - 0.005
+    assert roc_auc(y, problem.margins(res.coef, res.intercept)) > 0.75
+    assert 0 < res.nnz < problem.n_features and res.stop_reason == "max_iter"
+    assert solver.snapshots_[-1]["indices"].shape == (res.nnz,)  # sparse snapshots
+    timed = DualCachedLoopsSGD(cache_bytes=budget, max_epochs=1e9, max_time=0.2).solve(problem)
+    assert timed.stop_reason == "max_time"
     with pytest.raises(TypeError):
         solver.solve(Problem(Phi, y, lam=0.1))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         DualCachedLoopsSGD(cache_bytes=budget, max_epochs=1).solve(problem)
+
+
+# --------------------------------------------------------------------------- the estimators
+
+
+def test_estimator_on_sequences_fits_predicts_saves_and_matches_cd(tmp_path):
+    from l1scale import SparseLogisticRegression, load
+    from l1scale.data import decode_sequences
+
+    codes, y = make_splice_sites(2500, L=30, positive_rate=0.05, random_state=0)
+    seqs, labels = decode_sequences(codes), np.where(y > 0, "site", "none")
+    fcl = SparseLogisticRegression(features=DNAPatterns(d=3), cache_bytes="2MB", lam_ratio=0.05, tol=1e-9,
+                                   random_state=0).fit(seqs[:2000], labels[:2000])
+    assert fcl.solver_ == "fcl" and fcl.result_.converged and fcl.coef_.shape == (1, 28 * 100)
+    assert fcl.n_features_in_ == 30 and list(fcl.classes_) == ["none", "site"]
+    cd = SparseLogisticRegression(solver="cd", features=DNAPatterns(d=3), lam_ratio=0.05, tol=1e-12)
+    cd.fit(codes[:2000], labels[:2000])  # codes or strings: the same sequences
+    assert fcl.result_.objective == pytest.approx(cd.result_.objective, rel=1e-7)
+    # The patterns X?? at one position sum to the intercept's column: the optimal coef need not be
+    # unique, the margins are.
+    np.testing.assert_allclose(fcl.decision_function(seqs), cd.decision_function(seqs), atol=1e-3)
+    assert fcl.score(seqs[2000:], labels[2000:]) > 0.9
+    planted = {fcl.features_.describe(j) for j in np.flatnonzero(fcl.coef_[0])}
+    assert any(name.startswith("15:AG") for name in planted)  # the planted acceptor "AG" at L // 2
+    path = tmp_path / "splice.l1s"
+    fcl.save(path)
+    again = load(path)
+    np.testing.assert_array_equal(again.decision_function(seqs[2000:]), fcl.decision_function(codes[2000:]))
+    np.testing.assert_array_equal(again.predict(seqs[2000:]), fcl.predict(seqs[2000:]))
+
+
+def test_estimator_parameters_and_other_spaces():
+    from sklearn.datasets import load_iris
+
+    from l1scale import SparseLinearRegression, SparseLogisticRegression
+    from l1scale.data import RandomFourier
+
+    X, y = load_iris(return_X_y=True)
+    X = X / X.max(axis=0)
+    multi = SparseLogisticRegression(features=Products(degree=2), lam_ratio=0.02, cache_bytes="1MB",
+                                     random_state=0).fit(X, y)
+    assert multi.coef_.shape == (3, 14) and multi.score(X, y) > 0.9
+    assert all(r.converged for r in multi.result_)
+    # Products of three inputs are nearly collinear: random coordinate descent converges slowly there.
+    reg = SparseLinearRegression(features=Products(degree=2), lam_ratio=0.01, cache_bytes="1MB", tol=1e-6,
+                                 max_iter=1000, random_state=0).fit(X[:, :3], X[:, 3])
+    assert reg.result_.converged
+    ref = SparseLinearRegression(solver="cd", features=Products(degree=2), lam_ratio=0.01, tol=1e-12)
+    ref.fit(X[:, :3], X[:, 3])
+    np.testing.assert_allclose(reg.predict(X[:, :3]), ref.predict(X[:, :3]), atol=1e-3)
+    with pytest.raises(ValueError, match="features="):
+        SparseLogisticRegression(solver="fcl").fit(X, y)
+    with pytest.raises(ValueError, match="raw inputs in memory"):
+        SparseLogisticRegression(solver="rmmp", features=Products()).fit(X, y)
+    unseeded = SparseLogisticRegression(solver="cd", features=RandomFourier(n_components=20), lam_ratio=0.1)
+    with pytest.raises(ValueError, match="random_state"):
+        unseeded.fit(X, y).save("/nonexistent/never-written.l1s")
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_cli_trains_fcl_on_a_sequence_file_and_the_model_predicts(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from l1scale.cli import main
+    from l1scale.data import dump_sequences
+
+    codes, y = make_splice_sites(2000, L=24, positive_rate=0.05, random_state=1)
+    dump_sequences(tmp_path / "train.txt", codes[:1500], y[:1500])
+    dump_sequences(tmp_path / "test.txt", codes[1500:], y[1500:])
+    runner = CliRunner()
+    model = tmp_path / "m.l1s"
+    out = runner.invoke(main, ["train", "--solver", "fcl", "--features", "dna:3", "--cache", "1MB", "--lam-ratio",
+                               "0.05", "--seed", "0", "--test", str(tmp_path / "test.txt"), "-o", str(model),
+                               "--json", str(tmp_path / "train.txt")])
+    assert out.exit_code == 0, out.output
+    summary = json.loads(out.stdout)
+    assert summary["solver"] == "fcl" and summary["converged"] and summary["params"]["features"] == "dna:3"
+    assert summary["data"]["n_features"] == 22 * 100 and summary["fcl"]["cache_bytes"] == 10**6
+    assert summary["test"]["auprc"] > 0.3 and summary["top_features"][0]["feature"].startswith("12:")
+    assert "cached" in out.stderr.splitlines()[0]  # the progress table: cache size, inserted, evicted, sweeps
+    pred = runner.invoke(main, ["predict", str(model), str(tmp_path / "test.txt")])
+    assert pred.exit_code == 0
+    from l1scale import load
+
+    np.testing.assert_array_equal(np.array(pred.stdout.split(), dtype=float), load(model).predict(codes[1500:]))
+    for args, message in ((["--features", "dna:3", "--passes", "2"], "--passes"),
+                          (["--features", "dna:x"], "not a feature space"),
+                          (["--features", "dna:3", "--cache", "lots"], "memory size"),
+                          (["--solver", "fcl"], "give --features")):
+        bad = runner.invoke(main, ["train", *args, str(tmp_path / "train.txt")])
+        assert bad.exit_code == 2 and message in bad.output
+    (tmp_path / "bad.txt").write_text("+1 ACGT\n-1 ACXT\n")
+    bad = runner.invoke(main, ["train", "--features", "dna:2", str(tmp_path / "bad.txt")])
+    assert bad.exit_code != 0 and "bad.txt" in bad.output and ":2" in bad.output

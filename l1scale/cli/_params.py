@@ -13,8 +13,8 @@ LOSSES = CLASSIFICATION_LOSSES + ("squared",)
 
 #: The names ``--solver`` shows (its help and shell completion); it accepts whatever
 #: ``l1scale.solvers.SOLVERS`` registers (tests/test_cli.py checks the two agree).
-SOLVER_NAMES = ("auto", "cd", "cgd", "ista", "fista", "multiscale_fista", "scd", "detcd", "mp", "rmmp", "online", "truncated_gradient", "sgd_cumulative",
-                "smidas")
+SOLVER_NAMES = ("auto", "cd", "cgd", "ista", "fista", "multiscale_fista", "scd", "detcd", "mp", "rmmp", "online",
+                "truncated_gradient", "sgd_cumulative", "smidas", "fcl", "dcl_sgd")
 #: The keyword of each online first-order solver's base learning rate (``--learning-rate``).
 LEARNING_RATE_KEYWORD = {"truncated_gradient": "eta0", "sgd_cumulative": "eta0", "smidas": "eta"}
 #: Data formats of ``--format`` (auto: by the name; a directory is a chunk cache).

@@ -25,14 +25,15 @@ class Progress:
     first-order solvers (``online=True``: truncated_gradient, sgd_cumulative, smidas)
     show their progressive validation, one row per pass: pass, examples seen, the
     pass's progressive loss and holdout loss (blank without a holdout), nnz,
-    examples per second in the pass, seconds.
+    examples per second in the pass, seconds. ``distributed=True`` (``train --dask``) adds
+    the seconds of each pass spent in the map over the partitions, the reduction and the driver.
 
     ``classes`` are the labels of the one-vs-rest problems (a class column is
     shown), None, or a callable giving them (or None) at the first call, for
     streamed data whose labels are known only once the fit has begun.
     """
 
-    def __init__(self, classes=None, *, streaming=False, step="pass", online=False):
+    def __init__(self, classes=None, *, streaming=False, step="pass", online=False, distributed=False):
         from rich.console import Console
 
         self.console = Console(file=sys.stderr, highlight=False)
@@ -52,6 +53,10 @@ class Progress:
             self.columns = ("iter", "objective", "certificate", "nnz", "seconds")
             self.widths = (6, 18, 11, 8, 9)
             self._row = self._batch_row
+        self.distributed = distributed
+        if distributed:
+            self.columns += ("compute", "reduce", "driver")
+            self.widths += (9, 9, 9)
         self.problem = -1
         self._history = None
         self.rows = []
@@ -87,6 +92,9 @@ class Progress:
             self._history = history
             self.problem += 1
         row = (fmt(self._class()),) + self._row(iteration, history)
+        if self.distributed:
+            row += tuple(f"{getattr(history, k)[-1]:.3f}" if len(getattr(history, k)) == len(history) else ""
+                         for k in ("compute_time", "reduce_time", "driver_time"))
         if self.live is not None:
             self.rows.append(row)
             del self.rows[:-_LIVE_ROWS]

@@ -17,10 +17,14 @@ def train_summary(est, data, data_info, train_report, load_seconds, fit_seconds,
     skip = {"callback", "verbose", "warm_start"}
     params = {k: v for k, v in est.get_params().items() if k not in skip}
     online = None
-    if not isinstance(params["solver"], str):  # a solver instance (the online first-order ones)
+    if not isinstance(params["solver"], str):  # a solver instance (the online first-order ones, fcl)
+        from ..solvers.online_base import OnlineSolver
+
         solver = params["solver"]
         params["solver"] = solver.name
-        online = _online_summary(solver, results)
+        online = _online_summary(solver, results) if isinstance(solver, OnlineSolver) else None
+    if params.get("features") is not None:  # a FeatureSpace: named by its spec
+        params["features"] = data_info.get("features", type(params["features"]).__name__)
     summary = {
         "command": "train",
         "data": {"path": data, **data_info},
@@ -121,6 +125,19 @@ def _online_rows(s, online):
             ("stopped", stopped + rate)]
 
 
+def save_and_print(est, summary, output, as_json):
+    """The last step of ``train``: save the model (-o) and print the summary (JSON or a table)."""
+    from ._format import echo_json
+
+    if output is not None:
+        est.save(output)
+    summary["model"] = output
+    if as_json:
+        echo_json(summary)
+    else:
+        print_train_summary(summary)
+
+
 def print_train_summary(s):
     loss = s["params"].get("loss", "squared")
     table = key_value_table(f"{s['estimator']}({loss}) on {s['data']['path']}")
@@ -130,6 +147,14 @@ def print_train_summary(s):
         status = "one pass (the Online algorithm has no stopping test)"
     hashed = f" (Vowpal Wabbit, hashed into 2**{d['hash_bits']})" if d.get("format") == "vw" else ""
     rows = [("data", f"{d['n_samples']} x {d['n_features']}, {d['nnz']} nonzeros{hashed}")]
+    if d.get("features"):  # a generated space: never materialised
+        rows = [("data", f"{d['n_samples']} examples of width {d['n_inputs']}; --features {d['features']}: "
+                         f"{d['n_features']} candidate features")]
+        if s.get("fcl"):
+            f = s["fcl"]
+            rows.append(("feature cache", f"{f['cached_columns']} columns, {f['cached_bytes'] / 2**20:.1f} of "
+                                          f"{f['cache_bytes'] / 2**20:.1f} MiB; {f['inserted']} inserted, "
+                                          f"{f['evicted'] + f['evicted_for_room']} evicted, {f['sweeps']} sweeps"))
     online = s.get("online")
     if online is not None:  # progressive validation instead of an objective and a certificate
         rows += _online_rows(s, online)

@@ -22,6 +22,11 @@ def _load_model(path):
 def _read_for(est, model, data, zero_based, file_format):
     """DATA in memory at the model's width (narrower: widened; wider: an error); Vowpal
     Wabbit DATA hashed into the model's 2**b columns (a model of another width: an error)."""
+    if getattr(est, "features_", None) is not None:  # a model over a generated space: its raw input
+        from ._generated import read_raw
+
+        X, y = read_raw(data, est.features_)
+        return X, y, None
     fmt = data_format(data, file_format)
     hash_bits = hash_bits_of_model(est, model) if fmt == "vw" else None
     return read_data(data, zero_based=zero_based, n_features=est.n_features_in_,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 import warnings
 
@@ -10,16 +11,15 @@ import click
 import numpy as np
 
 from ._data import check_cache_dir, check_output, check_vw_flags, data_format, read_data, too_wide
-from ._format import echo_json
 from ._params import (DEFAULT_HASH_BITS, LEARNING_RATE_KEYWORD, LOSSES, POSITIVE, SolverChoice,
                       format_option, handle_errors, zero_based_option)
 from ._progress import Progress
-from ._summary import print_train_summary, train_summary
+from ._summary import save_and_print, train_summary
 from .apply import report, unknown_labels
 
 
 @click.command()
-@click.argument("data", type=click.Path(exists=True, readable=True))
+@click.argument("data", nargs=-1, required=True)
 @click.option("--test", "test_path", type=click.Path(exists=True, readable=True),
               help="Held-out data to report metrics on.")
 @click.option("--lam", type=POSITIVE,
@@ -42,9 +42,14 @@ from .apply import report, unknown_labels
 @click.option("--checkpoint", type=click.Path(dir_okay=False), metavar="PATH",
               help="mp, rmmp: save the state here after each pass; a run given an existing "
                    "checkpoint resumes from it.")
-@click.option("--cache", "cache_dir", type=click.Path(file_okay=False), metavar="DIR",
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False), metavar="DIR|SIZE",
               help="The streaming solvers: binary chunk cache of DATA, written by the first pass and "
-                   "read by the later ones (and by later runs).")
+                   "read by the later ones (and by later runs). With --features: the memory budget of "
+                   "the feature cache (e.g. 2GB).")
+@click.option("--features", metavar="SPEC",
+              help="Train over a generated feature space, never materialised: dna:D (DATA: one label and one "
+                   "DNA sequence per line), products:DEGREE or rff:N[:SIGMA] (DATA: svmlight). --solver auto "
+                   "is then fcl (feature cached loops) and --cache SIZE its memory budget (e.g. 2GB).")
 @click.option("--two-stage", type=click.FloatRange(0, 1, min_open=True), metavar="RATIO",
               help="In-memory solvers: after the solve at lam, re-solve on its support at RATIO x lam "
                    "(Qin et al.'s two-stage active set; the paper uses 0.1).")
@@ -76,13 +81,17 @@ from .apply import report, unknown_labels
 @click.option("--hash-bits", type=click.IntRange(1, 31), metavar="B",
               help="Vowpal Wabbit data: features hashed into 2**B columns (predict and evaluate "
                    f"take B from the model).  [default: {DEFAULT_HASH_BITS}]")
+@click.option("--dask", "dask_address", metavar="ADDRESS",
+              help="Train on a Dask cluster: local:N starts a LocalCluster of N worker processes, "
+                   "tcp://HOST:PORT joins a running scheduler.  DATA is then one or more partition "
+                   "files or glob patterns (svmlight, chunk caches, parquet) that the workers read.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Save the model here.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display; only the summary.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @handle_errors
-def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint, cache_dir,
+def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint, cache_dir, features,
           two_stage, intercept, tol, max_iter, passes, holdout, learning_rate, class_weight, seed, n_features, zero_based,
-          file_format, hash_bits, output, quiet, as_json):
+          file_format, hash_bits, dask_address, output, quiet, as_json):
     """Fit a sparse linear model on DATA and print a summary.
 
     Classification losses (logistic, probit, squared_hinge) accept any labels
@@ -90,24 +99,90 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, c
     With a streaming solver (mp, rmmp, online, truncated_gradient, sgd_cumulative,
     smidas) DATA is read in passes and never loaded; the summary then has no train
     metrics (they would need another pass: use --test or `l1scale evaluate`).
+    With --dask ADDRESS, DATA are partition files read by the workers of a Dask cluster.
 
     DATA may be Vowpal Wabbit text (a name ending in .vw, or --format vw), its
     features hashed into 2**--hash-bits columns; the saved model then has
     2**B features, and predict / evaluate hash VW data with the model's B.
     """
+    if features is not None or solver in ("fcl", "dcl_sgd"):
+        return _train_generated(data, features, cache_dir, solver, test_path, lam, lam_ratio, l1_ratio, loss,
+                                max_active, checkpoint, two_stage, intercept, tol, max_iter, passes, holdout,
+                                learning_rate, class_weight, seed, hash_bits, dask_address, output, quiet, as_json)
     resolved = _check_flags(lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint, cache_dir,
                             class_weight, max_iter, passes, holdout, learning_rate)
-    streamed = _streaming_solver(resolved)
+    if dask_address is not None:
+        from ._dask import check_dask_flags, close, dask_dataset
+
+        resolved = "rmmp" if solver == "auto" else resolved
+        check_dask_flags(resolved, cache_dir=cache_dir, two_stage=two_stage, file_format=file_format,
+                         hash_bits=hash_bits, holdout=holdout)
+        check_output(output, "'-o' / '--output'")
+        check_output(checkpoint, "--checkpoint")
+        client, dataset = dask_dataset(dask_address, data, n_features=n_features, zero_based=zero_based)
+        try:
+            return _train(" ".join(data), dataset, test_path, resolved, True, lam, lam_ratio, l1_ratio, loss, solver,
+                          max_active, checkpoint, None, None, intercept, tol, max_iter, passes, 0,
+                          learning_rate, class_weight, seed, n_features, zero_based, file_format, None, output,
+                          quiet, as_json)
+        finally:
+            dataset.close()
+            close(client)
+    if len(data) != 1:
+        raise click.UsageError("give one DATA file (several partition files are read with --dask)")
+    data = data[0]
+    if not os.path.exists(data):
+        raise click.BadParameter(f"Path {data!r} does not exist.", param_hint="'DATA'")
+    _train(data, None, test_path, resolved, _streaming_solver(resolved), lam, lam_ratio, l1_ratio, loss, solver,
+           max_active, checkpoint, cache_dir, two_stage, intercept, tol, max_iter, passes, holdout, learning_rate,
+           class_weight, seed, n_features, zero_based, file_format, hash_bits, output, quiet, as_json)
+
+
+def _train_generated(data, features, cache, solver, test_path, lam, lam_ratio, l1_ratio, loss, max_active,
+                     checkpoint, two_stage, intercept, tol, max_iter, passes, holdout, learning_rate, class_weight,
+                     seed, hash_bits, dask_address, output, quiet, as_json):
+    """--features: the flags that apply, then _generated.train_generated."""
+    from ._generated import train_generated
+
+    if features is None:
+        raise click.UsageError(f"--solver {solver} trains over a generated feature space: give --features SPEC")
+    unused = {"--l1-ratio": l1_ratio != 1.0, "--max-active": max_active is not None,
+              "--checkpoint": checkpoint is not None, "--two-stage": two_stage is not None,
+              "--passes": passes is not None, "--holdout": holdout is not None,
+              "--learning-rate": learning_rate is not None, "--hash-bits": hash_bits is not None,
+              "--dask": dask_address is not None}
+    given = [flag for flag, used in unused.items() if used]
+    if given:
+        raise click.UsageError(f"{', '.join(given)} do not apply with --features (feature cached loops solve the "
+                               "pure L1 problem over the generated space in memory)")
+    if len(data) != 1:
+        raise click.UsageError("give one DATA file with --features")
+    if not os.path.exists(data[0]):
+        raise click.BadParameter(f"Path {data[0]!r} does not exist.", param_hint="'DATA'")
+    if solver not in ("auto", "fcl", "dcl_sgd", "cd", "cgd", "ista", "fista", "multiscale_fista", "scd", "detcd"):
+        raise click.UsageError(f"--solver {solver} does not train over --features: use fcl (default), dcl_sgd, "
+                               "or an in-memory solver (which materialises the features)")
+    train_generated(data[0], features=features, cache=cache, solver=solver, test_path=test_path, lam=lam,
+                    lam_ratio=lam_ratio, loss=loss, intercept=intercept, tol=tol, max_iter=max_iter or 200,
+                    class_weight=class_weight, seed=seed, output=output, quiet=quiet, as_json=as_json)
+
+
+def _train(data, dataset, test_path, resolved, streamed, lam, lam_ratio, l1_ratio, loss, solver, max_active,
+           checkpoint, cache_dir, two_stage, intercept, tol, max_iter, passes, holdout, learning_rate, class_weight,
+           seed, n_features, zero_based, file_format, hash_bits, output, quiet, as_json):
+    """The fit and its summary; ``dataset``: a DaskDataset (``--dask``) instead of reading ``data``."""
     if two_stage is not None and streamed:
         raise click.BadParameter(f"re-solves on the support in memory; --solver {resolved} streams DATA",
                                  param_hint="--two-stage")
-    fmt = data_format(data, file_format)
-    check_vw_flags(fmt, data, hash_bits=hash_bits, zero_based=zero_based, n_features=n_features)
+    fmt = "svmlight" if dataset is not None else data_format(data, file_format)
+    if dataset is None:
+        check_vw_flags(fmt, data, hash_bits=hash_bits, zero_based=zero_based, n_features=n_features)
     if test_path is not None:
         data_format(test_path, file_format)  # --format vw for a cache directory: a usage error now
     check_output(output, "'-o' / '--output'")
     check_output(checkpoint, "--checkpoint")
-    check_cache_dir(cache_dir, data)
+    if dataset is None:
+        check_cache_dir(cache_dir, data)
     max_iter = passes or max_iter or (1 if _online_first_order(resolved) else 200)
     # Flags -> estimator parameters (the only place the two meet).
     params = {"lam": lam, "lam_ratio": lam_ratio, "l1_ratio": l1_ratio, "fit_intercept": intercept,
@@ -130,8 +205,12 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, c
             if Xt is not None and Xt.shape[1] > width:
                 raise too_wide(test_path, Xt.shape[1], f"the {width} of the training data {data}")
 
-        stream = train_stream(data, zero_based=zero_based, n_features=n_features, cache=cache_dir,
-                              on_width=check_test_width, fmt=file_format, hash_bits=hash_bits)
+        if dataset is not None:
+            check_test_width(dataset.n_features)
+            stream = dataset
+        else:
+            stream = train_stream(data, zero_based=zero_based, n_features=n_features, cache=cache_dir,
+                                  on_width=check_test_width, fmt=file_format, hash_bits=hash_bits)
     else:
         X, y, w = read_data(data, zero_based=zero_based, n_features=n_features,
                             width_of=f"--n-features {n_features}", fmt=file_format, hash_bits=hash_bits)
@@ -152,8 +231,9 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, c
                 return _one_vs_rest(est.stream_scan_.classes)
         else:
             classes = _one_vs_rest(np.unique(y))
-        progress = Progress(classes, streaming=streamed, step="chunk" if resolved == "online" else "pass",
-                            online=_online_first_order(resolved))
+        progress = Progress(classes, streaming=_streaming_solver(resolved),
+                            step="chunk" if resolved == "online" else "pass",
+                            online=_online_first_order(resolved), distributed=dataset is not None)
         est.set_params(callback=progress)
     if _online_first_order(resolved):  # the estimator has no holdout or rate: the solver is built here
         est.set_params(solver=online_solver(resolved, passes=max_iter, holdout=holdout,
@@ -185,13 +265,7 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, c
                                        f"of the training data")
             if not quiet:
                 click.echo(f"Warning: {summary['warnings'][-1]}", err=True)
-    if output is not None:
-        est.save(output)
-    summary["model"] = output
-    if as_json:
-        echo_json(summary)
-    else:
-        print_train_summary(summary)
+    save_and_print(est, summary, output, as_json)
 
 
 def _check_flags(lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint, cache_dir, class_weight,

@@ -7,6 +7,8 @@
 from .base import History, Result, Solver
 from .cd import CoordinateDescent
 from .cgd import CoordinateGradientDescent
+from .dcl import DualCachedLoopsSGD
+from .fcl import FeatureCachedLoops
 from .online import OnlineSketch
 from .online_base import OnlineSolver
 from .proximal import FISTA, ISTA, MultiscaleFISTA
@@ -18,8 +20,10 @@ from .truncated import TruncatedGradient
 
 SOLVERS = {cls.name: cls for cls in (CoordinateDescent, CoordinateGradientDescent, ISTA, FISTA, MultiscaleFISTA,
                                      MultiPass, ReducedMemoryMultiPass, OnlineSketch, StochasticCD,
-                                     GreedyCD, SMIDAS, TruncatedGradient, CumulativePenaltySGD)}
+                                     GreedyCD, SMIDAS, TruncatedGradient, CumulativePenaltySGD, FeatureCachedLoops,
+                                     DualCachedLoopsSGD)}
 
-__all__ = ["SOLVERS", "CoordinateDescent", "CoordinateGradientDescent", "CumulativePenaltySGD", "FISTA", "GreedyCD",
+__all__ = ["SOLVERS", "CoordinateDescent", "CoordinateGradientDescent", "CumulativePenaltySGD", "DualCachedLoopsSGD",
+           "FISTA", "FeatureCachedLoops", "GreedyCD",
            "ISTA", "MultiPass", "MultiscaleFISTA", "OnlineSketch", "OnlineSolver", "ReducedMemoryMultiPass", "SMIDAS",
            "StochasticCD", "TruncatedGradient", "History", "Result", "Solver"]

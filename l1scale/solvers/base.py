@@ -33,6 +33,10 @@ class History:
     examples, progressive_loss, holdout_loss : list
         Online solvers: examples seen so far, the pass's progressive-validation loss
         (each example scored before it is learned from) and its holdout loss.
+    compute_time, reduce_time, driver_time : list of float
+        Distributed runs (:mod:`l1scale.distributed`): seconds of each pass spent in the map
+        over the partitions, in the tree reduction (and transfer to the driver), and on the
+        driver since the previous pass.
     """
 
     objective: list = field(default_factory=list)
@@ -44,11 +48,15 @@ class History:
     examples: list = field(default_factory=list)
     progressive_loss: list = field(default_factory=list)
     holdout_loss: list = field(default_factory=list)
+    compute_time: list = field(default_factory=list)
+    reduce_time: list = field(default_factory=list)
+    driver_time: list = field(default_factory=list)
 
     def append(self, *, objective, certificate, nnz, time, data_accesses, active=None, examples=None,
-               progressive_loss=None, holdout_loss=None):
+               progressive_loss=None, holdout_loss=None, compute_time=None, reduce_time=None, driver_time=None):
         for name, value in (("active", active), ("examples", examples), ("progressive_loss", progressive_loss),
-                            ("holdout_loss", holdout_loss)):
+                            ("holdout_loss", holdout_loss), ("compute_time", compute_time),
+                            ("reduce_time", reduce_time), ("driver_time", driver_time)):
             if value is not None:
                 getattr(self, name).append(value)
         self.objective.append(float(objective))

@@ -52,8 +52,10 @@ class DualCachedLoopsSGD(Solver):
         Stop after this many times n learning steps.
     max_time : float, optional
     snapshot_every : float, default 0.5
-        Seconds between snapshots of (time, steps, coef, intercept) in ``snapshots_``, from
-        which a benchmark evaluates the objective afterwards (off the clock).
+        Seconds between snapshots in ``snapshots_``: dicts of seconds, steps, the nonzero
+        weights (``indices``, ``values``: sparse, as p can be many millions) and the
+        intercept, from which a benchmark evaluates the objective afterwards (off the clock);
+        ``snapshot_coef(i)`` gives snapshot i's dense coef.
     random_state : int or None
     """
 
@@ -78,7 +80,8 @@ class DualCachedLoopsSGD(Solver):
             raise TypeError("DualCachedLoopsSGD solves a GeneratedProblem")
         raw = problem.raw_input if raw is None else raw
         n, p, lam = problem.n_samples, problem.n_features, problem.lam
-        rng = np.random.default_rng(self.random_state)
+        # One generator per thread: a numpy Generator is not safe to share between threads.
+        rng, reader_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(self.random_state).spawn(2))
         probe = problem.space.transform(raw[: min(n, 100)])  # sizes the blocks and the default step
         per_row = max(probe.nnz, 1) / max(probe.shape[0], 1)
         block_rows = self.block_rows or int(max(1, min(n, self.cache_bytes / 16 / (16 * per_row))))
@@ -93,7 +96,7 @@ class DualCachedLoopsSGD(Solver):
         def reader():
             try:
                 while not stop.is_set():
-                    for k in rng.permutation(len(starts)):
+                    for k in reader_rng.permutation(len(starts)):
                         if stop.is_set():
                             return
                         if k in cache:
@@ -104,7 +107,7 @@ class DualCachedLoopsSGD(Solver):
                         size = 16 * int(rows.arrays[0].shape[0])
                         with cache_lock:
                             while cache and used[0] + size > self.cache_bytes:
-                                victim = list(cache)[int(rng.integers(len(cache)))]
+                                victim = list(cache)[int(reader_rng.integers(len(cache)))]
                                 used[0] -= cache.pop(victim)[1]
                             if used[0] + size <= self.cache_bytes:
                                 cache[k] = (rows, size, i0, i1)
@@ -127,10 +130,12 @@ class DualCachedLoopsSGD(Solver):
         thread.start()
         last_snapshot = -np.inf
         steps_limit = int(self.max_epochs * n)
+        stop_reason = "max_iter"
         try:
             while clock[0] < steps_limit and not stop.is_set():
                 elapsed = time.perf_counter() - start
                 if self.max_time is not None and elapsed > self.max_time:
+                    stop_reason = "max_time"
                     break
                 if elapsed - last_snapshot >= self.snapshot_every:
                     self._snapshot(stored, scalars, clock, elapsed, history)
@@ -151,18 +156,26 @@ class DualCachedLoopsSGD(Solver):
         if error:
             raise error[0]
         self._snapshot(stored, scalars, clock, time.perf_counter() - start, history)
-        coef = self.snapshots_[-1]["coef"]
+        coef = self.snapshot_coef(-1)
         return Result(coef=coef, intercept=float(scalars[0]), objective=np.nan, n_iter=int(clock[0]) // max(n, 1),
-                      converged=False, stop_reason="max_iter", certificate_name="none", certificate=np.nan,
+                      converged=False, stop_reason=stop_reason, certificate_name="none", certificate=np.nan,
                       relative_certificate=np.nan, history=history,
                       timings={"solve": time.perf_counter() - start, "compile": 0.0})
 
     def _snapshot(self, stored, scalars, clock, elapsed, history):
         coef = np.empty_like(stored)
         _unshift_all(stored, scalars[1], coef)
-        self.snapshots_.append({"seconds": elapsed, "steps": int(clock[0]), "coef": coef,
-                                "intercept": float(scalars[0])})
-        history.append(objective=np.nan, certificate=np.nan, nnz=np.count_nonzero(coef), time=elapsed,
+        indices = np.flatnonzero(coef)
+        self.snapshots_.append({"seconds": elapsed, "steps": int(clock[0]), "indices": indices,
+                                "values": coef[indices], "intercept": float(scalars[0]), "n_features": coef.shape[0]})
+        history.append(objective=np.nan, certificate=np.nan, nnz=indices.shape[0], time=elapsed,
                        data_accesses=0, examples=int(clock[0]))
         if self.verbose:
-            print(f"dcl_sgd {elapsed:7.2f}s  steps {int(clock[0]):10d}  nnz {np.count_nonzero(coef)}", flush=True)
+            print(f"dcl_sgd {elapsed:7.2f}s  steps {int(clock[0]):10d}  nnz {indices.shape[0]}", flush=True)
+
+    def snapshot_coef(self, i) -> np.ndarray:
+        """The dense coef of snapshot i."""
+        snap = self.snapshots_[i]
+        coef = np.zeros(snap["n_features"])
+        coef[snap["indices"]] = snap["values"]
+        return coef

@@ -377,9 +377,11 @@ class FeatureCachedLoops(Solver):
             t.start()
         last_record = time.perf_counter()
         try:
-            # Look often (the stopping rule), record a History row every report_every seconds.
-            while not shared.stop.wait(0.002):
-                if shared.error is not None or self._over(shared):
+            # The writers apply the stopping rule (they see each sweep end); this thread records
+            # a History row every report_every seconds and watches the clock.
+            while not shared.stop.wait(min(self.report_every, 0.05)):
+                if self.max_time is not None and time.perf_counter() - self.t0 > self.max_time:
+                    self.stop_reason = "max_time"
                     break
                 if time.perf_counter() - last_record >= self.report_every:
                     self._record(shared)
@@ -410,6 +412,9 @@ class FeatureCachedLoops(Solver):
 
     def _writer_loop(self, shared):
         while not shared.stop.is_set():
+            if self._over(shared):  # here, not in the main thread: a busy writer could starve it of the GIL
+                shared.stop.set()
+                return
             if self._idle(shared):
                 time.sleep(0.001)
                 continue
@@ -419,7 +424,7 @@ class FeatureCachedLoops(Solver):
         """After a sweep that inserted nothing, sweeping again before the trainer has moved the
         margins finds nothing either, and takes a core from the trainer: a writer about to
         start a sweep waits until the trainer has converged on the cache (then the loops stop
-        and verify), has cut its KKT violation tenfold, or has run min(10 n_blocks, 100) rounds."""
+        and verify), has cut its KKT violation tenfold, or has run 1000 rounds (a stalled trainer)."""
         last = shared.last_sweep
         if last is None or last[1] > 0 or shared.next_block % shared.n_blocks:
             return False
@@ -427,7 +432,7 @@ class FeatureCachedLoops(Solver):
         if shared.cache_violation <= max(self.threshold, 0.1 * violation):
             return False
         # Counted in the trainer's rounds (not seconds), so the sequential mode is reproducible.
-        return shared.rounds - rounds < min(10 * shared.n_blocks, 100)
+        return shared.rounds - rounds < 1000
 
     def _trainer_loop(self, shared):
         _seed_thread(self.trainer_seed + self._sweeps_done(shared))
@@ -502,11 +507,13 @@ class FeatureCachedLoops(Solver):
 
     def _record(self, shared):
         c = self.cache
-        n = c.n_slots
-        row = {"seconds": time.perf_counter() - self.t0, "objective": self.objective(),
-               "violation": shared.cache_violation, "nnz": int(np.count_nonzero(c.w[:n])), "cached_columns": n,
-               "cached_bytes": c.nbytes, "inserted": c.inserted, "evicted": int(c.counts[3]),
-               "evicted_for_room": c.evicted_for_room, "dropped": c.dropped, "sweeps": self._sweeps_done(shared)}
+        with c.lock:  # the trainer's round finished: margins, weights and slots agree
+            n = c.n_slots
+            row = {"seconds": time.perf_counter() - self.t0, "objective": self.objective(),
+                   "violation": shared.cache_violation, "nnz": int(np.count_nonzero(c.w[:n])), "cached_columns": n,
+                   "cached_bytes": c.nbytes, "inserted": c.inserted, "evicted": int(c.counts[3]),
+                   "evicted_for_room": c.evicted_for_room, "dropped": c.dropped,
+                   "sweeps": self._sweeps_done(shared)}
         self.progress_.append(row)
         self.history.append(objective=row["objective"], certificate=row["violation"], nnz=row["nnz"],
                             time=row["seconds"], data_accesses=shared.writer_reads + int(c.counts[4]),

@@ -63,6 +63,7 @@ from numba import njit
 
 from ..data.memory import column_moments
 from ..losses import loss_curvature, loss_derivative, loss_terms, loss_value, weighted_conjugate, weighted_value
+from ..problem import newton_intercept
 from .base import History, Result, Solver, Timer, certified_result, compiled_once
 
 __all__ = ["ISTA", "FISTA", "MultiscaleFISTA", "ProximalGradient"]
@@ -71,38 +72,20 @@ _EPS = float(np.finfo(np.float64).eps)
 
 
 @njit(cache=True)
-def _optimal_intercept(kind, y, zw, c, b, tol, max_iter):
-    """argmin_b sum_i c_i loss(y_i, zw_i + b): safeguarded Newton on the monotone
-    h(b) = sum_i c_i loss'(y_i, zw_i + b), bisection inside the bracket when a step
-    leaves it (curvature may vanish: squared hinge). Once |h(b)| <= 1e-8 the last Newton
-    step is taken without a further pass to check it. Shapes: y, zw, c (n,)."""
-    lo, hi = -np.inf, np.inf
-    for _ in range(max_iter):
-        grad, curv = 0.0, 0.0
-        for i in range(zw.shape[0]):
-            zi = zw[i] + b
-            grad += c[i] * loss_derivative(kind, y[i], zi)
-            curv += c[i] * loss_curvature(kind, y[i], zi)
-        if grad > 0.0:
-            hi = b
-        else:
-            lo = b
-        if abs(grad) <= tol:
-            return b
-        step = b - grad / curv if curv > 1e-300 else np.nan
-        if abs(grad) <= 1e-8 and lo < step < hi:
-            # Quadratic convergence: the derivative after this step is at rounding level
-            # (the caller checks it in its next pass over the margins).
-            return step
-        if math.isfinite(lo) and math.isfinite(hi):
-            if not (lo < step < hi):
-                step = 0.5 * (lo + hi)
-            if hi - lo <= 1e-15 * max(1.0, abs(b)):
-                return b
-        elif not math.isfinite(step):
-            step = b + (-1.0 if grad > 0.0 else 1.0) * max(1.0, 2.0 * abs(b))
-        b = step
-    return b
+def intercept_derivatives(kind, y, zw, c, b):
+    """(h(b), h'(b)) of h(b) = sum_i c_i loss'(y_i, zw_i + b), the derivative of the loss in
+    the intercept (for :func:`~l1scale.problem.newton_intercept`). Shapes: y, zw, c (n,)."""
+    grad, curv = 0.0, 0.0
+    for i in range(zw.shape[0]):
+        zi = zw[i] + b
+        grad += c[i] * loss_derivative(kind, y[i], zi)
+        curv += c[i] * loss_curvature(kind, y[i], zi)
+    return grad, curv
+
+
+def _optimal_intercept(kind, y, zw, c, b, tol, max_iter=100):
+    """argmin_b sum_i c_i loss(y_i, zw_i + b) (the margins zw without b held fixed)."""
+    return newton_intercept(lambda b: intercept_derivatives(kind, y, zw, c, b), b, tol, max_iter)
 
 
 @njit(cache=True)
@@ -395,7 +378,7 @@ def _warm_up():
     """Compile (or load from cache) the kernels on tiny inputs."""
     data, idx, ptr = np.ones(2), np.arange(2, dtype=np.int64), np.array([0, 2], dtype=np.int64)
     v2, v1 = np.ones(2), np.zeros(1)
-    _optimal_intercept(0, v2, v2, v2, 0.0, 1e-13, 2)
+    intercept_derivatives(0, v2, v2, v2, 0.0)
     _gradient_curvature(data, idx, ptr, False, v2, v2, v1.copy(), v1.copy())
     _prox_step(v1, v1, np.ones(1), 1.0, 0.1, v1.copy())
     _update_scaling(v1, np.ones(1), v1, True)

@@ -279,7 +279,12 @@ class MultiPass(Solver):
 
     # -- one pass
     def _pass(self, problem, beta, b, active):
+        """The pass's statistics summed over all rows: the map over chunks and the sum here, or
+        on a cluster when the problem runs its own passes (``l1scale.distributed.DaskProblem``)."""
         sparse = self._sparse(problem)
+        run_pass = getattr(problem, "run_pass", None)
+        if run_pass is not None:
+            return run_pass(beta, b, active, sparse_sketch=sparse)
         total = None
         for rows, y, s, _ in problem.chunks():
             part = pass_statistics(problem, rows, y, s, beta, b, active, sparse_sketch=sparse)
@@ -326,7 +331,8 @@ class MultiPass(Solver):
             if problem.fit_intercept:
                 viol = max(viol, abs(vb))
             history.append(objective=objective, certificate=viol, nnz=np.count_nonzero(beta), time=timer(),
-                           data_accesses=accesses, active=int(np.count_nonzero(active < d)))
+                           data_accesses=accesses, active=int(np.count_nonzero(active < d)),
+                           **getattr(problem, "last_pass_times", {}))  # distributed: the pass's time split
             self._report(z, active, beta, objective, viol, pen, timer)
             if best is None or objective < best[2]:
                 best = (beta, b, objective, viol)
