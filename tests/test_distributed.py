@@ -125,6 +125,16 @@ def test_fista_follows_the_single_machine_iterates(earn, dataset, solver):
     assert len(res.history.compute_time) == len(res.history)
 
 
+def test_fista_converges_to_the_single_machine_model(earn, dataset):
+    """Run to its duality-gap certificate (38 iterations at 0.5 lam_max), distributed FISTA ends
+    at the single machine's model: objective to 1e-10, the same support, the same iterations."""
+    X, y, _ = earn
+    ref = FISTA(tol=1e-8, max_iter=500).solve(Problem(X.tocsc(), y, "logistic", lam_ratio=0.5))
+    res = solve(FISTA(tol=1e-8, max_iter=500), DaskProblem(dataset, "logistic", lam_ratio=0.5))
+    assert ref.converged and res.converged and res.certificate_name == "duality_gap"
+    same_model(res, ref)
+
+
 def test_partitions_reread_from_files_and_caches_give_the_same_model(earn, client, dataset, tmp_path):
     X, y, paths = earn
     caches = [str(write_cache(p, tmp_path / f"cache{i}", n_features=EARN_D, zero_based=False).
