@@ -11,8 +11,8 @@ from sklearn.model_selection import StratifiedKFold
 
 from l1scale.path import SparseLogisticRegressionCV, lam_grid, regularization_path
 from l1scale.problem import Problem
+from _shared_data import DATA
 
-DATA = os.environ.get("L1SCALE_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
 
 
 def _a9a(n=10000):

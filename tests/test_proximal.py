@@ -13,8 +13,8 @@ from l1scale.exceptions import ConvergenceWarning
 from l1scale.problem import Problem
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.proximal import FISTA, ISTA, MultiscaleFISTA
+from _shared_data import DATA
 
-DATA = os.environ.get("L1SCALE_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
 SOLVERS = [ISTA, FISTA, MultiscaleFISTA]
 
 

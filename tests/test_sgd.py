@@ -14,8 +14,8 @@ from l1scale.problem import Problem
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.sgd import CumulativePenaltySGD
 from l1scale.stream_problem import StreamProblem
+from _shared_data import DATA
 
-DATA = os.environ.get("L1SCALE_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
 EARN = os.path.join(DATA, "reuters21578", "modapte_earn_train.svm.bz2")
 A9A = os.path.join(DATA, "a9a", "a9a.bz2")
 

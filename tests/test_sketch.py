@@ -27,8 +27,8 @@ from l1scale.problem import Problem, lam_max
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.sketch import MultiPass, ReducedMemoryMultiPass, pass_statistics
 from l1scale.stream_problem import StreamProblem
+from _shared_data import DATA
 
-DATA = os.environ.get("L1SCALE_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
 EARN = os.path.join(DATA, "reuters21578", "modapte_earn_train.svm.bz2")
 EARN_N, EARN_D = 9603, 27901
 
