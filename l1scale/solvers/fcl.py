@@ -43,42 +43,15 @@ from numba import njit
 from ..exceptions import ConvergenceWarning
 from ..generated_problem import GeneratedProblem
 from . import _fcl_kernels as K
+from ._fcl_cache import FeatureCache, parse_bytes
 from .base import History, Result, Solver, compiled_once
 
 __all__ = ["FeatureCachedLoops", "FeatureCache", "parse_bytes"]
-
-_ENTRY_BYTES = 12  # one cached nonzero: int32 row + float64 value
-
 
 @njit(cache=True)
 def _seed_thread(seed):
     """Numba's generator is per thread: seed the calling thread's."""
     np.random.seed(seed)
-
-
-def parse_bytes(value) -> int:
-    """A memory size: an int (bytes) or a string such as "512MB", "2GB", "1.5GiB"."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        size = int(value)
-    elif isinstance(value, str):
-        text = value.strip().upper().replace(" ", "")
-        units = {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "KB": 10**3, "MB": 10**6, "GB": 10**9,
-                 "TB": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "B": 1}
-        for unit, scale in units.items():
-            if text.endswith(unit):
-                number = text[: -len(unit)]
-                break
-        else:
-            number, scale = text, 1
-        try:
-            size = int(float(number) * scale)
-        except ValueError:
-            raise ValueError(f"cannot read a memory size from {value!r} (e.g. 2GB, 512MiB, 1000000)") from None
-    else:
-        raise ValueError(f"a memory size is an int or a string such as '2GB', got {value!r}")
-    if size < _ENTRY_BYTES:
-        raise ValueError(f"memory size {value!r} is too small")
-    return size
 
 
 @compiled_once
@@ -99,99 +72,6 @@ def _warm_up():
     K.compact(cache.rows, cache.vals, cache.start, cache.length, 1)
     K.evict(0, 1, cache.start, cache.length, cache.feature, cache.w, cache.slot_of)
     _seed_thread(0)
-
-
-class FeatureCache:
-    """The trainer's columns: an arena of ``cache_bytes`` (12 bytes per nonzero) and one slot
-    per cached column (see ``_fcl_kernels``). Lock it (``with cache.lock``) to change it.
-
-    Besides the arena, the cache keeps 4 bytes per candidate (the slot map) and 32 per
-    cached column.
-    """
-
-    def __init__(self, n_candidates: int, cache_bytes: int, random_state=None):
-        self.capacity = int(cache_bytes) // _ENTRY_BYTES
-        self.rows = np.empty(self.capacity, dtype=np.int32)
-        self.vals = np.empty(self.capacity, dtype=np.float64)
-        self.slot_of = np.full(int(n_candidates), -1, dtype=np.int32)
-        self._slots(1024)
-        self.counts = np.zeros(5, dtype=np.int64)  # n_slots, live nonzeros, updates, evicted, nonzeros read
-        self.end = 0  # the arena is used up to here (live columns and holes)
-        self.inserted = self.dropped = self.evicted_for_room = 0
-        self.lock = threading.Lock()
-        self.rng = np.random.default_rng(random_state)
-
-    def _slots(self, size):
-        old = getattr(self, "start", None)
-        new = {"start": np.zeros(size, np.int64), "length": np.zeros(size, np.int64),
-               "feature": np.zeros(size, np.int64), "w": np.zeros(size)}
-        for name, array in new.items():
-            if old is not None:
-                array[: len(old)] = getattr(self, name)
-            setattr(self, name, array)
-
-    @property
-    def n_slots(self) -> int:
-        return int(self.counts[0])
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the live columns."""
-        return int(self.counts[1]) * _ENTRY_BYTES
-
-    def arrays(self):
-        return self.rows, self.vals, self.start, self.length, self.feature, self.w, self.slot_of, self.counts
-
-    def add(self, j0, indptr, rows, vals, chosen) -> int:
-        """Insert the block's columns ``chosen`` (candidates j0 + m) that are not cached yet,
-        evicting random zero-weight columns when the budget is full. Hold the lock.
-        Returns how many were inserted (the others are counted in ``dropped``)."""
-        chosen = [m for m in chosen if self.slot_of[j0 + m] < 0]
-        need = int(sum(indptr[m + 1] - indptr[m] for m in chosen))
-        free = self.capacity - int(self.counts[1])
-        if need > free:
-            self._evict_for_room(need - free)
-        done = 0
-        for m in chosen:
-            a, b = indptr[m], indptr[m + 1]
-            size = int(b - a)
-            if self.counts[1] + size > self.capacity:
-                self.dropped += 1
-                continue
-            if self.end + size > self.capacity:
-                self.end = K.compact(self.rows, self.vals, self.start, self.length, self.counts[0])
-            if self.counts[0] == self.start.shape[0]:
-                self._slots(2 * self.start.shape[0])
-            K.insert(self.rows, self.vals, self.start, self.length, self.feature, self.w, self.slot_of,
-                     self.counts, self.end, rows[a:b], vals[a:b], j0 + m)
-            self.end += size
-            done += 1
-        self.inserted += done
-        return done
-
-    def _evict_for_room(self, amount):
-        """The paper's random eviction, restricted to columns whose weight is 0."""
-        n = self.n_slots
-        zero = np.flatnonzero(self.w[:n] == 0.0)
-        freed = 0
-        victims = []
-        for s in self.rng.permutation(zero):
-            if freed >= amount:
-                break
-            victims.append(s)
-            freed += int(self.length[s])
-        # Evict from the highest slot down: a swap-with-last then never moves a victim.
-        for s in sorted(victims, reverse=True):
-            n, gone = K.evict(s, n, self.start, self.length, self.feature, self.w, self.slot_of)
-            self.counts[1] -= gone
-        self.counts[0] = n
-        self.evicted_for_room += len(victims)
-
-    def coef(self, p) -> np.ndarray:
-        coef = np.zeros(p)
-        n = self.n_slots
-        coef[self.feature[:n]] = self.w[:n]
-        return coef
 
 
 class _Shared:
