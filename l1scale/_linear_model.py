@@ -1,0 +1,273 @@
+"""What the two estimators share: parameter checks, the solver choice, fitting in memory,
+over a stream or a Dask data set, warm starts, partial_fit and saving (``estimators.py``
+holds the estimators themselves)."""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import os
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from . import _generated_fit
+from ._generated_fit import GENERATED_SOLVERS
+from .data.memory import as_rows
+from .data.stream import Stream
+from .losses import get_loss
+from .model_io import save_model
+from .problem import Problem
+from .solvers import SOLVERS
+from .solvers.base import Solver
+from .solvers.online import OnlineSketch
+from .solvers.online_base import OnlineSolver
+from .stream_problem import StreamProblem, scan_stream
+
+_DEFAULT_LAM_RATIO = 0.01
+# Solvers that read the data in passes over a Stream (the others need it in memory).
+_STREAMING = tuple(name for name, cls in SOLVERS.items() if cls.data_access == "stream")
+_DEFAULT_MAX_ACTIVE = 2000
+
+
+def _is_stream_input(X) -> bool:
+    """A Stream, or a path to an svmlight file or a chunk cache: read in passes, never loaded."""
+    return isinstance(X, (Stream, str, os.PathLike))
+
+
+def _is_dask_dataset(X) -> bool:
+    """An ``l1scale.distributed.DaskDataset`` (recognised without importing dask)."""
+    return getattr(X, "_l1scale_dask", False) is True
+
+
+# Solvers that run distributed passes over a DaskDataset (l1scale.distributed.distributed_solver).
+_DISTRIBUTED = ("mp", "rmmp", "ista", "fista", "multiscale_fista", "truncated_gradient", "sgd_cumulative")
+
+
+def _scan(stream):
+    """The label scan of a Stream (one pass), or the one a DaskDataset made on its workers."""
+    return stream.scan if _is_dask_dataset(stream) else scan_stream(stream)
+
+
+def _stream_problem(stream, *args, **kw):
+    """StreamProblem, or the DaskProblem over a DaskDataset's partitions."""
+    if _is_dask_dataset(stream):
+        from .distributed import DaskProblem
+
+        return DaskProblem(stream, *args, **kw)
+    return StreamProblem(stream, *args, **kw)
+
+
+class _SparseLinearModel(BaseEstimator):
+    """What the classifier and the regressor share: parameters, solving, saving."""
+
+    _losses: tuple = ()
+
+    def _check_params(self, streaming=False):
+        """Validate the parameters; returns the solver's name (``"auto"`` resolved)."""
+        if self.loss not in self._losses:
+            raise ValueError(f"loss={self.loss!r} is not supported by {type(self).__name__}; "
+                             f"choose one of {list(self._losses)}")
+        features = getattr(self, "features", None)
+        if isinstance(self.solver, Solver):
+            solver = self.solver.name
+        elif features is not None and self.solver == "auto":
+            solver = "fcl"  # a generated space: feature cached loops, never materialised
+        elif self.solver != "auto" and self.solver not in SOLVERS:
+            raise ValueError(f"solver={self.solver!r} is not a known solver; choose 'auto' or one of {sorted(SOLVERS)}")
+        else:
+            # "auto": data held in memory go to the certified CD solver; streamed data
+            # (a path or a Stream) to RMMP, whose memory does not grow with n.
+            solver = ("rmmp" if streaming else "cd") if self.solver == "auto" else self.solver
+        if solver in GENERATED_SOLVERS and features is None:
+            raise ValueError(f"solver={solver!r} trains over a generated feature space: give features= "
+                             "(e.g. l1scale.data.DNAPatterns(d=8))")
+        if features is not None and (streaming or solver in _STREAMING):
+            raise ValueError(f"features= takes raw inputs in memory; solver={solver!r} and streamed data do not "
+                             "apply (use solver='fcl')")
+        if self.lam is not None and self.lam_ratio is not None:
+            raise ValueError("give lam or lam_ratio, not both")
+        for name in ("lam", "lam_ratio"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {name}={value!r}")
+        if not isinstance(self.l1_ratio, numbers.Real) or not 0 < self.l1_ratio <= 1:
+            raise ValueError(f"l1_ratio must be in (0, 1], got l1_ratio={self.l1_ratio!r}")
+        if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
+            raise ValueError(f"tol must be > 0, got tol={self.tol!r}")
+        if not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
+            raise ValueError(f"max_iter must be an integer >= 1, got max_iter={self.max_iter!r}")
+        if self.two_stage is not None and (not isinstance(self.two_stage, numbers.Real) or not 0 < self.two_stage <= 1):
+            raise ValueError(f"two_stage must be None or a ratio in (0, 1] (lam2 = two_stage * lam), "
+                             f"got two_stage={self.two_stage!r}")
+        if self.two_stage is not None and streaming:
+            raise ValueError("two_stage re-solves on the support in memory; it does not apply to streamed data")
+        if self.max_active is not None and (not isinstance(self.max_active, numbers.Integral) or self.max_active < 1):
+            raise ValueError(f"max_active must be an integer >= 1, got max_active={self.max_active!r}")
+        if streaming == "dask" and solver not in _DISTRIBUTED:
+            raise ValueError(f"solver={solver!r} has no distributed version; a DaskDataset is fitted by one of "
+                             f"{list(_DISTRIBUTED)}")
+        if streaming is True and solver not in _STREAMING:
+            raise ValueError(f"solver={solver!r} needs the data in memory; a path or Stream is read by "
+                             f"one of {list(_STREAMING)} (or load it with l1scale.data.load_svmlight)")
+        return solver
+
+    def _make_solver(self, k=0, n_problems=1):
+        """The Solver instance for binary problem k."""
+        if isinstance(self.solver, Solver):
+            return self.solver
+        common = {"callback": self.callback, "verbose": self.verbose}
+        cache_bytes = "1GB" if getattr(self, "cache_bytes", None) is None else self.cache_bytes
+        if self.solver_ == "fcl":
+            return SOLVERS["fcl"](cache_bytes=cache_bytes, tol=self.tol, max_sweeps=self.max_iter,
+                                  random_state=self.random_state, **common)
+        if self.solver_ == "dcl_sgd":
+            return SOLVERS["dcl_sgd"](cache_bytes=cache_bytes, max_epochs=self.max_iter,
+                                      random_state=self.random_state, verbose=self.verbose)
+        if self.solver_ == "online":
+            return OnlineSketch(**common)
+        if issubclass(SOLVERS[self.solver_], OnlineSolver):
+            # Online first-order solvers: max_iter passes, their own default rates; tune
+            # them by passing a solver instance (e.g. solver=TruncatedGradient(eta0=...)).
+            return SOLVERS[self.solver_](max_iter=self.max_iter, **common)
+        checkpoint = self.checkpoint
+        if checkpoint is not None and n_problems > 1:
+            checkpoint = f"{os.fspath(checkpoint)}.{k}"
+        if self.solver_ == "mp":
+            return SOLVERS["mp"](tol=self.tol, max_iter=self.max_iter, checkpoint=checkpoint, **common)
+        if self.solver_ == "rmmp":
+            k_max = _DEFAULT_MAX_ACTIVE if self.max_active is None else self.max_active
+            return SOLVERS["rmmp"](tol=self.tol, max_iter=self.max_iter, max_active=k_max, checkpoint=checkpoint,
+                                   **common)
+        return SOLVERS[self.solver_](tol=self.tol, max_iter=self.max_iter, random_state=self.random_state, **common)
+
+    def _solve(self, X, y, sample_weight, coef_init, intercept_init):
+        """One binary (or regression) problem held in memory; returns (Result, lam)."""
+        if self.lam is not None:
+            problem = Problem(X, y, self.loss, self.lam, l1_ratio=self.l1_ratio,
+                              fit_intercept=self.fit_intercept, sample_weight=sample_weight)
+        else:
+            ratio = _DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio
+            problem = Problem(X, y, self.loss, lam_ratio=ratio, l1_ratio=self.l1_ratio,
+                              fit_intercept=self.fit_intercept, sample_weight=sample_weight)
+        result = self._make_solver().solve(problem, coef_init, intercept_init)
+        if self.two_stage is not None:
+            result = self._second_stage(X, y, sample_weight, problem.lam, result)
+        return result, problem.lam
+
+    def _second_stage(self, X, y, sample_weight, lam, first):
+        """Qin et al.'s two-stage active set (sec. 3.2): re-solve on the first solution's
+        support only, at lam2 = two_stage * lam (warm-started); the coefficients off the
+        support stay 0. The Result is the second solve's, in the full width."""
+        support = np.flatnonzero(first.coef)
+        if support.size == 0:
+            return first
+        sub = Problem(X[:, support], y, self.loss, self.two_stage * lam, l1_ratio=self.l1_ratio,
+                      fit_intercept=self.fit_intercept, sample_weight=sample_weight)
+        second = self._make_solver().solve(sub, first.coef[support], first.intercept)
+        coef = np.zeros_like(first.coef)
+        coef[support] = second.coef
+        return dataclasses.replace(second, coef=coef)
+
+    def _fit_stream(self, stream, positives, class_weight, scan):
+        """Each binary problem (one per positive class; [None] for regression) over the stream."""
+        self.stream_scan_ = scan  # before any solving: a callback may read it
+        results, lams, states = [], [], []
+        coef_init, intercept_init = self._warm(len(positives), scan.n_features)
+        for k, positive in enumerate(positives):
+            lam_ratio = (_DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio) if self.lam is None else None
+            problem = _stream_problem(stream, self.loss, self.lam, lam_ratio=lam_ratio, l1_ratio=self.l1_ratio,
+                                    fit_intercept=self.fit_intercept, positive_class=positive,
+                                    class_weight=class_weight, scan=scan)
+            solver = self._make_solver(k, len(positives))
+            if _is_dask_dataset(stream):
+                from .distributed import distributed_solver
+
+                solver = distributed_solver(solver)
+            if isinstance(solver, OnlineSketch):
+                if problem.penalty is None:
+                    problem.resolve_lam(problem.gradient_at_start())  # lam_max: one pass first
+                result = solver.solve(problem)
+            else:
+                result = solver.solve(problem, None if coef_init is None else coef_init[k],
+                                      None if intercept_init is None else intercept_init[k])
+            if hasattr(solver, "state_"):
+                states.append(solver.state_)
+            results.append(result)
+            lams.append(problem.lam)
+        # partial_fit after fit continues the Online algorithm from where fit left it.
+        self.__dict__.pop("_online_states", None)
+        if states:
+            self._online_states = states
+        return results, lams
+
+    def _is_online(self):
+        """Whether the solver learns example by example (then ``partial_fit`` exists)."""
+        if isinstance(self.solver, Solver):
+            return hasattr(self.solver, "partial_fit")
+        return self.solver in SOLVERS and hasattr(SOLVERS[self.solver], "partial_fit")
+
+    def _partial_fit(self, X, y, sample_weight, positives_of):
+        """Continue the Online algorithm with the rows of X (see ``partial_fit``)."""
+        first = not hasattr(self, "_online_states")
+        if self.lam is not None:
+            lam = float(self.lam)
+        elif not first:
+            lam = float(np.ravel(self.lam_)[0])  # continuing a fit: its lam
+        else:
+            raise ValueError("partial_fit needs lam: lam_ratio needs lam_max, which needs all the data first")
+        self.solver_ = self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+                             reset=first, y_numeric=self.loss == "squared")
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        targets = positives_of(y, first)
+        solver = self._make_solver()
+        if first:
+            self._online_states = [solver.new_state(X.shape[1], self.fit_intercept) for _ in targets]
+        pen_l1, pen_l2 = lam * self.l1_ratio, lam * (1.0 - self.l1_ratio)
+        rows = as_rows(X)
+        kind = get_loss(self.loss).kernel_id
+        for state, (y_k, s_k) in zip(self._online_states, targets):
+            solver.partial_fit(state, rows, y_k, s_k * sample_weight, kind=kind, l1=pen_l1, l2=pen_l2)
+        self.lam_ = lam
+        return self._online_states
+
+    def _set_stream_width(self, stream, scan):
+        """n_features_in_ for data given as a path or Stream (arrays set it in validate_data)."""
+        self.n_features_in_ = scan.n_features
+        self.__dict__.pop("feature_names_in_", None)
+
+    def _stream_for(self, X, y, sample_weight):
+        """The Stream a streaming solver reads: X itself, a path opened, or arrays in chunks."""
+        if isinstance(X, Stream) or _is_dask_dataset(X):
+            stream = X
+        elif isinstance(X, (str, os.PathLike)):
+            stream = Stream.open(X)
+        else:
+            return None
+        if y is not None or sample_weight is not None:
+            raise ValueError("with a path or Stream as X, labels and weights come from it: give y=None "
+                             "and sample_weight=None")
+        return stream
+
+    def _warm(self, n_rows, n_features):
+        if self.warm_start and hasattr(self, "coef_") and self.coef_.shape == (n_rows, n_features):
+            return self.coef_, self.intercept_
+        return None, None
+
+    def save(self, path):
+        """Write the fitted model to ``path`` (portable, versioned, written atomically)."""
+        check_is_fitted(self)
+        meta = {"estimator": type(self).__name__, "params": _json_params(self.get_params()),
+                "loss": self.loss, "lam": np.atleast_1d(self.lam_).tolist(), "l1_ratio": self.l1_ratio,
+                "fit_intercept": self.fit_intercept, "n_features": int(np.shape(self.coef_)[-1])}
+        if hasattr(self, "classes_"):
+            meta["classes"] = self.classes_.tolist()
+        if getattr(self, "features_", None) is not None:
+            meta["features"] = _generated_fit.space_spec(self.features_)
+        save_model(path, coef=self.coef_, intercept=self.intercept_, metadata=meta)
+
+
+def _json_params(params):
+    return {k: v for k, v in params.items() if v is None or isinstance(v, (str, bool, int, float, dict))}
