@@ -29,7 +29,9 @@ FISTA; the paper calls it x_k):
    the margins X p and X x_k already at hand (no product).
 
 Two products with X per iteration (X^T r and one X p), plus one X p per extra
-backtracking trial; ``History.data_accesses`` counts them in nonzeros of X.
+backtracking trial; ``History.data_accesses`` counts them in nonzeros of X. The driver
+asks a *passes* object for them (:class:`InMemoryPasses`; ``l1scale.distributed`` runs the
+same driver with the sums taken over a cluster's partitions).
 
 Step: mu never grows (the paper's backtracking: mu <- eta^i mu with i >= 0). It starts
 optimistic, from the model's curvature at the start: mu_0 = 1 / max_j h_j(x_0) for the
@@ -57,6 +59,7 @@ objective), for FISTA the extrapolated points (not monotone).
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 from numba import njit
@@ -215,65 +218,56 @@ class ProximalGradient(Solver):
             raise ValueError(f"tol must be >= 0, got tol={self.tol!r}")
 
     # ------------------------------------------------------------------ driver
-    def solve(self, problem, coef_init=None, intercept_init=None) -> Result:
+    def solve(self, problem, coef_init=None, intercept_init=None, *, passes=None) -> Result:
+        """Minimise ``problem``; ``passes`` computes what the driver needs from the data
+        (default :class:`InMemoryPasses`; the Dask backend gives its own)."""
         self.check_problem(problem)
         self._check_options()
         scaling = self._scaling()
         compile_seconds = _warm_up()
         timer = Timer()
-        n, dim = problem.n_samples, problem.n_features
-        X, cols, kind = problem.X, problem.columns, problem.loss.kernel_id
-        y, c = problem.y, problem.c
-        lam1, lam2 = problem.penalty.l1, problem.penalty.l2
-        fit_b = problem.fit_intercept
-        eta, read = float(self.backtrack), cols.nnz
+        passes = InMemoryPasses(problem) if passes is None else passes
+        dim, fit_b, eta = problem.n_features, problem.fit_intercept, float(self.backtrack)
 
         # Iterates x_k and x_{k-1} with their margins X x (without b); the gradient point
-        # w with margins zw; the trial p with margins zp.
+        # w with margins zw; the trial p with margins zp (arrays, or the backend's handles).
         x = np.zeros(dim) if coef_init is None else np.array(coef_init, dtype=np.float64).reshape(dim)
-        b = float(intercept_init or 0.0) if fit_b else 0.0
+        b = passes.first_intercept(intercept_init) if fit_b else 0.0
         reads = 0
         if x.any():
-            zx = np.asarray(X @ x, dtype=np.float64).reshape(-1)
-            reads += read
+            zx = passes.margins(x)
+            reads += passes.nnz
         else:
-            zx = np.zeros(n)
-        x_prev, zx_prev = x.copy(), zx.copy()
-        w, zw = x.copy(), zx.copy()
+            zx = passes.zeros()
+        x_prev, zx_prev, w, zw = x.copy(), zx, x.copy(), zx
         p = np.empty(dim)
-        z, lv, r, D = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-        v, h = np.empty(dim), np.empty(dim)
-        H = np.ones(dim)
-        floor = None
-        mu, t = None, 1.0
+        H, floor, mu, t = np.ones(dim), None, None, 1.0
         history = History()
         stop_reason, converged, failed, cert = "max_iter", False, False, None
-        it = 0
+        it, last = 0, time.perf_counter()
         while True:
             # 1. At the gradient point: optimal intercept, loss terms, gradient (+ curvature).
+            want_h = scaling is not None or mu is None
             if fit_b:
-                b = _optimal_intercept(kind, y, zw, c, b, self.intercept_tol, 100)
-            loss_sum = _loss_terms(kind, y, zw, b, c, z, lv, r, D)
-            if fit_b and abs(float(r.sum())) > self.intercept_tol:
+                b = passes.intercept(zw, b, self.intercept_tol)
+            loss_sum, r_sum, v, h = passes.gradient(zw, b, want_h)
+            if fit_b and abs(r_sum) > self.intercept_tol:
                 # The unchecked last Newton step fell short (a kink of the curvature).
-                b = _optimal_intercept(kind, y, zw, c, b, 0.0, 100)
-                loss_sum = _loss_terms(kind, y, zw, b, c, z, lv, r, D)
-            if scaling is not None or mu is None:
-                _gradient_curvature(*cols.arrays, r, D, v, h)
-                h += lam2
-            else:
-                v[:] = X.T @ r
-            reads += read
+                b = passes.intercept(zw, b, 0.0)
+                loss_sum, r_sum, v, h = passes.gradient(zw, b, want_h)
+            reads += passes.nnz
+            lam1, lam2 = problem.penalty.l1, problem.penalty.l2  # lam_ratio: resolved by the first gradient
             g = v + lam2 * w if lam2 != 0.0 else v
-            l1w = float(np.abs(w).sum())
             smooth = loss_sum + 0.5 * lam2 * float(w @ w)
-            objective = smooth + lam1 * l1w
+            objective = smooth + lam1 * float(np.abs(w).sum())
             nnz = int(np.count_nonzero(w))
             certify = it % self.check_every == 0 or it >= self.max_iter or failed
             if certify:
-                cert = problem.certificate_from(w, b, z, None, v, primal=objective)
+                cert = passes.certificate(w, b, v, r_sum, objective)
+            now = time.perf_counter()
             history.append(objective=objective, certificate=cert.value if certify else np.nan,
-                           nnz=nnz, time=timer(), data_accesses=reads)
+                           nnz=nnz, time=timer(), data_accesses=reads, **passes.time_split(now - last))
+            last = now
             if self.callback is not None:
                 self.callback(it, history)
             if self.verbose:
@@ -287,15 +281,15 @@ class ProximalGradient(Solver):
                 if it >= self.max_iter or failed:
                     break
             # 2. The scaling H of the quadratic model, and the first step.
+            if want_h:
+                h = h + lam2
             if mu is None:
+                top = float(h.max(initial=0.0))
                 if scaling is None:
-                    top = float(h.max(initial=0.0))
                     mu = 1.0 / top if top > 0.0 else 1.0
                 else:
-                    top = float(h.max(initial=0.0))
                     floor = np.where(h > 0.0, self.floor_ratio * h, 1e-12 * top if top > 0.0 else 1.0)
-                    H = np.maximum(h, floor)
-                    mu = 1.0
+                    H, mu = np.maximum(h, floor), 1.0
             elif scaling is not None:
                 _update_scaling(h, H, floor, scaling == "eq7")
             # 3. Backtracking: shrink mu until F(p) <= Q_mu(p; w).
@@ -303,10 +297,10 @@ class ProximalGradient(Solver):
             slack = 8 * _EPS * abs(smooth)
             for _ in range(self.max_backtrack):
                 model, dsq, _nnz = _prox_step(w, g, H, mu, lam1, p)
-                zp = np.asarray(X @ p, dtype=np.float64).reshape(-1)
-                reads += read
-                bp = _optimal_intercept(kind, y, zp, c, b, self.intercept_tol, 100) if fit_b else 0.0
-                change = _loss_change(kind, y, zp, bp, c, lv) + 0.5 * lam2 * dsq
+                zp = passes.margins(p)
+                reads += passes.nnz
+                bp = passes.intercept(zp, b, self.intercept_tol) if fit_b else 0.0
+                change = passes.change(zp, bp) + 0.5 * lam2 * dsq
                 if change <= model + slack:
                     break
                 mu *= eta
@@ -323,13 +317,66 @@ class ProximalGradient(Solver):
                 beta = (t - 1.0) / t_next
                 t = t_next
                 w = x + beta * (x - x_prev)
-                zw = zx + beta * (zx - zx_prev)
+                zw = passes.combine(zx, zx_prev, beta)
             else:
                 w, zw = x, zx
         return certified_result(self, coef=w, intercept=b, n_iter=it, converged=converged, stop_reason=stop_reason,
                                 cert=cert, history=history, timer=timer, compile_seconds=compile_seconds,
                                 line_search_failed=failed,
                                 line_search_message="backtracking found no step satisfying the quadratic model")
+
+
+class InMemoryPasses:
+    """What the proximal driver needs from the data, for a :class:`~l1scale.problem.Problem`
+    held in memory: margins X x, the exact intercept, the loss terms with X^T r (and the
+    diagonal curvature) at the gradient point, the certificate and the loss change of a
+    trial. ``l1scale.distributed`` gives the same operations over a cluster's partitions.
+    Margins are arrays here (handles to partitions there); ``nnz`` is the nonzeros one
+    product with X reads.
+    """
+
+    def __init__(self, problem):
+        self.problem = problem
+        n, d = problem.n_samples, problem.n_features
+        self.kind, self.y, self.c = problem.loss.kernel_id, problem.y, problem.c
+        self.nnz = problem.columns.nnz
+        # The gradient point's margins z (with b), loss values, r = c loss', D = c loss''.
+        self.z, self.lv, self.r, self.D = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+        self.v, self.h = np.empty(d), np.empty(d)
+
+    def first_intercept(self, intercept_init):
+        return float(intercept_init or 0.0)
+
+    def zeros(self):
+        return np.zeros(self.problem.n_samples)
+
+    def margins(self, x):
+        return np.asarray(self.problem.X @ x, dtype=np.float64).reshape(-1)
+
+    def combine(self, zx, zx_prev, beta):
+        return zx + beta * (zx - zx_prev)
+
+    def intercept(self, zw, b, tol):
+        return _optimal_intercept(self.kind, self.y, zw, self.c, b, tol)
+
+    def gradient(self, zw, b, curvature):
+        """At zw + b: (sum c loss, sum r, X^T r, the curvature sum D x^2 per column or None)."""
+        loss_sum = _loss_terms(self.kind, self.y, zw, b, self.c, self.z, self.lv, self.r, self.D)
+        if curvature:
+            _gradient_curvature(*self.problem.columns.arrays, self.r, self.D, self.v, self.h)
+        else:
+            self.v[:] = self.problem.X.T @ self.r
+        return loss_sum, float(self.r.sum()), self.v, self.h if curvature else None
+
+    def certificate(self, w, b, v, r_sum, objective):
+        return self.problem.certificate_from(w, b, self.z, None, v, primal=objective)
+
+    def change(self, zp, bp):
+        """f(p) - f(w) of the loss part, term by term (w: the last gradient point)."""
+        return _loss_change(self.kind, self.y, zp, bp, self.c, self.lv)
+
+    def time_split(self, seconds):
+        return {}
 
 
 class ISTA(ProximalGradient):
