@@ -15,6 +15,8 @@ from sklearn.base import clone
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 
+from .problem import check_sample_weight
+
 __all__ = ["fit", "margins", "space_spec", "space_from_spec", "GENERATED_SOLVERS"]
 
 GENERATED_SOLVERS = ("fcl", "dcl_sgd")
@@ -28,9 +30,7 @@ def _labels_and_weights(est, X, y, sample_weight, classifier):
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != n:
         raise ValueError(f"y has shape {y.shape}, but X has {n} examples")
-    s = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    if s.shape != (n,) or not np.all(np.isfinite(s)) or np.any(s < 0):
-        raise ValueError(f"sample_weight must be {n} finite numbers >= 0")
+    s = check_sample_weight(sample_weight, n)
     if classifier:
         check_classification_targets(y)
         if est.class_weight is not None:
@@ -55,7 +55,9 @@ def fit(est, X, y, sample_weight, *, classifier: bool):
         targets = [np.asarray(y, dtype=np.float64)]
     results, lams = [], []
     if est.solver_ in GENERATED_SOLVERS:
-        lam_ratio = None if est.lam is not None else (0.01 if est.lam_ratio is None else est.lam_ratio)
+        from ._linear_model import _DEFAULT_LAM_RATIO
+
+        lam_ratio = None if est.lam is not None else (_DEFAULT_LAM_RATIO if est.lam_ratio is None else est.lam_ratio)
         for k, y_k in enumerate(targets):
             problem = GeneratedProblem(space, X, y_k, est.loss, est.lam, lam_ratio=lam_ratio,
                                        fit_intercept=est.fit_intercept, sample_weight=s)

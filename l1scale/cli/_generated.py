@@ -9,13 +9,13 @@ DATA is svmlight). ``--cache SIZE`` is then the memory budget of the column cach
 from __future__ import annotations
 
 import time
-import warnings
 
 import click
 import numpy as np
 
 from ._data import check_output
 from ._summary import save_and_print, train_summary
+from .train import _fit
 from .apply import report
 
 FEATURE_SPECS = "dna:D, products:DEGREE or rff:N[:SIGMA]"
@@ -69,7 +69,6 @@ def train_generated(data, *, features, cache, solver, test_path, lam, lam_ratio,
                     class_weight, seed, output, quiet, as_json):
     """Fit SparseLogisticRegression / SparseLinearRegression(features=...) on DATA and print the summary."""
     from ..estimators import SparseLinearRegression, SparseLogisticRegression
-    from ..exceptions import ConvergenceWarning
     from ..solvers import FeatureCachedLoops
     from ..solvers.fcl import parse_bytes
 
@@ -97,15 +96,7 @@ def train_generated(data, *, features, cache, solver, test_path, lam, lam_ratio,
         est = SparseLinearRegression(**common)
     else:
         est = SparseLogisticRegression(loss, class_weight=class_weight, **common)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        t0 = time.perf_counter()
-        try:
-            est.fit(X, y)
-        except ValueError as exc:
-            raise click.ClickException(f"{data}: {exc}") from None
-        fit_seconds = time.perf_counter() - t0
-    messages = [str(m.message) for m in caught if not issubclass(m.category, DeprecationWarning)]
+    messages, fit_seconds = _fit(est, data, (X, y), None)
     info = {"n_samples": int(len(y)), "n_features": int(est.features_.n_features_), "nnz": None,
             "features": features, "n_inputs": int(est.features_.n_inputs_)}
     summary = train_summary(est, data, info, report(est, X, y), load_seconds, fit_seconds, messages)
