@@ -1,233 +1,125 @@
-"""Batch coordinate descent: newGLMNET-style outer Newton / inner CD with shrinking.
+"""Batch coordinate descent: newGLMNET Newton steps on growing working sets, with
+gap-safe screening and a certificate from the best of several dual points.
 
 Minimises, for any smooth loss (ALGORITHMS.md section 1),
 
     P(w, b) = sum_i c_i loss(y_i, x_i . w + b) + lam1 ||w||_1 + lam2/2 ||w||^2
 
-(lam1 = lam * l1_ratio, lam2 = lam * (1 - l1_ratio), c_i = s_i / sum(s)) in the way
-of Yuan, Ho & Lin (2012), "An improved GLMNET for L1-regularized logistic
-regression", following liblinear's ``solve_l1r_lr`` (``-s 6``) rule for rule:
+(lam1 = lam * l1_ratio, lam2 = lam * (1 - l1_ratio), c_i = s_i / sum(s)).
 
-1. at (w, b), with r = c * loss'(y, z) and D = c * loss''(y, z) at hand, one pass
-   over every column gives the gradient g = X^T r + lam2 w and the diagonal
+The Newton step is that of Yuan, Ho & Lin (2012), "An improved GLMNET for
+L1-regularized logistic regression", following liblinear's ``solve_l1r_lr`` (``-s 6``):
+
+1. at (w, b), with r = c * loss'(y, z) and D = c * loss''(y, z) at hand, one pass over
+   the columns gives the gradient g = X^T r + lam2 w and the diagonal
    H_jj = (X^T diag(D) X)_jj + lam2 + nu; a zero weight with |g_j| < lam1 - M/n
-   (M: the largest violation of the previous iteration) leaves the working set
-   (outer shrinking);
-2. minimise the quadratic model  g.d + d^T H d / 2 + lam1 ||w + d||_1  by cyclic CD
-   on the working set (random order; inner shrinking at M_inner/n; stop when the
-   sum of violations is below inner_eps times that of the first iteration, after
-   a last sweep over the whole working set), the unpenalised intercept as one more
-   coordinate;
-3. Armijo line search on P along d (step halving, the L1 change in the decrease),
-   the change of the loss summed term by term so that it stays accurate near the
-   optimum; the accepted trial already holds r, D and the margins of step 1;
-4. inner_eps /= 4 when the model was solved in one sweep.
+   (M: the largest violation of the previous iteration) is shrunk away;
+2. the quadratic model  g.d + d^T H d / 2 + lam1 ||w + d||_1  is minimised by cyclic CD
+   (random order, inner shrinking), the unpenalised intercept as one more coordinate;
+3. Armijo line search on P along d (step halving, the L1 change in the decrease), the
+   change of the loss summed term by term so that it stays accurate near the optimum.
 
-Optimality is certified by the duality gap (the largest dual value seen so far is
-kept: any feasible dual point bounds P* from below) or, without a conjugate, by the
-KKT violation. Step 1 gives X^T r over every column at each iteration, so a
-certificate costs one pass over the n margins; it is taken once the largest
-violation has dropped as far as the last gap says it must. With an intercept, b is
-first made exactly optimal for w (a 1-D Newton solve, itself a descent step), so
-that sum_i c_i u_i = 0 as the dual needs.
+Around it, the outer loop of celer / skglm / Blitz (Massias, Gramfort & Salmon 2018;
+Johnson & Guestrin 2015): each *round* makes one pass over every feature not screened
+out, certifies, screens, and picks a working set: the nonzero weights plus the zero
+weights closest to violating optimality (smallest (lam1 - |g_j|) / ||x_j||_c), of a size
+that at least doubles each round. Newton steps restricted to the working set then run
+until the sub-problem's own duality gap (or KKT violation) is below a fraction of the
+full one (KKT violation on the working set below 0.3 times that of the last full pass).
+When the working set would hold every remaining feature, each Newton step is itself a full
+pass and is certified.
+
+Once the support has settled (it changed by at most 5% since the last iteration) and
+violates optimality more than any zero weight, the step is instead a Newton step on the
+support, solved by preconditioned conjugate gradients and projected onto the orthant of w
+(``_support_newton``): coordinate descent on an ill-conditioned model (correlated text
+features) needs thousands of sweeps where CG needs a few hundred products, and the
+support's KKT violations then fall quadratically.
+
+Certificates (``_dual.DualPoints``): the duality gap of the best dual point seen (any
+feasible dual point bounds P* from below), each new one the rescaled residual at an
+iterate; the KKT violation for losses without a conjugate (probit). A certificate is
+taken at every full pass (it costs one pass over the n margins on top of the gradient
+pass), so that ``tol`` stops the solve as soon as it can. With an intercept, b is made
+exactly optimal for w after each step (a 1-D Newton solve on the margins, itself a
+descent step), so that sum_i c_i u_i = 0 as the dual needs. Gap-safe screening removes,
+for the rest of the solve, zero weights that the gap proves zero at the optimum. The
+margins are maintained incrementally; they are recomputed from the nonzero weights when
+the objective stops moving and at the end, so that the returned objective is exact.
 """
 
 from __future__ import annotations
 
-
 import numpy as np
-from numba import njit
 
-from ..data.memory import column, column_moments
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
-from .base import History, Result, Solver, Timer, certified_result, compiled_once
+from . import _cd_kernels as kernels
+from ._dual import DualPoints, columns_nnz
+from ._support_newton import support_newton_step
+from .base import History, Solver, Timer, certified_result, compiled_once
 
 __all__ = ["CoordinateDescent"]
 
-# Curvature floor of the quadratic model (liblinear's nu): keeps H_jj > 0 on
-# columns whose rows all have zero curvature.
-_NU = 1e-12
 _EPS = float(np.finfo(np.float64).eps)
 
 
-@njit(cache=True)
-def _seed(seed):
-    np.random.seed(seed)
+class _Iterate:
+    """The iterate (w, b) and what the driver keeps at it: margins, per-sample losses, r and
+    D, the loss sum and the penalty; a second set of margins and losses for line-search
+    trials, swapped in on acceptance. The problem's data are read, never written."""
 
+    def __init__(self, problem, coef_init, intercept_init):
+        n, d = problem.n_samples, problem.n_features
+        self.problem = problem
+        self.w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).reshape(d)
+        self.b = float(intercept_init or 0.0) if problem.fit_intercept else 0.0
+        self.z, self.lv, self.z_new, self.lv_new = np.zeros(n), np.zeros(n), np.empty(n), np.empty(n)
+        self.r, self.D, self.xTd = np.empty(n), np.empty(n), np.zeros(n)
+        self.loss_sum, self.pen, self.reads = 0.0, 0.0, 0
+        self.refresh()
 
-@njit(cache=True)
-def _outer_pass(data, indices, indptr, dense, r, D, w, lam1, lam2, shrink_at, g, H, active):
-    """Gradient, curvature and violations over every column; liblinear's outer shrinking.
+    @property
+    def objective(self) -> float:
+        return self.loss_sum + self.pen
 
-    g[j] = sum_i r_i x_ij + lam2 w_j and H[j] = sum_i D_i x_ij^2 + lam2 + nu for every j;
-    a zero weight with |g_j| < lam1 - shrink_at is left out, the others are written
-    to active[:m]. Shapes: r, D (n,); w, g, H, active (d,).
-    Returns (m, largest violation, sum of violations, max_j |g_j - lam2 w_j|, nnz(w)).
-    """
-    m, vmax, vsum, gmax, nnz = 0, 0.0, 0.0, 0.0, 0
-    for j in range(w.shape[0]):
-        acc_g, acc_h = column_moments(data, indices, indptr, dense, j, r, D)
-        gmax = max(gmax, abs(acc_g))
-        wj = w[j]
-        gj = acc_g + lam2 * wj
-        g[j], H[j] = gj, acc_h + lam2 + _NU
-        if wj == 0.0:
-            viol = max(abs(gj) - lam1, 0.0)
-            if abs(gj) < lam1 - shrink_at:
-                continue
-        else:
-            nnz += 1
-            viol = abs(gj + lam1) if wj > 0.0 else abs(gj - lam1)
-        vmax = max(vmax, viol)
-        vsum += viol
-        active[m] = j
-        m += 1
-    return m, vmax, vsum, gmax, nnz
+    def refresh(self):
+        """Margins from scratch (from the nonzero weights), then :meth:`recenter`."""
+        self.reads += kernels.support_margins(*self.problem.columns.arrays, self.w, self.b, self.z)
+        pen = self.problem.penalty
+        self.pen = pen.l1 * float(np.abs(self.w).sum()) + 0.5 * pen.l2 * float(self.w @ self.w)
+        self.recenter()
 
+    def recenter(self):
+        """b made optimal for the margins of w (when fitted); loss terms, r and D at the margins."""
+        problem = self.problem
+        if problem.fit_intercept:
+            zw = self.z - self.b
+            self.b = problem.optimal_intercept(zw, self.b)
+            zw += self.b
+            self.z = zw
+        self.xTd[:] = 0.0
+        self.lv[:] = 0.0
+        self.loss_sum = weighted_terms_along(problem.loss.kernel_id, problem.y, self.z, self.xTd, 0.0, problem.c,
+                                             self.lv, self.z_new, self.lv_new, self.r, self.D)
+        self.accept()
 
-@njit(cache=True)
-def _model_sweep(data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, lam1, lam2, shrink_at):
-    """One CD sweep, in random order, over active[:m] of the quadratic model
+    def accept(self):
+        """The trial margins and losses become the current ones."""
+        self.z, self.z_new, self.lv, self.lv_new = self.z_new, self.z, self.lv_new, self.lv
 
-        g.d + d^T H d / 2 + lam1 ||w + d||_1,  d = wpd - w,  H = X^T diag(D) X + (lam2 + nu) I,
-
-    updating wpd (= w + d) and xTd (= X d). A zero coordinate whose model gradient stays
-    inside (-lam1 + shrink_at, lam1 - shrink_at) is swapped behind active[:m].
-    Shapes: active (k,), g, H, w, wpd (d,), xTd, D (n,).
-    Returns (new m, largest violation, sum of violations, nonzeros read).
-    """
-    for s in range(m - 1):
-        t = s + np.random.randint(m - s)
-        active[s], active[t] = active[t], active[s]
-    vmax, vsum, reads, s = 0.0, 0.0, 0, 0
-    while s < m:
-        j = active[s]
-        rows, vals = column(data, indices, indptr, dense, j)
-        x = wpd[j]
-        G = g[j] + (lam2 + _NU) * (x - w[j])
-        for p in range(rows.shape[0]):
-            G += vals[p] * D[rows[p]] * xTd[rows[p]]
-        reads += rows.shape[0]
-        Gp, Gn = G + lam1, G - lam1
-        if x == 0.0:
-            if Gp < 0.0:
-                viol = -Gp
-            elif Gn > 0.0:
-                viol = Gn
-            elif Gp > shrink_at and Gn < -shrink_at:
-                m -= 1
-                active[s], active[m] = active[m], active[s]
-                continue
-            else:
-                viol = 0.0
-        else:
-            viol = abs(Gp) if x > 0.0 else abs(Gn)
-        s += 1
-        # Newton step on the one-variable model, soft-thresholded; a step to zero makes
-        # w + d exactly 0. Skipped, and its violation not counted (it is at rounding
-        # level and would otherwise hold the model open): a step that does not change
-        # w + d, or one below 1e-12 away from zero (so that lam = lam_max gives w = 0
-        # exactly). liblinear skips every step below 1e-12, which leaves the gap stuck
-        # near 1e-12 H_jj relative.
-        h = H[j]
-        if Gp < h * x:
-            z = min(max(-Gp / h, -10.0), 10.0)
-        elif Gn > h * x:
-            z = min(max(-Gn / h, -10.0), 10.0)
-        else:
-            z = -x
-        if x + z == x or (x == 0.0 and abs(z) < 1e-12):
-            continue
-        vmax = max(vmax, viol)
-        vsum += viol
-        wpd[j] = x + z
-        for p in range(rows.shape[0]):
-            xTd[rows[p]] += z * vals[p]
-        reads += rows.shape[0]
-    return m, vmax, vsum, reads
-
-
-@njit(cache=True)
-def _intercept_step(g_b, d_b, xTd, D):
-    """Exact step on the intercept coordinate of the quadratic model; updates xTd.
-
-    Returns (step, |model gradient| before it). Shapes: xTd, D (n,).
-    """
-    G, Hb = g_b + _NU * d_b, _NU
-    for i in range(xTd.shape[0]):
-        G += D[i] * xTd[i]
-        Hb += D[i]
-    step = -G / Hb
-    for i in range(xTd.shape[0]):
-        xTd[i] += step
-    return step, abs(G)
-
-
-@njit(cache=True)
-def _newton_direction(data, indices, indptr, dense, active, m_outer, g, H, w, wpd, xTd, D,
-                      lam1, lam2, fit_intercept, g_b, inner_tol, max_inner):
-    """Minimise the quadratic model over active[:m_outer] (and the intercept) by CD sweeps.
-
-    liblinear's inner loop: shrinking at the last sweep's largest violation / n; when the
-    sum of violations is <= inner_tol on the shrunk set, one more sweep over the whole
-    working set decides. wpd (d,) enters equal to w and leaves as w + d; xTd (n,) = X d + d_b.
-    Returns (d_b, sweeps, nonzeros read).
-    """
-    xTd[:] = 0.0
-    n = xTd.shape[0]
-    m, shrink_at, d_b, reads, sweeps = m_outer, np.inf, 0.0, 0, 0
-    while sweeps < max_inner:
-        m, vmax, vsum, sweep_reads = _model_sweep(data, indices, indptr, dense, active, m, g, H,
-                                                  w, wpd, xTd, D, lam1, lam2, shrink_at)
-        reads += sweep_reads
-        if fit_intercept:
-            step, viol = _intercept_step(g_b, d_b, xTd, D)
-            d_b += step
-            vmax, vsum = max(vmax, viol), vsum + viol
-        sweeps += 1
-        if vsum <= inner_tol:
-            if m == m_outer:
-                break
-            m, shrink_at = m_outer, np.inf
-        else:
-            shrink_at = vmax / n
-    return d_b, sweeps, reads
-
-
-@njit(cache=True)
-def _model_decrease(active, m, g, w, wpd, lam1):
-    """sum_j g_j d_j + lam1 (||w + d||_1 - ||w||_1) over active[:m], d = wpd - w."""
-    acc = 0.0
-    for k in range(m):
-        j = active[k]
-        acc += g[j] * (wpd[j] - w[j]) + lam1 * (abs(wpd[j]) - abs(w[j]))
-    return acc
-
-
-@njit(cache=True)
-def _penalty_change(active, m, w, wpd, step, lam1, lam2):
-    """penalty(w + step d) - penalty(w) over active[:m], d = wpd - w."""
-    acc = 0.0
-    for k in range(m):
-        j = active[k]
-        x = w[j]
-        v = wpd[j] if step == 1.0 else x + step * (wpd[j] - x)
-        acc += lam1 * (abs(v) - abs(x)) + 0.5 * lam2 * (v - x) * (v + x)
-    return acc
-
-
-@njit(cache=True)
-def _take_step(active, m, w, wpd, step):
-    """w <- w + step (wpd - w) on active[:m] (exactly wpd for step 1), and wpd <- w."""
-    for k in range(m):
-        j = active[k]
-        if step != 1.0:
-            wpd[j] = w[j] + step * (wpd[j] - w[j])
-        w[j] = wpd[j]
+    def exact_objective(self) -> float:
+        """P(w, b) from margins recomputed from scratch (the maintained ones drift by rounding)."""
+        problem = self.problem
+        z = np.empty(problem.n_samples)
+        kernels.support_margins(*problem.columns.arrays, self.w, self.b, z)
+        return float(weighted_value(problem.loss.kernel_id, problem.y, z, problem.c)) + self.pen
 
 
 class CoordinateDescent(Solver):
-    """newGLMNET coordinate descent with shrinking: the reference batch solver.
+    """newGLMNET coordinate descent on working sets, with screening: the reference batch solver.
+
+    Minimises  P(w, b) = sum_i c_i loss(y_i, x_i . w + b) + lam1 ||w||_1 + lam2/2 ||w||^2
+    (see the module docstring for the method).
 
     Parameters
     ----------
@@ -235,7 +127,7 @@ class CoordinateDescent(Solver):
         Stop when the duality gap <= tol * P (or KKT violation <= tol * lam1 for
         losses without a conjugate).
     max_iter : int, default 200
-        Outer (Newton) iterations.
+        Newton steps, over all rounds.
     max_inner : int, default 1000
         CD sweeps per quadratic model.
     random_state : int, default 0
@@ -243,6 +135,14 @@ class CoordinateDescent(Solver):
     callback : callable, optional
         Called as ``callback(iteration, history)`` after each iteration.
     verbose : int, default 0
+    working_set : bool, default True
+        Solve on growing working sets (False: every Newton step passes over every
+        feature that is not screened out, with liblinear's shrinking).
+    screening : bool, default True
+        Gap-safe screening (losses with a conjugate).
+    support_newton : bool, default True
+        When the certificate misses tol, offer the dual point of a Newton step on the
+        support (and take the step when it lowers P); False: the rescaled residual only.
     """
 
     name = "cd"
@@ -257,142 +157,207 @@ class CoordinateDescent(Solver):
     # ill-conditioned models, which never take one sweep: each Newton step then only
     # shaves the violation down to that fixed tolerance.
     forcing = 0.25
+    # Working sets: the first size, and the fraction of the last full pass's largest KKT
+    # violation to which each sub-problem is solved (celer solves to 0.3 times the gap).
+    first_working_set = 100
+    # The support counts as settled (a Newton step on it pays) when it changed by at most
+    # this fraction of its size since the last iteration.
+    settled_fraction = 0.05
+    working_set_fraction = 0.3
 
-    def __init__(self, tol=1e-6, max_iter=200, max_inner=1000, random_state=0, callback=None, verbose=0):
+    def __init__(self, tol=1e-6, max_iter=200, max_inner=1000, random_state=0, callback=None, verbose=0,
+                 working_set=True, screening=True, support_newton=True):
         self.tol = tol
         self.max_iter = max_iter
         self.max_inner = max_inner
         self.random_state = random_state
         self.callback = callback
         self.verbose = verbose
+        self.working_set = working_set
+        self.screening = screening
+        self.support_newton = support_newton
 
-    def solve(self, problem, coef_init=None, intercept_init=None) -> Result:
+    def solve(self, problem, coef_init=None, intercept_init=None):
         self.check_problem(problem)
         compile_seconds = _warm_up()
         timer = Timer()
-        n, dim = problem.n_samples, problem.n_features
-        cols, kind = problem.columns, problem.loss.kernel_id
-        arrays = cols.arrays
-        y, c = problem.y, problem.c
+        kernels.seed(0 if self.random_state is None else int(self.random_state) % (2**32))
+        return self._solve(problem, _Iterate(problem, coef_init, intercept_init), timer, compile_seconds)
+
+    def _solve(self, problem, pt, timer, compile_seconds):
+        n, d = problem.n_samples, problem.n_features
+        arrays, y, c = problem.columns.arrays, problem.y, problem.c
+        kind = problem.loss.kernel_id
         lam1, lam2 = problem.penalty.l1, problem.penalty.l2
         fit_intercept = problem.fit_intercept
-        w = np.zeros(dim) if coef_init is None else np.array(coef_init, dtype=np.float64).reshape(dim)
-        b = float(intercept_init or 0.0) if fit_intercept else 0.0
-        wpd, g, H = w.copy(), np.empty(dim), np.empty(dim)
-        active = np.arange(dim, dtype=np.int64)
-        # Per-sample state at the current point and at a line-search trial (swapped on acceptance).
-        z, lv, xTd = np.empty(n), np.zeros(n), np.zeros(n)
-        z_new, lv_new, r, D = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-        _seed(0 if self.random_state is None else int(self.random_state) % (2**32))
-        history, reads = History(), 0
-        vsum_init, vmax_prev, inner_eps = None, np.inf, 1.0
-        trigger, best_dual, fresh = -np.inf, -np.inf, False
-        stop_reason, converged, cert, failed = "max_iter", False, None, False
-        it = 0
-        # Margins from scratch; b made optimal first when it is fitted.
-        b, loss_sum, reads = self._refresh(problem, w, b, lv, r, D, xTd, z_new, lv_new, reads)
-        z, z_new, lv, lv_new = z_new, z, lv_new, lv
-        pen = lam1 * float(np.abs(w).sum()) + 0.5 * lam2 * float(np.sum(w * w))
-        certify = coef_init is not None or self.max_iter <= 0
+        w, wpd = pt.w, pt.w.copy()
+        g, H = np.zeros(d), np.ones(d)
+        active = np.empty(d, dtype=np.int64)
+        kept = np.arange(d, dtype=np.int64)
+        norms = np.empty(d)
+        kernels.column_norms(*arrays, c, norms)
+        dual = DualPoints(problem)
+        history = History()
+        ws, ws_size, ws_target = None, self.first_working_set, np.inf
+        full_pass, first_step, vmax_prev = True, False, np.inf
+        vsum_init, inner_eps = None, 1.0
+        stop_reason, converged, failed, stalled, cert = "max_iter", False, False, False, None
+        it, recorded, last_support, last_gap, full_newton_step = 0, -1, None, np.inf, True
         while True:
-            if certify and not fresh:
-                # A certificate is taken at exact margins (and optimal b).
-                b, loss_sum, reads = self._refresh(problem, w, b, lv, r, D, xTd, z_new, lv_new, reads)
-                z, z_new, lv, lv_new = z_new, z, lv_new, lv
-                pen = lam1 * float(np.abs(w).sum()) + 0.5 * lam2 * float(np.sum(w * w))
-                fresh = True
-            m, vmax, vsum, gmax, nnz = _outer_pass(*arrays, r, D, w, lam1, lam2, vmax_prev / n, g, H, active)
-            reads += cols.nnz
-            g_b = float(r.sum()) if fit_intercept else 0.0
+            objective = pt.objective
+            everything = not self.working_set or kept.shape[0] <= ws_size
+            cols = kept if full_pass else ws
+            shrink_at = vmax_prev / n if (everything or not full_pass) else np.inf
+            # nnz: the support lies in cols (the working set holds every nonzero weight).
+            m, vmax, vsum, nnz, vzero = kernels.outer_pass(*arrays, cols, pt.r, pt.D, w, lam1, lam2, shrink_at,
+                                                           g, H, active)
+            pt.reads += columns_nnz(problem.columns, cols)
+            g_b = float(pt.r.sum()) if fit_intercept else 0.0
             vmax, vsum = max(vmax, abs(g_b)), vsum + abs(g_b)
-            if vsum_init is None:
-                vsum_init = vsum
-            objective = loss_sum + pen
-            if certify:
-                cert = problem.certificate_from(w, b, z, None, g if lam2 == 0.0 else g - lam2 * w,
-                                                primal=objective)
-                if cert.name == "duality_gap":
-                    best_dual = max(best_dual, cert.objective - cert.value)
-                    gap = objective - best_dual
-                    cert = cert._replace(value=gap, relative=gap / max(abs(objective), 1e-300))
-            history.append(objective=objective, certificate=cert.value if certify else np.nan,
-                           nnz=nnz, time=timer(), data_accesses=reads)
-            if self.callback is not None:
-                self.callback(it, history)
-            if self.verbose:
-                shown = f"{cert.name}={cert.value:.3e}" if certify else f"viol={vsum:.3e}"
-                print(f"cd iter {it:4d}  P={objective:.12g}  {shown}  nnz={nnz}  active={m}  t={timer():.3f}s")
-            if certify:
+            if full_pass:
+                g_loss = g if lam2 == 0.0 else g - lam2 * w
+                cert = dual.certificate(w, pt.b, pt.z, g_loss, kept, objective)
+                if recorded != it:
+                    recorded = self._record(history, it, objective, cert.value, nnz, timer, pt, m)
                 if cert.relative <= self.tol:
                     stop_reason, converged = cert.name, True
                     break
-                if it >= self.max_iter or failed:
+                if it >= self.max_iter or failed or (stalled and everything):
+                    failed = failed or stalled
                     break
-                # The gap falls about in step with the largest violation: certify again
-                # once that has dropped as far as this gap says it must (at least 10x).
-                trigger = vmax * min(0.1, max(self.tol / max(cert.relative, 1e-300), 1e-6))
-            # Newton direction on the working set, then the line search along it.
-            d_b, sweeps, inner_reads = _newton_direction(
-                *arrays, active, m, g, H, w, wpd, xTd, D, lam1, lam2, fit_intercept, g_b,
+                stalled = False
+                if self.screening:
+                    out = dual.screen(kept, w, norms, objective, lam1)
+                    if out.any():
+                        dropped, kept = kept[out], kept[~out]
+                        if everything:  # the step below uses this pass: drop them from it too
+                            left = active[:m][~np.isin(active[:m], dropped)]
+                            m = left.shape[0]
+                            active[:m] = left
+                everything = not self.working_set or kept.shape[0] <= ws_size
+                if everything:
+                    ws, ws_target = kept, self.tol * abs(objective)
+                else:
+                    ws = self._working_set(kept, w, g_loss, norms, lam1, ws_size)
+                    ws_target = self.working_set_fraction * vmax
+                    full_pass, first_step = False, True
+                    # celer's pruning: twice the support, or twice the last size when the gap
+                    # did not halve (a working set too small to make progress).
+                    grow = cert.value > 0.5 * last_gap
+                    last_gap = cert.value
+                    ws_size = min(kept.shape[0], max(self.first_working_set, 2 * nnz,
+                                                     2 * ws_size if grow else 0))
+                    vmax_prev, vsum_init, inner_eps = np.inf, None, 1.0
+                    continue
+            else:
+                if (vmax <= ws_target and not first_step) or it >= self.max_iter or stalled or failed:
+                    full_pass = True
+                    continue
+                first_step = False
+                if recorded != it:
+                    recorded = self._record(history, it, objective, np.nan, nnz, timer, pt, m)
+            support = cols[w[cols] != 0.0]
+            # Settled: the support changed by at most a few percent since the last iteration
+            # (features hovering at zero keep changing while the rest is done).
+            settled = (last_support is not None and support.shape[0] > 0 and np.setxor1d(
+                support, last_support, assume_unique=True).shape[0] <= self.settled_fraction * support.shape[0])
+            last_support = support
+            if self.support_newton and settled and vzero < vmax and full_newton_step:
+                # The support has settled and violates optimality more than any zero weight:
+                # a Newton step on the support (smooth there) instead of CD. After a step cut
+                # short by weights reaching zero, a CD step comes next (it moves them properly).
+                step, reads = support_newton_step(pt, support, H, kernels.NU, self.verbose)
+                pt.reads += reads
+                full_newton_step = step == 1.0
+                it += 1
+                if step > 0.0:
+                    wpd[support] = w[support]
+                    vmax_prev = vmax
+                    if fit_intercept:
+                        pt.recenter()
+                    continue
+                pt.recenter()  # r and D at the current point again; CD takes this iteration
+                it -= 1
+            full_newton_step = True
+            if vsum_init is None:
+                vsum_init = vsum
+            # Newton direction on the shrunk working set, then the line search along it.
+            d_b, sweeps, inner_reads = kernels.newton_direction(
+                *arrays, active, m, g, H, w, wpd, pt.xTd, pt.D, lam1, lam2, fit_intercept, g_b,
                 min(inner_eps * vsum_init, self.forcing * vsum), self.max_inner)
-            reads += inner_reads
+            pt.reads += inner_reads
+            if self.verbose > 1:
+                print(f"   CD on the model: {m} coordinates, {sweeps} sweeps")
             if sweeps == 1:
                 inner_eps *= 0.25
-            step, loss_change, pen_change = self._line_search(
-                kind, y, c, z, xTd, lv, z_new, lv_new, r, D, active, m, g, g_b, w, wpd, d_b,
-                lam1, lam2, loss_sum + pen)
+            step, loss_change, pen_change = self._line_search(kind, y, c, pt, active, m, g, g_b, w, wpd, d_b,
+                                                               lam1, lam2)
             it += 1
             if step is None:
-                # No step: certify where we are (exact margins), then stop.
-                failed, certify, fresh = True, True, False
+                # No step: certify where we are (margins afresh), then stop.
+                failed, full_pass = True, True
                 wpd[active[:m]] = w[active[:m]]
+                pt.refresh()
                 continue
-            _take_step(active, m, w, wpd, step)
-            b += step * d_b
-            z, z_new, lv, lv_new = z_new, z, lv_new, lv
-            loss_sum += loss_change
-            pen += pen_change
-            vmax_prev, fresh = vmax, False
-            # Certify when the violation says so, at the last iteration, or when the step
-            # no longer moves the objective (float resolution).
-            certify = (vmax <= trigger or it >= self.max_iter
-                       or -(loss_change + pen_change) <= 8 * _EPS * abs(objective))
-        return certified_result(self, coef=w, intercept=b, n_iter=it, converged=converged, stop_reason=stop_reason,
+            kernels.take_step(active, m, w, wpd, step)
+            pt.b += step * d_b
+            pt.accept()
+            pt.loss_sum += loss_change
+            pt.pen += pen_change
+            vmax_prev = vmax
+            if -(loss_change + pen_change) <= 8 * _EPS * abs(objective):
+                # The objective no longer moves (float resolution): margins afresh, certify.
+                stalled, full_pass = True, True
+                pt.refresh()
+            elif fit_intercept:
+                pt.recenter()
+        final = pt.exact_objective()
+        if cert.name == "duality_gap":
+            gap = final - dual.best_dual
+            cert = cert._replace(value=gap, relative=gap / max(abs(final), 1e-300), objective=final)
+        else:
+            cert = cert._replace(objective=final)
+        if self.verbose:
+            print(f"cd: {it} Newton steps, {len(history)} rows, {kept.shape[0]} of {d} features kept")
+        return certified_result(self, coef=w, intercept=pt.b, n_iter=it, converged=converged, stop_reason=stop_reason,
                                 cert=cert, history=history, timer=timer, compile_seconds=compile_seconds,
                                 line_search_failed=failed)
 
-    @staticmethod
-    def _refresh(problem, w, b, lv, r, D, xTd, z_out, lv_out, reads):
-        """Margins afresh (they were maintained incrementally) into z_out, with b made
-        optimal for w first when fitted; lv_out, r, D at them. Returns (b, loss, reads)."""
-        if w.any():
-            zw = np.asarray(problem.X @ w, dtype=np.float64).reshape(-1)
-            reads += problem.columns.nnz
-        else:
-            zw = np.zeros(problem.n_samples)
-        if problem.fit_intercept:
-            b = problem.optimal_intercept(zw, b)
-            zw += b
-        xTd[:] = 0.0
-        lv[:] = 0.0
-        loss_sum = weighted_terms_along(problem.loss.kernel_id, problem.y, zw, xTd, 0.0, problem.c,
-                                        lv, z_out, lv_out, r, D)
-        return b, loss_sum, reads
+    def _record(self, history, it, objective, certificate, nnz, timer, pt, m):
+        history.append(objective=objective, certificate=certificate, nnz=nnz, time=timer(),
+                       data_accesses=pt.reads, active=m)
+        if self.callback is not None:
+            self.callback(it, history)
+        if self.verbose:
+            print(f"cd iter {it:4d}  P={objective:.12g}  cert={certificate:.3e}  nnz={nnz}  active={m}  "
+                  f"t={timer():.3f}s")
+        return it
 
-    def _line_search(self, kind, y, c, z, xTd, lv, z_new, lv_new, r, D, active, m, g, g_b,
-                     w, wpd, d_b, lam1, lam2, objective):
+    @staticmethod
+    def _working_set(kept, w, g_loss, norms, lam1, size):
+        """The ``size`` features of ``kept`` closest to entering: every nonzero weight, then the zero
+        weights by (lam1 - |g_j|) / ||x_j||_c (negative: violating optimality), as celer ranks them."""
+        wk = w[kept]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            score = np.where(wk != 0.0, -np.inf, (lam1 - np.abs(g_loss[kept])) / norms[kept])
+        score[np.isnan(score)] = np.inf
+        chosen = np.argpartition(score, size - 1)[:size]
+        return np.sort(kept[chosen])
+
+    def _line_search(self, kind, y, c, pt, active, m, g, g_b, w, wpd, d_b, lam1, lam2):
         """Largest step in {1, 1/2, ...} with P(w + s d) - P(w) <= sigma s Delta,
         Delta = g.d + g_b d_b + lam1 (||w + d||_1 - ||w||_1).
 
-        The trial's margins, losses, r and D are left in z_new, lv_new, r, D.
+        The trial's margins, losses, r and D are left in pt.z_new, pt.lv_new, pt.r, pt.D.
         Returns (step, loss change, penalty change), or (None, 0, 0) on failure."""
-        delta = _model_decrease(active, m, g, w, wpd, lam1) + g_b * d_b
+        delta = kernels.model_decrease(active, m, g, w, wpd, lam1) + g_b * d_b
         # Rounding allowance: near the optimum both sides are at float resolution.
-        slack = 8 * _EPS * abs(objective)
+        slack = 8 * _EPS * abs(pt.objective)
         step = 1.0
         for _ in range(self.max_line_search):
-            loss_change = weighted_terms_along(kind, y, z, xTd, step, c, lv, z_new, lv_new, r, D)
-            pen_change = _penalty_change(active, m, w, wpd, step, lam1, lam2)
+            loss_change = weighted_terms_along(kind, y, pt.z, pt.xTd, step, c, pt.lv, pt.z_new, pt.lv_new,
+                                               pt.r, pt.D)
+            pen_change = kernels.penalty_change(active, m, w, wpd, step, lam1, lam2)
             if loss_change + pen_change <= self.sigma * step * delta + slack:
                 return step, loss_change, pen_change
             step *= 0.5
@@ -402,15 +367,8 @@ class CoordinateDescent(Solver):
 @compiled_once
 def _warm_up():
     """Compile (or load from cache) the kernels on tiny inputs."""
-    data, idx, ptr = np.ones(2), np.arange(2, dtype=np.int64), np.array([0, 2], dtype=np.int64)
-    ws, v2, v1 = np.zeros(1, dtype=np.int64), np.ones(2), np.zeros(1)
-    _outer_pass(data, idx, ptr, False, v2, v2, v1, 0.1, 0.0, 0.0, v1.copy(), v1.copy(), ws.copy())
-    _newton_direction(data, idx, ptr, False, ws.copy(), 1, v1, np.ones(1), v1, v1.copy(), np.zeros(2),
-                      v2, 0.1, 0.0, True, 0.0, 1.0, 1)
-    _model_decrease(ws, 1, v1, v1, v1, 0.1)
-    _penalty_change(ws, 1, v1, v1, 1.0, 0.1, 0.0)
-    _take_step(ws, 1, v1.copy(), v1.copy(), 0.5)
+    kernels.warm_up()
+    v2 = np.ones(2)
     weighted_terms_along(0, v2, v2, v2, 1.0, v2, v2, v2.copy(), v2.copy(), v2.copy(), v2.copy())
     weighted_conjugate(0, v2, v2, v2, 1.0)  # certificates (Problem.certificate_from)
     weighted_value(0, v2, v2, v2)
-    _seed(0)

@@ -1,0 +1,299 @@
+"""Jitted kernels of the batch coordinate-descent solver (``cd.py`` drives them).
+
+Every kernel works in place on arrays the driver owns, over a list of columns (the
+working set, or every feature not yet screened out), and releases the GIL so that
+one-vs-rest problems, folds and path segments can run in threads.
+
+Notation: ``r = c * loss'(y, z)`` and ``D = c * loss''(y, z)`` at the margins ``z``;
+``lam1``, ``lam2`` the L1 and L2 weights of the penalty; ``_NU`` liblinear's
+curvature floor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..data.memory import column, column_moments
+from ..losses import loss_derivative
+
+# Curvature floor of the quadratic model (liblinear's nu): keeps H_jj > 0 on
+# columns whose rows all have zero curvature.
+NU = 1e-12
+
+
+@njit(cache=True, nogil=True)
+def seed(value):
+    np.random.seed(value)
+
+
+@njit(cache=True, nogil=True)
+def outer_pass(data, indices, indptr, dense, cols, r, D, w, lam1, lam2, shrink_at, g, H, active):
+    """Gradient, curvature and violations over the columns ``cols``; liblinear's outer shrinking.
+
+    For j in cols: g[j] = sum_i r_i x_ij + lam2 w_j and H[j] = sum_i D_i x_ij^2 + lam2 + nu;
+    a zero weight with |g_j| < lam1 - shrink_at is left out, the others are written to
+    active[:m] (shrink_at = inf keeps every column). Shapes: r, D (n,); w, g, H (d,);
+    cols, active (k,).
+    Returns (m, largest violation, sum of violations, nnz(w) over cols, largest violation of a
+    zero weight).
+    """
+    m, vmax, vsum, nnz, vzero = 0, 0.0, 0.0, 0, 0.0
+    for k in range(cols.shape[0]):
+        j = cols[k]
+        acc_g, acc_h = column_moments(data, indices, indptr, dense, j, r, D)
+        wj = w[j]
+        gj = acc_g + lam2 * wj
+        g[j], H[j] = gj, acc_h + lam2 + NU
+        if wj == 0.0:
+            viol = max(abs(gj) - lam1, 0.0)
+            vzero = max(vzero, viol)
+            if abs(gj) < lam1 - shrink_at:
+                continue
+        else:
+            nnz += 1
+            viol = abs(gj + lam1) if wj > 0.0 else abs(gj - lam1)
+        vmax = max(vmax, viol)
+        vsum += viol
+        active[m] = j
+        m += 1
+    return m, vmax, vsum, nnz, vzero
+
+
+@njit(cache=True, nogil=True)
+def gradient_pass(data, indices, indptr, dense, cols, r, v):
+    """v[k] = sum_i r_i x_ij for j = cols[k] (the loss gradient only). Shapes: r (n,); cols, v (k,)."""
+    for k in range(cols.shape[0]):
+        rows, vals = column(data, indices, indptr, dense, cols[k])
+        acc = 0.0
+        for p in range(rows.shape[0]):
+            acc += r[rows[p]] * vals[p]
+        v[k] = acc
+
+
+@njit(cache=True, nogil=True)
+def column_norms(data, indices, indptr, dense, c, out):
+    """out[j] = sqrt(sum_i c_i x_ij^2): the c-weighted norm of every column. Shapes: c (n,), out (d,)."""
+    for j in range(out.shape[0]):
+        rows, vals = column(data, indices, indptr, dense, j)
+        acc = 0.0
+        for p in range(rows.shape[0]):
+            acc += c[rows[p]] * vals[p] * vals[p]
+        out[j] = np.sqrt(acc)
+
+
+@njit(cache=True, nogil=True)
+def support_margins(data, indices, indptr, dense, w, b, z):
+    """z = X w + b from the nonzero weights only (cost: the nonzeros of their columns).
+
+    Shapes: w (d,), z (n,). Returns the number of nonzeros read."""
+    z[:] = b
+    reads = 0
+    for j in range(w.shape[0]):
+        wj = w[j]
+        if wj != 0.0:
+            rows, vals = column(data, indices, indptr, dense, j)
+            for p in range(rows.shape[0]):
+                z[rows[p]] += wj * vals[p]
+            reads += rows.shape[0]
+    return reads
+
+
+@njit(cache=True, nogil=True)
+def model_sweep(data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, lam1, lam2, shrink_at):
+    """One CD sweep, in random order, over active[:m] of the quadratic model
+
+        g.d + d^T H d / 2 + lam1 ||w + d||_1,  d = wpd - w,  H = X^T diag(D) X + (lam2 + nu) I,
+
+    updating wpd (= w + d) and xTd (= X d). A zero coordinate whose model gradient stays
+    inside (-lam1 + shrink_at, lam1 - shrink_at) is swapped behind active[:m].
+    Shapes: active (k,), g, H, w, wpd (d,), xTd, D (n,).
+    Returns (new m, largest violation, sum of violations, nonzeros read).
+    """
+    for s in range(m - 1):
+        t = s + np.random.randint(m - s)
+        active[s], active[t] = active[t], active[s]
+    vmax, vsum, reads, s = 0.0, 0.0, 0, 0
+    while s < m:
+        j = active[s]
+        rows, vals = column(data, indices, indptr, dense, j)
+        x = wpd[j]
+        G = g[j] + (lam2 + NU) * (x - w[j])
+        for p in range(rows.shape[0]):
+            G += vals[p] * D[rows[p]] * xTd[rows[p]]
+        reads += rows.shape[0]
+        Gp, Gn = G + lam1, G - lam1
+        if x == 0.0:
+            if Gp < 0.0:
+                viol = -Gp
+            elif Gn > 0.0:
+                viol = Gn
+            elif Gp > shrink_at and Gn < -shrink_at:
+                m -= 1
+                active[s], active[m] = active[m], active[s]
+                continue
+            else:
+                viol = 0.0
+        else:
+            viol = abs(Gp) if x > 0.0 else abs(Gn)
+        s += 1
+        # Newton step on the one-variable model, soft-thresholded; a step to zero makes
+        # w + d exactly 0. Skipped, and its violation not counted (it is at rounding
+        # level and would otherwise hold the model open): a step that does not change
+        # w + d, or one below 1e-12 away from zero (so that lam = lam_max gives w = 0
+        # exactly). liblinear skips every step below 1e-12, which leaves the gap stuck
+        # near 1e-12 H_jj relative.
+        h = H[j]
+        if Gp < h * x:
+            z = min(max(-Gp / h, -10.0), 10.0)
+        elif Gn > h * x:
+            z = min(max(-Gn / h, -10.0), 10.0)
+        else:
+            z = -x
+        if x + z == x or (x == 0.0 and abs(z) < 1e-12):
+            continue
+        vmax = max(vmax, viol)
+        vsum += viol
+        wpd[j] = x + z
+        for p in range(rows.shape[0]):
+            xTd[rows[p]] += z * vals[p]
+        reads += rows.shape[0]
+    return m, vmax, vsum, reads
+
+
+@njit(cache=True, nogil=True)
+def intercept_step(g_b, d_b, xTd, D):
+    """Exact step on the intercept coordinate of the quadratic model; updates xTd.
+
+    Returns (step, |model gradient| before it). Shapes: xTd, D (n,).
+    """
+    G, Hb = g_b + NU * d_b, NU
+    for i in range(xTd.shape[0]):
+        G += D[i] * xTd[i]
+        Hb += D[i]
+    step = -G / Hb
+    for i in range(xTd.shape[0]):
+        xTd[i] += step
+    return step, abs(G)
+
+
+@njit(cache=True, nogil=True)
+def newton_direction(data, indices, indptr, dense, active, m_outer, g, H, w, wpd, xTd, D,
+                     lam1, lam2, fit_intercept, g_b, inner_tol, max_inner):
+    """Minimise the quadratic model over active[:m_outer] (and the intercept) by CD sweeps.
+
+    liblinear's inner loop: shrinking at the last sweep's largest violation / n; when the
+    sum of violations is <= inner_tol on the shrunk set, one more sweep over the whole
+    working set decides. wpd (d,) enters equal to w and leaves as w + d; xTd (n,) = X d + d_b.
+    Returns (d_b, sweeps, nonzeros read).
+    """
+    xTd[:] = 0.0
+    n = xTd.shape[0]
+    m, shrink_at, d_b, reads, sweeps = m_outer, np.inf, 0.0, 0, 0
+    while sweeps < max_inner:
+        m, vmax, vsum, sweep_reads = model_sweep(data, indices, indptr, dense, active, m, g, H,
+                                                 w, wpd, xTd, D, lam1, lam2, shrink_at)
+        reads += sweep_reads
+        if fit_intercept:
+            step, viol = intercept_step(g_b, d_b, xTd, D)
+            d_b += step
+            vmax, vsum = max(vmax, viol), vsum + viol
+        sweeps += 1
+        if vsum <= inner_tol:
+            if m == m_outer:
+                break
+            m, shrink_at = m_outer, np.inf
+        else:
+            shrink_at = vmax / n
+    return d_b, sweeps, reads
+
+
+@njit(cache=True, nogil=True)
+def model_decrease(active, m, g, w, wpd, lam1):
+    """sum_j g_j d_j + lam1 (||w + d||_1 - ||w||_1) over active[:m], d = wpd - w."""
+    acc = 0.0
+    for k in range(m):
+        j = active[k]
+        acc += g[j] * (wpd[j] - w[j]) + lam1 * (abs(wpd[j]) - abs(w[j]))
+    return acc
+
+
+@njit(cache=True, nogil=True)
+def penalty_change(active, m, w, wpd, step, lam1, lam2):
+    """penalty(w + step d) - penalty(w) over active[:m], d = wpd - w."""
+    acc = 0.0
+    for k in range(m):
+        j = active[k]
+        x = w[j]
+        v = wpd[j] if step == 1.0 else x + step * (wpd[j] - x)
+        acc += lam1 * (abs(v) - abs(x)) + 0.5 * lam2 * (v - x) * (v + x)
+    return acc
+
+
+@njit(cache=True, nogil=True)
+def take_step(active, m, w, wpd, step):
+    """w <- w + step (wpd - w) on active[:m] (exactly wpd for step 1), and wpd <- w."""
+    for k in range(m):
+        j = active[k]
+        if step != 1.0:
+            wpd[j] = w[j] + step * (wpd[j] - w[j])
+        w[j] = wpd[j]
+
+
+@njit(cache=True, nogil=True)
+def prox_cd_epoch(data, indices, indptr, dense, cols, kind, y, c, z, w, b, lipschitz, bound, lam1, lam2,
+                  fit_intercept):
+    """One epoch of proximal coordinate descent on P itself over ``cols`` (then the intercept),
+    each step 1 / L_j with L_j = lipschitz[j] (curvature bound times ||x_j||_c^2, plus lam2):
+    a descent step whatever the loss's curvature. Updates w and the margins z (which include b).
+
+    Shapes: cols (k,); y, c, z (n,); w, lipschitz (d,). Returns (new b, penalty change).
+    """
+    pen_change = 0.0
+    for k in range(cols.shape[0]):
+        j = cols[k]
+        L = lipschitz[j]
+        if L <= 0.0:
+            continue
+        rows, vals = column(data, indices, indptr, dense, j)
+        gj = lam2 * w[j]
+        for p in range(rows.shape[0]):
+            i = rows[p]
+            gj += c[i] * loss_derivative(kind, y[i], z[i]) * vals[p]
+        old = w[j]
+        v = old - gj / L
+        new = max(abs(v) - lam1 / L, 0.0)
+        new = new if v >= 0.0 else -new
+        if new != old:
+            diff = new - old
+            w[j] = new
+            for p in range(rows.shape[0]):
+                z[rows[p]] += diff * vals[p]
+            pen_change += lam1 * (abs(new) - abs(old)) + 0.5 * lam2 * (new - old) * (new + old)
+    if fit_intercept:
+        gb = 0.0
+        for i in range(z.shape[0]):
+            gb += c[i] * loss_derivative(kind, y[i], z[i])
+        step = -gb / bound
+        for i in range(z.shape[0]):
+            z[i] += step
+        b += step
+    return b, pen_change
+
+
+def warm_up():
+    """Compile (or load from Numba's cache) every kernel on tiny inputs."""
+    data, idx, ptr = np.ones(2), np.arange(2, dtype=np.int64), np.array([0, 2], dtype=np.int64)
+    ws, v2, v1 = np.zeros(1, dtype=np.int64), np.ones(2), np.zeros(1)
+    outer_pass(data, idx, ptr, False, ws, v2, v2, v1, 0.1, 0.0, 0.0, v1.copy(), v1.copy(), ws.copy())
+    gradient_pass(data, idx, ptr, False, ws, v2, v1.copy())
+    column_norms(data, idx, ptr, False, v2, v1.copy())
+    support_margins(data, idx, ptr, False, v1, 0.0, v2.copy())
+    newton_direction(data, idx, ptr, False, ws.copy(), 1, v1, np.ones(1), v1, v1.copy(), np.zeros(2),
+                     v2, 0.1, 0.0, True, 0.0, 1.0, 1)
+    model_decrease(ws, 1, v1, v1, v1, 0.1)
+    penalty_change(ws, 1, v1, v1, 1.0, 0.1, 0.0)
+    take_step(ws, 1, v1.copy(), v1.copy(), 0.5)
+    prox_cd_epoch(data, idx, ptr, False, ws, 0, v2, v2, v2.copy(), v1.copy(), 0.0, np.ones(1), 0.25, 0.1, 0.0,
+                  True)
+    seed(0)

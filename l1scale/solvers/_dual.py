@@ -1,0 +1,100 @@
+"""The dual side of batch solvers: the best dual point seen, the certificate it gives,
+and gap-safe screening.
+
+For a loss with a conjugate, any feasible dual point bounds P* from below, so a solver
+may certify with the best dual value seen along its run (celer keeps the best of several
+candidates the same way); each candidate is the rescaled residual at an iterate,
+``u = loss'(y, z) * min(1, lam1 / ||X^T c u||_inf)`` (ALGORITHMS.md section 1), feasible
+only on the features not screened out (which suffices: screening is safe).
+
+Gap-safe screening (Ndiaye, Fercoq, Gramfort & Salmon 2017): f_i* is (1/L)-strongly convex
+when the loss has curvature at most L, so the dual optimum u* lies within
+``radius = sqrt(2 L gap)`` of any feasible u in the norm ``||u||_c = sqrt(sum_i c_i u_i^2)``
+(gap = P(w) - D(u)); hence ``|x_j^T (c u*)| <= |x_j^T (c u)| + ||x_j||_c radius``, and a
+feature for which the right side is below lam1 is zero at every optimum (the elastic net
+included: its dual is as strongly concave, and w*_j = 0 exactly when |x_j^T (c u*)| <= lam1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["DualPoints", "columns_nnz"]
+
+# A feature is screened out only when its bound is below lam1 by this relative margin, so
+# that rounding in the dual quantities can never remove a feature of the support.
+_SCREEN_MARGIN = 1e-9
+
+
+class DualPoints:
+    """The best dual point of one problem, its candidates and what it proves.
+
+    Parameters
+    ----------
+    problem : Problem
+    """
+
+    def __init__(self, problem):
+        self.problem = problem
+        self.has_dual = problem.loss.has_conjugate
+        self.best_dual = -np.inf
+        # |x_j^T (c u)| of the best dual point, for the features it was computed on.
+        self.best_corr = np.full(problem.n_features, np.inf)
+
+    def certificate(self, w, b, z, v, cols, primal):
+        """The certificate at (w, b): its rescaled residual offered, then the best dual point's gap.
+
+        Parameters
+        ----------
+        w : ndarray (d,)
+        b : float
+        z : ndarray (n,)  margins
+        v : ndarray (d,)  loss gradient X^T (c loss'(y, z)); read on ``cols`` only
+        cols : ndarray of int
+            The features not screened out: the dual needs feasibility on these only.
+        primal : float
+            P(w, b).
+        """
+        v_cols = v[cols]
+        cert = self.problem.certificate_from(w[cols], b, z, None, v_cols, primal=primal)
+        if not self.has_dual:
+            return cert
+        self._offer(cert, v_cols, cols)
+        return self.best(cert, primal)
+
+    def best(self, cert, primal):
+        """``cert`` with the gap of the best dual point at the primal value ``primal``."""
+        if not self.has_dual:
+            return cert
+        gap = primal - self.best_dual
+        return cert._replace(value=gap, relative=gap / max(abs(primal), 1e-300), objective=primal)
+
+    def screen(self, cols, w, norms, primal, lam1):
+        """The features of ``cols`` proven zero at the optimum (and zero now): a boolean mask."""
+        if not self.has_dual or not np.isfinite(self.best_dual):
+            return np.zeros(cols.shape[0], dtype=bool)
+        L = self.problem.loss.curvature_bound
+        radius = np.sqrt(2.0 * L * max(primal - self.best_dual, 0.0))
+        bound = self.best_corr[cols] + norms[cols] * radius
+        return (bound < lam1 * (1.0 - _SCREEN_MARGIN)) & (w[cols] == 0.0)
+
+    def _offer(self, cert, v, cols):
+        """Keep this candidate if its dual value is the best; returns whether it was."""
+        dual = cert.objective - cert.value
+        if not dual > self.best_dual:
+            return False
+        pen = self.problem.penalty
+        scale = 1.0 if pen.l2 != 0.0 else min(1.0, pen.l1 / max(float(np.max(np.abs(v), initial=0.0)), 1e-300))
+        self.best_dual = dual
+        self.best_corr[:] = np.inf
+        self.best_corr[cols] = scale * np.abs(v)
+        return True
+
+
+def columns_nnz(columns, cols) -> int:
+    """Stored values in the columns ``cols`` of a column layout (what a pass over them reads)."""
+    if cols.shape[0] == columns.shape[1]:
+        return columns.nnz
+    if columns.dense:
+        return int(cols.shape[0]) * int(columns.shape[0])
+    return int((columns.indptr[cols + 1] - columns.indptr[cols]).sum())
