@@ -10,7 +10,11 @@ imported, then :func:`repo_on_path`, so that ``import l1scale`` finds this check
 
     import numpy as np
 
-Nothing here imports numpy or l1scale.
+Nothing here imports numpy or l1scale at import time (functions that need numpy import it).
+
+The peer benchmarks (``bench_batch_l1_logreg.py``, ``bench_path.py``) share the data sets
+(:data:`DATASETS`, :func:`load_dataset`, with news20's seeded training split) and the timing
+of one fit in a forked child (:func:`call_in_child`, :func:`timed_median`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import platform
 import resource
 import subprocess
 import sys
+import time
+import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,7 +55,7 @@ def repo_on_path() -> None:
 # ----------------------------------------------------------------------------- run header
 def utc_now() -> str:
     """The current UTC time, ISO 8601 to the second (the results' ``date``)."""
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 def command_line(args) -> str:
@@ -59,7 +65,7 @@ def command_line(args) -> str:
 
 def git(*args: str) -> str:
     """stdout of ``git -C REPO <args>`` (not stripped); raises OSError where git cannot run."""
-    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True).stdout
+    return subprocess.run(["git", "-C", str(REPO), *args], check=False, capture_output=True, text=True).stdout
 
 
 def git_revision() -> str | None:
@@ -135,6 +141,57 @@ def load_svmlight_cached(path, n_features: int, cache_dir, name: str):
     return X, y
 
 
+# ----------------------------------------------------------------------------- data sets of the peer benchmarks
+# name -> (file under the data folder, n_features from its INDEX.md, description)
+DATASETS = {
+    "a9a": ("a9a/a9a.bz2", 123, "a9a (UCI Adult), train"),
+    "earn": ("reuters21578/modapte_earn_train.svm.bz2", 27901, "Reuters-21578 ModApte 'earn', train"),
+    "news20": ("news20/news20_bydate_binary.svm.bz2", 588937,
+               "20 Newsgroups binary uni+bigram TF-IDF, seeded 75% training split of the rows"),
+    "mnist10k": ("mnist/mnist10k_3vsrest.bz2", 784, "MNIST test 10k, 3 vs rest"),
+}
+DATASET_ALIASES = {"mnist": "mnist10k"}
+# Data sets used through a seeded training split of their rows: name -> fraction kept.
+TRAIN_FRACTION = {"news20": 0.75}
+
+
+def dataset_name(name: str) -> str:
+    """The :data:`DATASETS` key of ``name`` (aliases resolved); SystemExit for an unknown one."""
+    name = DATASET_ALIASES.get(name, name)
+    if name not in DATASETS:
+        raise SystemExit(f"unknown dataset {name!r}; choose from {sorted(DATASETS)}")
+    return name
+
+
+def training_rows(n: int, fraction: float, seed: int = 0):
+    """The sorted row indices of a seeded training split:
+    ``np.random.default_rng(seed).permutation(n)[: int(fraction * n)]``, sorted."""
+    import numpy as np
+
+    return np.sort(np.random.default_rng(seed).permutation(n)[: int(fraction * n)])
+
+
+def load_dataset(name: str, data_dir, cache_dir):
+    """``(X, y)`` of a :data:`DATASETS` entry: X CSR float64 with int32 indices (scikit-learn's
+    liblinear and saga reject int64 ones), sorted; y in {-1., +1.}. news20 is its seeded 75%
+    training split (:func:`training_rows`: 14,134 of 18,846 rows, all 588,937 columns)."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    name = dataset_name(name)
+    path, d, _ = DATASETS[name]
+    X, y = load_svmlight_cached(Path(data_dir) / path, d, cache_dir, name)
+    X = sp.csr_matrix((X.data.astype(np.float64), X.indices.astype(np.int32), X.indptr.astype(np.int32)),
+                      shape=X.shape)
+    y = np.where(np.asarray(y) > 0, 1.0, -1.0)
+    if name in TRAIN_FRACTION:
+        rows = training_rows(X.shape[0], TRAIN_FRACTION[name])
+        X, y = X[rows], y[rows]
+        X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
+    X.sort_indices()
+    return X, y
+
+
 # ----------------------------------------------------------------------------- memory (in a worker)
 def peak_rss_mib() -> float:
     """This process's peak RSS over its whole life (``ru_maxrss``; Linux reports KiB), in MiB."""
@@ -179,8 +236,114 @@ def run_worker(script, cfg: dict, mark: str, timeout=None):
     the decoded result (None when no such line was printed) and the CompletedProcess.
     Raises ``subprocess.TimeoutExpired`` after ``timeout`` seconds."""
     cmd = [sys.executable, str(Path(script).resolve()), "--worker", json.dumps(cfg)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout)
     for line in proc.stdout.splitlines():
         if line.startswith(mark):
             return json.loads(line[len(mark):]), proc
     return None, proc
+
+
+# ----------------------------------------------------------------------------- one fit in a forked child
+class FitTimeout(Exception):
+    """A fit run by :func:`call_in_child` was killed at its time limit."""
+
+
+def call_in_child(fn, timeout):
+    """``fn()`` run in a forked child process; returns its (picklable) result.
+
+    The child is killed after ``timeout`` seconds (:class:`FitTimeout`): none of the peers
+    has a time limit of its own. A fit is timed inside the child (:func:`timed_median`), so
+    the fork is not counted; the child inherits the parent's memory, hence its loaded data
+    and its compiled Numba code. Warnings are silenced in the child; an exception there
+    is raised here as a RuntimeError with its message."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+
+    def child():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = fn()
+            send.send(("ok", res))
+        except BaseException as e:  # noqa: BLE001 - every failure is reported to the parent
+            send.send(("err", f"{type(e).__name__}: {e}"))
+        finally:
+            send.close()
+
+    proc = ctx.Process(target=child, daemon=True)
+    proc.start()
+    send.close()
+    try:
+        if not recv.poll(timeout):
+            proc.kill()
+            raise FitTimeout(f"fit killed after {timeout:.0f} s")
+        try:
+            status, res = recv.recv()
+        except EOFError:
+            status, res = "err", f"child process died (exit code {proc.exitcode})"
+    finally:
+        proc.join()
+        recv.close()
+    if status == "err":
+        raise RuntimeError(res)
+    return res
+
+
+def timed_median(fn, repeats: int, repeat_below: float):
+    """Time ``fn()`` (a whole fit); when it takes less than ``repeat_below`` seconds, run it
+    ``repeats`` times in all. Returns ``(median seconds, fn's return value of the median run,
+    every run's seconds)`` (with an even count, the faster of the two middle runs)."""
+    times, outs = [], []
+    for _ in range(max(1, repeats)):
+        t0 = time.perf_counter()
+        outs.append(fn())
+        times.append(time.perf_counter() - t0)
+        if times[0] >= repeat_below:
+            break
+    k = sorted(range(len(times)), key=times.__getitem__)[(len(times) - 1) // 2]
+    return times[k], outs[k], times
+
+
+# ----------------------------------------------------------------------------- results files
+def machine_info() -> dict:
+    """CPU model and count, RAM, platform, Python and the thread variables, as a dict."""
+    info = {"python": platform.python_version(), "platform": platform.platform(), "Model name": cpu_model(),
+            "CPU(s)": str(os.cpu_count()), "RAM": f"{ram_gib():.1f} GiB"}
+    info["threads"] = {v: os.environ.get(v) for v in THREAD_VARS}
+    return info
+
+
+def package_versions(dists) -> dict:
+    """``{distribution: version or "not installed"}``, plus ``"l1scale git"`` (:func:`git_revision`)."""
+    from importlib import metadata
+
+    out = {}
+    for dist in dists:
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    rev = git_revision()
+    if rev is not None:
+        out["l1scale git"] = rev
+    return out
+
+
+def jsonable(o):
+    """``o`` with numpy arrays as lists, numpy scalars as Python numbers, tuples as lists,
+    NaN / inf as None."""
+    import math
+
+    if getattr(o, "ndim", 0) > 0 and hasattr(o, "tolist"):  # numpy array
+        o = o.tolist()
+    if isinstance(o, dict):
+        return {str(k): jsonable(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [jsonable(v) for v in o]
+    if hasattr(o, "item") and getattr(o, "shape", None) == ():  # numpy scalar
+        o = o.item()
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    return o

@@ -1,32 +1,50 @@
-#!/usr/bin/env python
-"""Peer benchmark: batch L1-regularised logistic regression.
+"""Peer benchmark: batch L1-regularised logistic regression, timed as a user waits for it.
 
-For each dataset x lam ratio (lam = ratio * lam_max) x {no intercept, intercept},
-every solver minimises the same objective
+For each point (dataset, lam = ratio * lam_max, intercept or not) every solver minimises
+the same objective
 
     P(w, b) = (1/n) sum_i log(1 + exp(-y_i (x_i . w + b))) + lam ||w||_1
 
-(b unpenalised, b = 0 without intercept), and we record the wall time it needs
-to reach a relative suboptimality (P - P*) / P* <= 1e-4 and <= 1e-6.
-Every solution is evaluated with ``l1scale.problem.Problem.objective``.
+(b unpenalised, b = 0 without intercept), and we record the wall time of the whole
+``fit()`` call it needs to reach a relative suboptimality (P - P*) / P* <= 1e-2, 1e-4
+and 1e-6. Every solution is evaluated with ``l1scale.problem.Problem.objective``.
 
-* l1scale CD: times read off the solver's own History (first outer iteration
-  whose objective meets the target), best of ``--cd-runs`` runs; the Numba
-  compile / cache-load time of the first call in the process is reported apart.
-* Peers (liblinear -s 6, scikit-learn liblinear / saga, skglm, celer, glmnet)
-  have no history: each is run from scratch with a decreasing tolerance
-  sequence, and the time to a target is the smallest wall time of a run whose
-  solution meets it.
+Every solver, l1scale included, is fitted from scratch at a decreasing ladder of its own
+tolerances, each fit in a forked child (killed at ``--fit-timeout``) on the same CSR
+matrix; the time to a target is the smallest wall time of a fit whose solution meets it
+(median of 3 repeats for fits under 0.5 s). l1scale is the public estimator,
+``SparseLogisticRegression(lam=lam, tol=tol, fit_intercept=..., max_iter=10000,
+solver="cd").fit(X, y)``; its Numba compile is done by a warm-up fit in the parent before
+the children fork, and reported apart. Ratios are l1scale's time over the fastest peer's.
+
+For l1scale only, three diagnostics per point: the tol=1e-6 fit's wall time over the time
+at which its own History first met 1e-6 ("certifies late", target <= 1.5), the share of
+that fit spent outside the solver (target <= 10%), and its fit time at tol=1e-2 over its
+fit time at tol=1e-6 (target <= 0.4).
 
 See benchmarks/README.md.
 """
 
 from __future__ import annotations
 
-from _common import (DATA_DIR, REPO, RESULTS_DIR, THREAD_VARS, git_revision, load_svmlight_cached, repo_on_path,
-                     single_thread)
+from _common import (
+    DATA_DIR,
+    DATASETS,
+    REPO,
+    RESULTS_DIR,
+    FitTimeout,
+    call_in_child,
+    dataset_name,
+    jsonable,
+    load_dataset,
+    machine_info,
+    package_versions,
+    repo_on_path,
+    single_thread,
+    timed_median,
+)
 
-# Single-threaded BLAS / OpenMP for a fair single-thread comparison. Must be set
+# Single-threaded BLAS / OpenMP / Numba for a fair single-thread comparison. Must be set
 # before numpy is imported; an explicit setting in the environment wins.
 single_thread()
 repo_on_path()
@@ -35,38 +53,44 @@ import argparse
 import datetime
 import importlib
 import json
+import math
 import os
-import platform
 import subprocess
 import sys
 import time
 import warnings
 from dataclasses import dataclass, field
-from importlib import metadata
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from l1scale.problem import Problem  # noqa: E402
-from l1scale.solvers.cd import CoordinateDescent  # noqa: E402
+from l1scale import SparseLogisticRegression
+from l1scale.problem import Problem
+from l1scale.solvers.cd import CoordinateDescent
 
-TARGETS = (1e-4, 1e-6)
+TARGETS = (1e-2, 1e-4, 1e-6)
+KEYS = tuple(f"{t:g}" for t in TARGETS)  # "0.01", "0.0001", "1e-06": the JSON keys
+LABELS = dict(zip(KEYS, ("1e-2", "1e-4", "1e-6"), strict=True))
+MISS_NAMES = {"fit_over_history": "fit/history", "outside_share": "outside", "tol2_over_tol6": "tol 1e-2/1e-6"}
+# Report targets: l1scale time / fastest peer's time at a suboptimality target, and the
+# l1scale diagnostics (all "<=").
+RATIO_GOALS = {"0.01": 1.0, "1e-06": 0.5}
+DIAG_GOALS = {"fit_over_history": 1.5, "outside_share": 0.10, "tol2_over_tol6": 0.4}
+L1_TOLS = tuple(10.0 ** -k for k in range(1, 11))  # l1scale's ladder, 1e-1 .. 1e-10
+DIAG_TOL, LOOSE_TOL = 1e-6, 1e-2  # the l1scale fits of the diagnostics (always run)
 
-# name -> (path under the data dir, n_features from INDEX.md, description)
-DATASETS = {
-    "a9a": ("a9a/a9a.bz2", 123, "a9a (UCI Adult), train"),
-    "earn": ("reuters21578/modapte_earn_train.svm.bz2", 27901, "Reuters-21578 ModApte 'earn', train"),
-    "mnist": ("mnist/mnist10k_3vsrest.bz2", 784, "MNIST test 10k, 3 vs rest"),
-    "news20": ("news20/news20_bydate_binary.svm.bz2", 588937, "20 Newsgroups binary uni+bigram TF-IDF"),
-}
-DEFAULT_DATASETS = ("a9a", "earn", "mnist", "news20")
+# Default protocol: dataset -> fit an intercept? (news20 is its seeded 75% training split)
+PROTOCOL = {"earn": True, "a9a": True, "news20": False, "mnist10k": True}
+DEFAULT_DATASETS = ("earn", "a9a", "news20", "mnist10k")
+DEFAULT_RATIOS = (0.1, 0.01, 0.001)
 QUICK_DATASETS = ("a9a", "earn")
 QUICK_RATIOS = (0.1, 0.01)
 
 SOLVERS = ("l1scale", "liblinear", "sk-liblinear", "sk-saga", "skglm", "celer", "glmnet")
 SOLVER_LABELS = {
-    "l1scale": "l1scale CD",
+    "l1scale": "l1scale",
     "liblinear": "liblinear -s 6",
     "sk-liblinear": "sklearn liblinear",
     "sk-saga": "sklearn saga",
@@ -74,34 +98,27 @@ SOLVER_LABELS = {
     "celer": "celer",
     "glmnet": "glmnet",
 }
+VERSIONED = ("numpy", "scipy", "numba", "scikit-learn", "joblib", "liblinear-official", "skglm", "celer",
+             "python-glmnet", "l1scale")
 
 
 class _Stop(Exception):
-    """Raised from the CD callback to end a run early (its History is kept)."""
+    """Raised from the CD callback to end the reference run early (its History is kept)."""
 
 
-# --------------------------------------------------------------------------- data
-def load_dataset(name, data_dir, cache_dir):
-    """(X CSR float64, y in {-1,+1}); parsed svmlight cached as .npz in cache_dir."""
-    path, d, _ = DATASETS[name]
-    X, y = load_svmlight_cached(Path(data_dir) / path, d, cache_dir, name)
-    # 32-bit indices: scikit-learn's liblinear/saga reject int64 ones.
-    X = sp.csr_matrix((X.data.astype(np.float64), X.indices.astype(np.int32), X.indptr.astype(np.int32)),
-                      shape=X.shape)
-    X.sort_indices()
-    y = np.where(np.asarray(y) > 0, 1.0, -1.0)
-    return X, y
+def _quiet():
+    warnings.simplefilter("ignore")
 
 
 # --------------------------------------------------------------------------- bookkeeping
 @dataclass
 class Setting:
-    """One (dataset, ratio, intercept) cell: the problem, P*, and every run."""
+    """One point (dataset, ratio, intercept): the problem, P*, and every fit."""
 
     problem: Problem
-    p_best: float  # best objective known so far (updated by every run)
+    p_best: float  # best objective known so far (updated by every fit)
     lower_bound: float = -np.inf  # best certified dual value (lower bound on P*)
-    runs: dict = field(default_factory=dict)  # solver -> list of run dicts
+    runs: dict = field(default_factory=dict)  # solver -> list of fit dicts
     notes: dict = field(default_factory=dict)  # solver -> note
 
     def record(self, solver, **run):
@@ -114,136 +131,90 @@ class Setting:
         return (obj - self.p_best) / abs(self.p_best)
 
 
-def _quiet():
-    warnings.simplefilter("ignore")
-
-
-def timed_best(fn, repeats, quick_s):
-    """Run fn() (returns model); repeat up to `repeats` times while a run takes < quick_s."""
-    best_t, out = np.inf, None
-    for k in range(max(1, repeats)):
-        t0 = time.perf_counter()
-        res = fn()
-        t = time.perf_counter() - t0
-        if t < best_t:
-            best_t, out = t, res
-        if t >= quick_s:
-            break
-    return best_t, out
-
-
-class FitTimeout(Exception):
-    pass
-
-
-def call_in_child(fn, timeout):
-    """Run fn() in a forked child process and return its (picklable) result; the child is
-    killed after `timeout` seconds (FitTimeout). The fit is timed inside the child, so the
-    fork itself is not counted; peers have no time limit of their own, hence this."""
-    import multiprocessing as mp
-
-    ctx = mp.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-
-    def child():
-        try:
-            with warnings.catch_warnings():
-                _quiet()
-                res = fn()
-            send.send(("ok", res))
-        except BaseException as e:  # report every failure to the parent
-            send.send(("err", f"{type(e).__name__}: {e}"))
-        finally:
-            send.close()
-
-    proc = ctx.Process(target=child, daemon=True)
-    proc.start()
-    send.close()
-    try:
-        if not recv.poll(timeout):
-            proc.kill()
-            raise FitTimeout(f"fit killed after {timeout:.0f} s")
-        try:
-            status, res = recv.recv()
-        except EOFError:
-            status, res = "err", f"child process died (exit code {proc.exitcode})"
-    finally:
-        proc.join()
-        recv.close()
-    if status == "err":
-        raise RuntimeError(res)
-    return res
-
-
-# --------------------------------------------------------------------------- l1scale CD
-def cd_warm_up():
-    """First CD call of the process on a tiny problem: returns its compile/cache-load time."""
-    rng = np.random.default_rng(0)
+# --------------------------------------------------------------------------- l1scale: warm-up, reference
+def _tiny_problem():
     X = sp.random(40, 6, density=0.5, random_state=0, format="csr")
-    y = np.where(rng.random(40) < 0.5, -1.0, 1.0)
+    X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
+    return X, np.where(np.arange(40) % 2 == 0, -1.0, 1.0)
+
+
+def l1scale_warm_up():
+    """Tiny fits (with and without intercept) in this process, so that the forked fits inherit
+    the compiled (or cache-loaded) Numba code: returns the first fit's compile seconds and the
+    warm-up's wall seconds."""
+    X, y = _tiny_problem()
     t0 = time.perf_counter()
-    res = CoordinateDescent(tol=1e-6, max_iter=50).solve(Problem(X, y, lam_ratio=0.1))
-    wall = time.perf_counter() - t0
-    return {"compile_s": float(res.timings.get("compile", float("nan"))), "first_call_wall_s": wall}
+    compile_s = None
+    with warnings.catch_warnings():
+        _quiet()
+        for fi in (True, False):
+            m = SparseLogisticRegression(lam_ratio=0.1, tol=1e-6, max_iter=50, fit_intercept=fi, solver="cd").fit(X, y)
+            if compile_s is None:
+                compile_s = float(_result(m).timings.get("compile", float("nan")))
+        Problem(X, y, lam_ratio=0.1).objective(m.coef_[0], 0.0)
+    return {"compile_s": compile_s, "first_call_wall_s": time.perf_counter() - t0}
 
 
-def cd_cold_compile():
-    """Compile time of the l1scale kernels with an empty Numba cache, in a fresh process
+def l1scale_cold_compile():
+    """Compile time of the first l1scale fit with an empty Numba cache, in a fresh process
     (NUMBA_CACHE_DIR pointed at a new temporary folder)."""
     import tempfile
 
     code = ("import time, numpy as np, scipy.sparse as sp; t=time.perf_counter(); "
-            "from l1scale.problem import Problem; from l1scale.solvers.cd import CoordinateDescent; "
+            "from l1scale import SparseLogisticRegression as S; "
             "t_imp=time.perf_counter()-t; X=sp.random(40,6,density=0.5,random_state=0,format='csr'); "
-            "y=np.where(np.arange(40)%2==0,-1.0,1.0); "
-            "r=CoordinateDescent(tol=1e-6,max_iter=50).solve(Problem(X,y,lam_ratio=0.1)); "
-            "print(r.timings['compile'], t_imp)")
+            "y=np.where(np.arange(40)%2==0,-1.0,1.0); t=time.perf_counter(); "
+            "m=S(lam_ratio=0.1,tol=1e-6,max_iter=50,solver='cd').fit(X,y); w=time.perf_counter()-t; "
+            "r=m.result_[0] if isinstance(m.result_, list) else m.result_; "
+            "print(r.timings['compile'], t_imp, w)")
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, NUMBA_CACHE_DIR=tmp, PYTHONPATH=str(REPO))
         try:
-            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                                 timeout=600, cwd=str(REPO))
-            compile_s, import_s = (float(v) for v in out.stdout.split())
-            return {"compile_s": compile_s, "import_s": import_s}
-        except Exception as e:  # informational only
+            out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
+                                 env=env, timeout=600, cwd=str(REPO))
+            compile_s, import_s, wall_s = (float(v) for v in out.stdout.split()[-3:])
+            return {"compile_s": compile_s, "import_s": import_s, "first_fit_wall_s": wall_s}
+        except Exception as e:  # noqa: BLE001 - informational only
             return {"error": f"{type(e).__name__}: {e}"}
 
 
-def cd_history_run(problem, *, tol, max_iter, budget_s, stop_obj=None, stop_rel_gap=None):
-    """Run CD; stop early (via its callback) once the budget is spent, the objective is
-    <= stop_obj, or the relative certificate is <= stop_rel_gap. Returns (History, Result|None)."""
+def _result(model):
+    """The solver Result of a binary fit (``result_`` is a list for several classes)."""
+    res = model.result_
+    return res[0] if isinstance(res, list) else res
+
+
+def reference_run(problem, *, tol, max_iter, budget_s, stop_rel_gap):
+    """A tight CD solve (keyword arguments only, so new solver parameters keep their defaults),
+    stopped from its ``callback(iteration, history)`` once the budget is spent or the
+    certified relative gap is <= stop_rel_gap. Returns a summary of its History."""
     holder = {}
 
     def callback(it, history):
         holder["h"] = history
-        t, obj, cert = history.time[-1], history.objective[-1], history.certificate[-1]
-        if t > budget_s:
+        obj, cert = history.objective[-1], history.certificate[-1]
+        if history.time[-1] > budget_s:
             raise _Stop("budget")
-        if stop_obj is not None and obj <= stop_obj:
-            raise _Stop("target")
-        if stop_rel_gap is not None and cert <= stop_rel_gap * abs(obj):
+        if np.isfinite(cert) and cert <= stop_rel_gap * abs(obj):
             raise _Stop("gap")
 
-    solver = CoordinateDescent(tol=tol, max_iter=max_iter, callback=callback)
     try:
-        res = solver.solve(problem)
-        return res.history, res, res.stop_reason
+        res = CoordinateDescent(tol=tol, max_iter=max_iter, callback=callback).solve(problem)
+        h, why, final = res.history, res.stop_reason, res.objective
     except _Stop as e:
-        return holder["h"], None, f"stopped early ({e})"
-
-
-def history_lower_bound(history):
-    """Best dual value seen along a CD run: objective - duality gap at each iterate."""
-    obj, cert = np.asarray(history.objective), np.asarray(history.certificate, dtype=float)
+        h, why, final = holder["h"], f"stopped early ({e})", np.inf
+    obj = np.asarray(h.objective, dtype=float)
+    cert = np.asarray(h.certificate, dtype=float)
     dual = obj - cert  # nan where the iteration was not certified
-    return float(np.nanmax(dual)) if np.isfinite(dual).any() else -np.inf
+    best = int(np.argmin(obj))
+    return {"objective": float(min(obj[best], final)), "lower_bound": float(np.nanmax(dual)) if np.isfinite(dual).any()
+            else -np.inf, "nnz": int(h.nnz[best]), "iters": len(obj), "time": float(h.time[-1]), "stop": why}
 
 
 # --------------------------------------------------------------------------- liblinear
 def liblinear_fit(ll, prob, C, eps, intercept):
     opts = f"-s 6 -c {C!r} -e {eps!r} -q" + (" -B 1 -R" if intercept else "")
-    param = ll.parameter(opts)
-    return ll.train(prob, param)
+    return ll.train(prob, ll.parameter(opts))
 
 
 def liblinear_solution(model, d, intercept):
@@ -258,84 +229,115 @@ def liblinear_check_R(ll):
     try:
         p = ll.parameter("-s 6 -B 1 -R -q")
         return bool(getattr(p, "regularize_bias", 1) == 0), ""
-    except Exception as e:  # pragma: no cover - depends on installed version
+    except Exception as e:  # noqa: BLE001 - depends on the installed version
         return False, f"-R rejected: {e}"
 
 
-# --------------------------------------------------------------------------- peer runners
+# --------------------------------------------------------------------------- glmnet
+def glmnet_path_solution(model, d, intercept):
+    """(coefs (K, d), intercepts (K,)) of a python-glmnet LogitNet fit, one row per lambda it
+    fitted (``lambda_path_``; K may be short of the path asked for), signed for class +1."""
+    K = len(model.lambda_path_)
+    coefs = np.asarray(model.coef_path_).reshape(-1, d, K)[0].T
+    b = np.asarray(model.intercept_path_).reshape(-1, K)[0] if intercept else np.zeros(K)
+    sign = 1.0 if list(model.classes_).index(1.0) == 1 else -1.0
+    return sign * coefs, sign * b
+
+
+# --------------------------------------------------------------------------- the solvers' fits
 class Peers:
-    """Builds each peer's input once per dataset and runs one fit, returning (seconds, w, b)."""
+    """Builds each solver's input once per dataset and times one fit (a whole ``fit()`` call,
+    median of ``--repeats`` when under ``--repeat-below`` s): returns (seconds, w, b, extra)."""
 
     def __init__(self, X_csr, y, args):
         self.X_csr = X_csr
-        self.X_csc = X_csr.tocsc()
+        self.X_csc = X_csr.tocsc()  # skglm's input (its own layout, as a user would give it)
         self.y = y
         self.n, self.d = X_csr.shape
         self.args = args
-        self._ll = None
-        self._ll_prob = {}
+        self._ll_prob = None
 
-    def liblinear_problem(self, intercept):
-        from liblinear import liblinearutil as ll
+    def timed(self, fit):
+        return timed_median(fit, self.args.repeats, self.args.repeat_below)
 
-        if intercept not in self._ll_prob:  # built once, not timed
-            self._ll_prob[intercept] = ll.problem(self.y, self.X_csr)
-        return self._ll_prob[intercept]
+    @staticmethod
+    def _signed(m, intercept):
+        """(w, b) for class +1 of a scikit-learn-style binary classifier."""
+        sign = 1.0 if list(m.classes_).index(1.0) == 1 else -1.0
+        w = sign * np.asarray(m.coef_, dtype=np.float64).reshape(-1)
+        b = sign * float(np.atleast_1d(m.intercept_)[0]) if intercept else 0.0
+        return w, b
+
+    # l1scale: the public estimator
+    def l1scale(self, lam, intercept, tol, keep_history=False):
+        def fit():
+            return SparseLogisticRegression(lam=lam, tol=tol, fit_intercept=intercept, max_iter=self.args.l1_max_iter,
+                                            solver="cd").fit(self.X_csr, self.y)
+
+        t, m, times = self.timed(fit)
+        w, b = self._signed(m, intercept)
+        res = _result(m)
+        timings = dict(getattr(res, "timings", None) or {})
+        extra = {"times": times, "n_iter": int(np.max(m.n_iter_)), "stop": getattr(res, "stop_reason", ""),
+                 "solve_s": timings.get("solve"), "compile_s": timings.get("compile")}
+        if keep_history:
+            extra["history"] = {"time": [float(v) for v in res.history.time],
+                                "objective": [float(v) for v in res.history.objective]}
+        return t, w, b, extra
 
     # liblinear-official
+    def liblinear_problem(self):
+        from liblinear import liblinearutil as ll
+
+        if self._ll_prob is None:  # built once, not timed (with or without bias: -B is a train option)
+            self._ll_prob = ll.problem(self.y, self.X_csr)
+        return self._ll_prob
+
     def liblinear(self, lam, intercept, eps):
         from liblinear import liblinearutil as ll
 
-        prob = self.liblinear_problem(intercept)
-        C = 1.0 / (self.n * lam)
-        t, m = timed_best(lambda: liblinear_fit(ll, prob, C, eps, intercept), self.args.repeats, self.args.repeat_below)
+        prob = self.liblinear_problem()
+        t, m, times = self.timed(lambda: liblinear_fit(ll, prob, 1.0 / (self.n * lam), eps, intercept))
         w, b = liblinear_solution(m, self.d, intercept)
-        return t, w, b, {}
+        return t, w, b, {"times": times}
 
     # scikit-learn
     def sklearn(self, solver, lam, intercept, tol, max_iter):
         from sklearn.linear_model import LogisticRegression
 
-        kw = {}
-        if solver == "liblinear" and intercept:
-            kw["intercept_scaling"] = self.args.sk_intercept_scaling
-        C = 1.0 / (self.n * lam)
+        kw = {"intercept_scaling": self.args.sk_intercept_scaling} if solver == "liblinear" and intercept else {}
 
         def fit():
-            m = LogisticRegression(C=C, l1_ratio=1.0, solver=solver, tol=tol, fit_intercept=intercept,
-                                   max_iter=max_iter, random_state=0, **kw)
-            return m.fit(self.X_csr, self.y)
+            return LogisticRegression(C=1.0 / (self.n * lam), l1_ratio=1.0, solver=solver, tol=tol,
+                                      fit_intercept=intercept, max_iter=max_iter, random_state=0,
+                                      **kw).fit(self.X_csr, self.y)
 
-        t, m = timed_best(fit, self.args.repeats, self.args.repeat_below)
-        i = list(m.classes_).index(1.0)
-        sign = 1.0 if i == 1 else -1.0
-        w = sign * np.asarray(m.coef_[0], dtype=np.float64)
-        b = sign * float(np.atleast_1d(m.intercept_)[0]) if intercept else 0.0
-        return t, w, b, {"n_iter": int(np.max(m.n_iter_))}
+        t, m, times = self.timed(fit)
+        w, b = self._signed(m, intercept)
+        return t, w, b, {"times": times, "n_iter": int(np.max(m.n_iter_))}
 
     # skglm
     def skglm(self, lam, intercept, tol):
-        from skglm import SparseLogisticRegression
+        from skglm import SparseLogisticRegression as SkglmLR
 
         def fit():
-            return SparseLogisticRegression(alpha=lam, fit_intercept=intercept, tol=tol, max_iter=100,
-                                            max_epochs=1000).fit(self.X_csc, self.y)
+            return SkglmLR(alpha=lam, fit_intercept=intercept, tol=tol, max_iter=100,
+                           max_epochs=1000).fit(self.X_csc, self.y)
 
-        t, m = timed_best(fit, self.args.repeats, self.args.repeat_below)
+        t, m, times = self.timed(fit)
         w, b = self._signed(m, intercept)
-        return t, w, b, {"n_iter": int(np.max(getattr(m, "n_iter_", -1)))}
+        return t, w, b, {"times": times, "n_iter": int(np.max(getattr(m, "n_iter_", -1)))}
 
     # celer (no intercept support; sum-form objective with 1/C = n * lam)
     def celer(self, lam, intercept, tol):
-        from celer import LogisticRegression
+        from celer import LogisticRegression as CelerLR
 
         def fit():
-            return LogisticRegression(C=1.0 / (self.n * lam), tol=tol, fit_intercept=False,
-                                      max_iter=100).fit(self.X_csr, self.y)
+            return CelerLR(C=1.0 / (self.n * lam), tol=tol, fit_intercept=False, max_iter=100).fit(self.X_csr, self.y)
 
-        t, m = timed_best(fit, self.args.repeats, self.args.repeat_below)
+        t, m, times = self.timed(fit)
         w, _ = self._signed(m, False)
-        return t, w, 0.0, {}
+        return t, w, 0.0, {"times": times}
 
     # python-glmnet: -(1/n) loglik + lambda ||w||_1 with standardize=False
     def glmnet(self, lam, intercept, tol):
@@ -345,41 +347,35 @@ class Peers:
             return LogitNet(alpha=1.0, lambda_path=np.array([lam]), standardize=False, fit_intercept=intercept,
                             tol=tol, max_iter=100000, n_splits=0).fit(self.X_csr, self.y)
 
-        t, m = timed_best(fit, self.args.repeats, self.args.repeat_below)
-        coef = np.asarray(m.coef_path_).reshape(-1, self.d, len(m.lambda_path_))[0, :, -1]
-        b = float(np.asarray(m.intercept_path_).reshape(-1)[-1]) if intercept else 0.0
-        sign = 1.0 if list(m.classes_).index(1.0) == 1 else -1.0
-        return t, sign * coef, sign * b, {}
-
-    @staticmethod
-    def _signed(m, intercept):
-        classes = list(m.classes_)
-        sign = 1.0 if classes.index(1.0) == 1 else -1.0
-        w = sign * np.asarray(m.coef_, dtype=np.float64).reshape(-1)
-        b = sign * float(np.atleast_1d(m.intercept_)[0]) if intercept else 0.0
-        return w, b
+        t, m, times = self.timed(fit)
+        coefs, bs = glmnet_path_solution(m, self.d, intercept)
+        return t, coefs[-1], float(bs[-1]), {"times": times}
 
 
-def run_sequence(setting, solver, tols, fit, budget_s, fit_timeout, key="tol"):
-    """Fit with each tolerance in turn (loosest first); stop once a run meets the
-    tightest target w.r.t. the best objective known, once a fit runs past fit_timeout
-    (it is killed), or once budget_s seconds of fits are spent (no new fit is started)."""
-    spent = 0.0
+def run_ladder(setting, solver, tols, fit, budget_s, fit_timeout, key="tol", required=()):
+    """Fit with each tolerance in turn (loosest first), each in a forked child; stop once a fit
+    meets the tightest target w.r.t. the best objective known, once a fit runs past fit_timeout
+    (it is killed) or fails, or once budget_s seconds of fits are spent (no new fit is started);
+    the tolerances in ``required`` are always tried (unless a fit is killed or fails)."""
+    spent, tried = 0.0, set()
     for tol in tols:
+        tried.add(tol)
         try:
-            t, w, b, extra = call_in_child(lambda: fit(tol), fit_timeout)
+            t, w, b, extra = call_in_child(partial(fit, tol), fit_timeout)
         except FitTimeout as e:
             setting.record(solver, **{key: tol}, time=None, objective=None, error=str(e), killed_at=fit_timeout)
             setting.notes[solver] = f"{key}={tol:g} fit killed after {fit_timeout:g} s"
             break
-        except Exception as e:  # a failing peer must not end the benchmark
+        except Exception as e:  # noqa: BLE001 - a failing peer must not end the benchmark
             msg = " ".join(str(e).split())
             setting.record(solver, **{key: tol}, time=None, objective=None, error=msg)
             setting.notes[solver] = f"error at {key}={tol:g}: {msg[:100]}"
             break
         obj = setting.problem.objective(w, b) if np.all(np.isfinite(w)) and np.isfinite(b) else float("inf")
         setting.record(solver, **{key: tol}, time=t, objective=obj, nnz=int(np.count_nonzero(w)), **extra)
-        spent += t
+        spent += sum(extra.get("times", [t]))
+        if not tried.issuperset(required):
+            continue
         if setting.subopt(obj) <= min(TARGETS):
             break
         if spent >= budget_s:
@@ -387,29 +383,24 @@ def run_sequence(setting, solver, tols, fit, budget_s, fit_timeout, key="tol"):
             break
 
 
-# --------------------------------------------------------------------------- one setting
-def run_setting(X, y, peers, ratio, intercept, solvers, args, log):
-    problem = Problem(X, y, lam_ratio=ratio, fit_intercept=intercept)
-    lam = problem.lam
-    s = Setting(problem=problem, p_best=np.inf)
-    info = {"lam": lam, "lam_max": lam / ratio, "ratio": ratio, "intercept": intercept}
-
-    # 1. reference: CD at tol=1e-12; certify with the duality gap; fall back on liblinear.
-    with warnings.catch_warnings():
-        _quiet()
-        h, res, why = cd_history_run(problem, tol=args.ref_tol, max_iter=args.ref_max_iter, budget_s=args.ref_budget,
-                                     stop_rel_gap=args.ref_stop_gap)
-    p_cd = float(np.min(h.objective))
-    s.p_best = p_cd
-    s.lower_bound = history_lower_bound(h)
-    info["nnz_star"] = int(h.nnz[int(np.argmin(h.objective))])
-    ref = {"cd_objective": p_cd, "cd_stop": why, "cd_iters": len(h.objective), "cd_time": h.time[-1],
-           "cd_rel_gap": (p_cd - s.lower_bound) / abs(p_cd)}
+# --------------------------------------------------------------------------- one point
+def reference(setting, X, peers, lam, intercept, solvers, args):
+    """P*: a tight l1scale CD solve (in a child, killed at --ref-budget + 60 s), certified by its
+    duality gap; liblinear at a tight eps when that certificate is not tight enough."""
+    s, problem = setting, setting.problem
+    ref = {}
+    try:
+        cd = call_in_child(partial(reference_run, problem, tol=args.ref_tol, max_iter=args.ref_max_iter,
+                                   budget_s=args.ref_budget, stop_rel_gap=args.ref_stop_gap), args.ref_budget + 60)
+        s.p_best, s.lower_bound = cd["objective"], cd["lower_bound"]
+        ref.update(cd_objective=cd["objective"], cd_stop=cd["stop"], cd_iters=cd["iters"], cd_time=cd["time"],
+                   cd_rel_gap=(cd["objective"] - cd["lower_bound"]) / abs(cd["objective"]), nnz_star=cd["nnz"])
+    except Exception as e:  # noqa: BLE001 - liblinear (or the fits) give P* then
+        ref.update(cd_error=" ".join(str(e).split()), cd_rel_gap=np.inf)
     if not ref["cd_rel_gap"] <= args.ref_gap and "liblinear" in solvers:
-        # The CD reference is not certified tightly enough: add a tight liblinear solve.
         from liblinear import liblinearutil as ll
 
-        prob = peers.liblinear_problem(intercept)
+        prob = peers.liblinear_problem()
 
         def fit():
             t0 = time.perf_counter()
@@ -420,67 +411,58 @@ def run_setting(X, y, peers, ratio, intercept, solvers, args, log):
             t_ll, w, b = call_in_child(fit, args.ref_liblinear_timeout)
             cert = problem.certificate(w, b)  # gap at the optimal intercept for w
             p_ll = problem.objective(w, b)
+            if p_ll < s.p_best:
+                ref["nnz_star"] = int(np.count_nonzero(w))
             s.p_best = min(s.p_best, p_ll, cert.objective)
             s.lower_bound = max(s.lower_bound, cert.objective - cert.value)
-            if p_ll < p_cd:
-                info["nnz_star"] = int(np.count_nonzero(w))
             ref.update(liblinear_eps=args.ref_liblinear_eps, liblinear_objective=p_ll, liblinear_time=t_ll,
                        liblinear_rel_gap=cert.relative)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001
             ref.update(liblinear_eps=args.ref_liblinear_eps, liblinear_error=" ".join(str(e).split()))
     ref["p_ref"] = s.p_best
-    ref["rel_gap"] = (s.p_best - s.lower_bound) / abs(s.p_best)
-    log(f"    ref P*={s.p_best:.12g}  certified rel gap {ref['rel_gap']:.1e}  (CD: {why}, "
-        f"{ref['cd_iters']} it, {ref['cd_time']:.2f}s, rel gap {ref['cd_rel_gap']:.1e}"
-        + (f"; liblinear eps={args.ref_liblinear_eps:g} {ref['liblinear_time']:.2f}s" if "liblinear_objective" in ref else "")
-        + (f"; liblinear eps={args.ref_liblinear_eps:g}: {ref['liblinear_error']}" if "liblinear_error" in ref else "")
-        + ")")
+    ref["rel_gap"] = (s.p_best - s.lower_bound) / abs(s.p_best) if np.isfinite(s.p_best) else None
+    return ref
 
-    # 2a. l1scale CD: history of --cd-runs runs, stopped once well past the 1e-6 target.
-    if "l1scale" in solvers:
-        budget = args.fit_timeout
-        for k in range(args.cd_runs):
-            with warnings.catch_warnings():
-                _quiet()
-                h, res, why = cd_history_run(problem, tol=args.cd_tol, max_iter=args.cd_max_iter,
-                                             budget_s=budget, stop_obj=s.p_best * (1 + 1e-8),
-                                             stop_rel_gap=1e-8)
-            if k == 0 and why == "stopped early (budget)":
-                # The run is deterministic (fixed seed): when the first run never met the 1e-6
-                # target, later runs only need to go as far as its 1e-4 point (if any).
-                obj = np.asarray(h.objective)
-                hit = np.flatnonzero((obj - s.p_best) / abs(s.p_best) <= max(TARGETS))
-                budget = 1.5 * h.time[hit[0]] + 0.5 if hit.size else 0.0
-                if budget <= 0.0:
-                    s.record("l1scale", run=k, time=h.time[-1], objective=float(np.min(h.objective)),
-                             stop=why, history={"time": list(h.time), "objective": list(h.objective),
-                                                "certificate": list(h.certificate), "nnz": list(h.nnz)})
-                    break
-            s.record("l1scale", run=k, time=h.time[-1], objective=float(np.min(h.objective)),
-                     stop=why, history={"time": list(h.time), "objective": list(h.objective),
-                                        "certificate": list(h.certificate), "nnz": list(h.nnz)})
-        log(f"    l1scale: {len(h.time)} it, last run {h.time[-1]:.3f}s ({why})")
 
-    # 2b. peers
+def run_point(X, y, peers, ratio, intercept, solvers, args, log):
+    problem = Problem(X, y, lam_ratio=ratio, fit_intercept=intercept)
+    lam = problem.lam
+    s = Setting(problem=problem, p_best=np.inf)
+    info = {"lam": lam, "lam_max": lam / ratio, "ratio": ratio, "intercept": intercept}
+
+    # 1. reference
+    ref = reference(s, X, peers, lam, intercept, solvers, args)
+    p_ref = s.p_best
+    log(f"    ref P*={s.p_best:.12g}  certified rel gap {ref['rel_gap'] if ref['rel_gap'] is not None else np.nan:.1e}"
+        + (f"  (CD: {ref['cd_stop']}, {ref['cd_iters']} it, {ref['cd_time']:.2f}s)" if "cd_stop" in ref else "")
+        + (f"  CD failed: {ref['cd_error'][:120]}" if "cd_error" in ref else "")
+        + (f"; liblinear eps={args.ref_liblinear_eps:g} {ref['liblinear_time']:.2f}s" if "liblinear_time" in ref
+           else "")
+        + (f"; liblinear: {ref['liblinear_error'][:80]}" if "liblinear_error" in ref else ""))
+
+    # 2. every solver's ladder of tolerances
     tols_ll = [10.0 ** -k for k in range(1, 10)]
     for solver in solvers:
         t_start = time.perf_counter()
-        if solver == "liblinear":
+        if solver == "l1scale":
+            run_ladder(s, solver, L1_TOLS, lambda t: peers.l1scale(lam, intercept, t, keep_history=t == DIAG_TOL),
+                       args.budget, args.fit_timeout, required=(LOOSE_TOL, DIAG_TOL))
+        elif solver == "liblinear":
             if intercept and not args.liblinear_R_ok:
                 s.notes[solver] = "n/a: " + args.liblinear_R_msg
                 continue
-            run_sequence(s, solver, tols_ll, lambda e: peers.liblinear(lam, intercept, e), args.budget,
-                         args.fit_timeout, key="eps")
+            run_ladder(s, solver, tols_ll, lambda e: peers.liblinear(lam, intercept, e), args.budget,
+                       args.fit_timeout, key="eps")
         elif solver == "sk-liblinear":
-            run_sequence(s, solver, tols_ll, lambda t: peers.sklearn("liblinear", lam, intercept, t, 1000),
-                         args.budget, args.fit_timeout)
+            run_ladder(s, solver, tols_ll, lambda t: peers.sklearn("liblinear", lam, intercept, t, 1000),
+                       args.budget, args.fit_timeout)
             if intercept:
                 s.notes.setdefault(solver, f"bias penalised (intercept_scaling={args.sk_intercept_scaling:g})")
         elif solver == "sk-saga":
-            # Estimate the cost of one epoch, then cap every run at ~saga_run_budget seconds.
+            # Estimate the cost of one epoch, then cap every fit at ~saga_run_budget seconds.
             try:
                 t1, *_ = call_in_child(lambda: peers.sklearn("saga", lam, intercept, 1e-30, 2), args.fit_timeout)
-            except Exception:
+            except Exception:  # noqa: BLE001
                 t1 = args.fit_timeout
             if t1 >= args.saga_run_budget:
                 s.record(solver, tol=None, time=None, objective=None, killed_at=t1,
@@ -489,106 +471,158 @@ def run_setting(X, y, peers, ratio, intercept, solvers, args, log):
                 continue
             epochs = int(max(2, min(100000, 2 * args.saga_run_budget / max(t1, 1e-4))))
             s.notes[solver] = f"max_iter={epochs} epochs (~{args.saga_run_budget:g} s per fit)"
-            run_sequence(s, solver, [10.0 ** -k for k in range(2, 8)],
-                         lambda t: peers.sklearn("saga", lam, intercept, t, epochs), args.saga_budget,
-                         args.fit_timeout)
+            run_ladder(s, solver, [10.0 ** -k for k in range(2, 8)],
+                       partial(lambda e, t: peers.sklearn("saga", lam, intercept, t, e), epochs), args.saga_budget,
+                       args.fit_timeout)
         elif solver == "skglm":
-            run_sequence(s, solver, [10.0 ** -k for k in range(2, 12)], lambda t: peers.skglm(lam, intercept, t),
-                         args.budget, args.fit_timeout)
+            run_ladder(s, solver, [10.0 ** -k for k in range(2, 12)], lambda t: peers.skglm(lam, intercept, t),
+                       args.budget, args.fit_timeout)
         elif solver == "celer":
             if intercept:
                 s.notes[solver] = "n/a: celer's LogisticRegression cannot fit an intercept"
                 continue
-            run_sequence(s, solver, [10.0 ** -k for k in range(2, 12)], lambda t: peers.celer(lam, intercept, t),
-                         args.budget, args.fit_timeout)
+            run_ladder(s, solver, [10.0 ** -k for k in range(2, 12)], lambda t: peers.celer(lam, intercept, t),
+                       args.budget, args.fit_timeout)
         elif solver == "glmnet":
             if not args.glmnet_ok:
                 s.notes[solver] = "n/a: " + args.glmnet_msg
                 continue
-            run_sequence(s, solver, [10.0 ** -k for k in range(2, 13)], lambda t: peers.glmnet(lam, intercept, t),
-                         args.budget, args.fit_timeout)
-        if solver != "l1scale":
-            runs = s.runs.get(solver, [])
-            best = min((r["objective"] for r in runs if r.get("objective") is not None), default=float("nan"))
-            log(f"    {solver}: {len(runs)} runs, {time.perf_counter() - t_start:.1f}s, best subopt "
-                f"{s.subopt(best):.1e}" + (f"  [{s.notes[solver]}]" if solver in s.notes else ""))
+            run_ladder(s, solver, [10.0 ** -k for k in range(2, 13)], lambda t: peers.glmnet(lam, intercept, t),
+                       args.budget, args.fit_timeout)
+        runs = s.runs.get(solver, [])
+        best = min((r["objective"] for r in runs if r.get("objective") is not None), default=float("nan"))
+        log(f"    {solver}: {len(runs)} fits, {time.perf_counter() - t_start:.1f}s, best subopt "
+            f"{s.subopt(best):.1e}" + (f"  [{s.notes[solver]}]" if solver in s.notes else ""))
 
-    # 3. times to target, against the final P* (the best objective any run reached)
+    # 3. times to target, against the final P* (the best objective any fit reached)
     p_star = s.p_best
     best_by = {sv: min((r["objective"] for r in runs if r.get("objective") is not None), default=np.inf)
                for sv, runs in s.runs.items()}
-    best_by["l1scale (reference run)"] = min(best_by.get("l1scale", np.inf), p_cd)
-    if "liblinear_objective" in ref:
-        best_by["liblinear"] = min(best_by.get("liblinear", np.inf), ref["liblinear_objective"])
+    best_by["reference"] = min(ref.get("cd_objective", np.inf), ref.get("liblinear_objective", np.inf))
     ranked = sorted(best_by.items(), key=lambda kv: kv[1])
-    ranked = [kv for kv in ranked if kv[0] != "l1scale"] if ranked and ranked[0][0] == "l1scale (reference run)" \
-        else [kv for kv in ranked if kv[0] != "l1scale (reference run)"]
-    info["best_by_solver"] = {k: v for k, v in ranked}
-    info["second_best"] = {"solver": ranked[1][0], "rel_diff": (ranked[1][1] - p_star) / abs(p_star)} \
-        if len(ranked) > 1 else None
-    out = dict(info, p_star=p_star, p_star_solver=ranked[0][0] if ranked else "", p_star_rel_gap=(p_star - s.lower_bound) / abs(p_star), reference=ref,
-               p_star_improved_over_ref=(ref["p_ref"] - p_star) / abs(p_star), solvers={})
+    info["best_by_solver"] = dict(ranked)
+    info["second_best"] = None
+    others = [kv for kv in ranked[1:] if kv[0] not in ("reference", ranked[0][0])
+              and not (ranked[0][0] == "reference" and kv[0] == "l1scale")]
+    if others:
+        info["second_best"] = {"solver": others[0][0], "rel_diff": (others[0][1] - p_star) / abs(p_star)}
+    out = dict(info, p_star=p_star, p_star_solver=ranked[0][0] if ranked else "",
+               p_star_rel_gap=(p_star - s.lower_bound) / abs(p_star), reference=ref,
+               p_star_improved_over_ref=(p_ref - p_star) / abs(p_star), solvers={})
     for solver in solvers:
         runs = s.runs.get(solver, [])
-        # Longest fit (or run) tried: a target never met is reported as "> longest".
+        for r in runs:  # every fit's suboptimality against the final P*
+            if r.get("objective") is not None:
+                r["subopt"] = (r["objective"] - p_star) / abs(p_star)
+        # Longest fit tried: a target never met is reported as "> longest".
         longest = max([r["time"] if r.get("time") is not None else r.get("killed_at", 0.0) for r in runs],
                       default=None)
         entry = {"runs": runs, "note": s.notes.get(solver, ""), "time_to": {}, "longest_s": longest}
-        for target in TARGETS:
-            key = f"{target:g}"
-            if solver == "l1scale":
-                times = []
-                for r in runs:
-                    obj = np.asarray(r["history"]["objective"])
-                    hit = np.flatnonzero((obj - p_star) / abs(p_star) <= target)
-                    times.append(r["history"]["time"][hit[0]] if hit.size else np.inf)
-                t = min(times, default=np.inf)
-            else:
-                t = min((r["time"] for r in runs if r.get("objective") is not None
-                         and (r["objective"] - p_star) / abs(p_star) <= target), default=np.inf)
+        for target, key in zip(TARGETS, KEYS, strict=True):
+            t = min((r["time"] for r in runs if r.get("subopt") is not None and r["subopt"] <= target),
+                    default=np.inf)
             entry["time_to"][key] = None if not np.isfinite(t) else float(t)
-        if solver in s.notes and s.notes[solver].startswith("n/a"):
-            entry["time_to"] = {f"{t:g}": "n/a" for t in TARGETS}
+        if s.notes.get(solver, "").startswith("n/a"):
+            entry["time_to"] = dict.fromkeys(KEYS, "n/a")
         out["solvers"][solver] = entry
+    out["summary"] = summarise(out, solvers)
+    return out
+
+
+# --------------------------------------------------------------------------- summary of a point
+def _l1scale_diagnostics(entry, p_star):
+    """The three l1scale diagnostics of one point, from its tol=1e-6 and tol=1e-2 fits."""
+    runs = {r.get("tol"): r for r in entry["runs"]}
+    diag = dict.fromkeys(("fit_s", "history_s", "solve_s", "compile_s", "fit_over_history", "outside_share",
+                          "tol2_s", "tol2_over_tol6"))
+    r6, r2 = runs.get(DIAG_TOL), runs.get(LOOSE_TOL)
+    if r6 is not None and r6.get("time") is not None:
+        fit_s = r6["time"]
+        diag.update(fit_s=fit_s, solve_s=r6.get("solve_s"), compile_s=r6.get("compile_s"))
+        h = r6.get("history") or {}
+        obj = np.asarray(h.get("objective", []), dtype=float)
+        hit = np.flatnonzero((obj - p_star) / abs(p_star) <= DIAG_TOL)
+        if hit.size:
+            diag["history_s"] = float(h["time"][hit[0]])
+            if diag["history_s"] > 0:
+                diag["fit_over_history"] = fit_s / diag["history_s"]
+        if r6.get("solve_s") is not None:
+            diag["outside_share"] = (fit_s - r6["solve_s"] - (r6.get("compile_s") or 0.0)) / fit_s
+        if r2 is not None and r2.get("time") is not None:
+            diag["tol2_s"] = r2["time"]
+            diag["tol2_over_tol6"] = r2["time"] / fit_s
+    return diag
+
+
+def summarise(row, solvers):
+    """Fastest peer and l1scale / fastest-peer ratio at each target, and l1scale's diagnostics.
+
+    A ratio is ``{"value", "bound", "peer", "peer_s"}``: bound "" (both met the target),
+    "<" (no peer met it: the ratio is below l1scale's time / the shortest of the peers'
+    longest fits), ">" (l1scale did not: above its longest fit / the fastest peer's time)."""
+    peers = [s for s in solvers if s != "l1scale" and row["solvers"][s]["time_to"].get(KEYS[0]) != "n/a"]
+    l1 = row["solvers"].get("l1scale")
+    out = {"fastest": {}, "ratio": {}, "diag": None}
+    for key in KEYS:
+        times = {s: row["solvers"][s]["time_to"][key] for s in peers}
+        met = {s: t for s, t in times.items() if isinstance(t, float)}
+        fastest = min(met, key=met.get) if met else None
+        out["fastest"][key] = {"solver": fastest, "time": met[fastest]} if fastest else None
+        r = {"value": None, "bound": "", "peer": fastest, "peer_s": met.get(fastest)}
+        if l1 is not None:
+            a, la = l1["time_to"][key], l1.get("longest_s")
+            longest_peer = min((row["solvers"][s]["longest_s"] for s in peers if row["solvers"][s]["longest_s"]),
+                               default=None)
+            if isinstance(a, float) and fastest:
+                r["value"] = a / met[fastest]
+            elif isinstance(a, float) and longest_peer:
+                r.update(value=a / longest_peer, bound="<")
+            elif a is None and fastest and la:
+                r.update(value=la / met[fastest], bound=">")
+        out["ratio"][key] = r
+    if l1 is not None:
+        out["diag"] = _l1scale_diagnostics(l1, row["p_star"])
+    return out
+
+
+def _meets(value, goal, bound=""):
+    """True / False whether ``value`` (with its bound) is <= goal; None when unknown."""
+    if value is None:
+        return None
+    if bound == "<":
+        return True if value <= goal else None
+    if bound == ">":
+        return False if value >= goal else None
+    return value <= goal
+
+
+def misses(row):
+    """Names of the report targets this point misses (or cannot tell)."""
+    summ, out = row["summary"], []
+    for key, goal in RATIO_GOALS.items():
+        r = summ["ratio"].get(key)
+        if r is None:
+            continue
+        ok = _meets(r["value"], goal, r["bound"])
+        if ok is not True:
+            out.append(f"ratio {LABELS[key]}" + ("" if ok is False else " (?)"))
+    diag = summ.get("diag") or {}
+    for name, goal in DIAG_GOALS.items():
+        if diag and _meets(diag.get(name), goal) is not True:
+            out.append(MISS_NAMES[name] + ("" if diag.get(name) is not None else " (?)"))
     return out
 
 
 # --------------------------------------------------------------------------- reporting
-def machine_info():
-    info = {"python": platform.python_version(), "platform": platform.platform()}
-    try:
-        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        for line in lscpu.splitlines():
-            k, _, v = line.partition(":")
-            if k.strip() in ("Model name", "CPU(s)", "Thread(s) per core", "Core(s) per socket"):
-                info[k.strip()] = v.strip()
-    except OSError:
-        pass
-    try:
-        with open("/proc/meminfo") as f:
-            kb = int(f.readline().split()[1])
-        info["RAM"] = f"{kb / 2**20:.1f} GiB"
-    except (OSError, ValueError, IndexError):
-        pass
-    info["threads"] = {v: os.environ.get(v) for v in THREAD_VARS}
-    return info
+def fmt_tol(t):
+    """1e-06 -> "1e-6" (a power of ten), else ``:g``."""
+    if not (t and t > 0):
+        return f"{t}"
+    k = math.log10(t)
+    return f"1e{round(k)}" if abs(k - round(k)) < 1e-9 else f"{t:g}"
 
 
-def versions():
-    out = {}
-    for dist in ("numpy", "scipy", "numba", "scikit-learn", "liblinear-official", "skglm", "celer",
-                 "python-glmnet", "l1scale"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = "not installed"
-    rev = git_revision()
-    if rev is not None:
-        out["l1scale git"] = rev
-    return out
-
-
-def _fmt_t(v, longest=None):
+def fmt_seconds(v, longest=None):
     if v == "n/a":
         return "n/a"
     if v is None:
@@ -596,91 +630,161 @@ def _fmt_t(v, longest=None):
     return f"{v:.3f}" if v < 10 else f"{v:.1f}"
 
 
+def fmt_ratio(r, goal=None):
+    if r is None or r["value"] is None:
+        return "—"
+    txt = f"{r['bound']}{r['value']:.2f}"
+    return f"**{txt}**" if goal is not None and _meets(r["value"], goal, r["bound"]) is False else txt
+
+
+def _fmt_diag(v, goal, pct=False):
+    if v is None:
+        return "—"
+    txt = f"{100 * v:.1f}%" if pct else f"{v:.2f}"
+    return f"**{txt}**" if v > goal else txt
+
+
+def _fmt_peer(f):
+    return "—" if not f else f"{SOLVER_LABELS.get(f['solver'], f['solver'])} {fmt_seconds(f['time'])}"
+
+
 def write_markdown(path, results, meta):
-    L = []
-    L.append("# Batch L1-regularised logistic regression: l1scale CD vs peers\n")
+    solvers = meta["solvers"]
+    args = meta["args"]
+    L = ["# Batch L1-regularised logistic regression: what a user waits for, l1scale vs peers\n"]
     L.append("Objective (all solvers): `P(w,b) = (1/n) sum_i log(1+exp(-y_i (x_i.w + b))) + lam ||w||_1`, "
              "b unpenalised; `lam = ratio * lam_max`. Every solution is evaluated with l1scale's "
-             "`Problem.objective`. Cells: wall seconds to reach relative suboptimality "
-             "`(P - P*)/P* <= 1e-4 / <= 1e-6`; `>X` = not reached: no fit (l1scale: no run) met it and the longest "
-             "one tried ran X s (a fit is killed at the --fit-timeout); "
-             "`n/a` = the solver cannot solve this problem (see notes). "
-             "`ratio` = l1scale time / liblinear time (< 1: l1scale faster).\n")
+             "`Problem.objective`. Times are wall seconds of a whole `fit()` call (a fresh fit per tolerance, "
+             "each in a forked child; median of 3 for fits under "
+             f"{args['repeat_below']:g} s), for l1scale as for every peer: the time to a target is the smallest "
+             "time of a fit whose solution has relative suboptimality `(P - P*)/P*` at most the target. "
+             "`>X` = not reached, the longest fit tried took X s; `n/a` = the solver cannot solve this "
+             "problem (see notes). Ratios: l1scale time / fastest peer's time (< 1: l1scale faster); `<r`: "
+             "no peer met the target (r = l1scale / the shortest of the peers' longest fits), `>r`: l1scale "
+             "did not (r = its longest fit / the fastest peer).\n")
+
+    # ---- summary
+    L.append("## Summary\n")
+    L.append(f"Targets: l1scale / fastest peer <= {RATIO_GOALS['0.01']:g} at 1e-2 and <= {RATIO_GOALS['1e-06']:g} "
+             f"at 1e-6; l1scale's tol=1e-6 fit: fit time / time its History first met 1e-6 <= "
+             f"{DIAG_GOALS['fit_over_history']:g} (`fit/history`), time outside the solver <= "
+             f"{100 * DIAG_GOALS['outside_share']:.0f}% of the fit (`outside`: fit - Result.timings solve - "
+             f"compile); fit time at tol=1e-2 / at tol=1e-6 <= {DIAG_GOALS['tol2_over_tol6']:g} (`tol 1e-2/1e-6`). "
+             "Misses in **bold**.\n")
+    hdr = ["data", "lam/lam_max", "intercept", "l1scale s 1e-2 / 1e-4 / 1e-6", "fastest peer 1e-2",
+           "fastest peer 1e-4", "fastest peer 1e-6", "ratio 1e-2", "ratio 1e-4", "ratio 1e-6", "fit/history",
+           "outside", "tol 1e-2/1e-6", "misses"]
+    L.append("| " + " | ".join(hdr) + " |")
+    L.append("|" + "---|" * len(hdr))
+    n_checks = n_miss = 0
+    for ds, rows in results.items():
+        for r in rows:
+            summ = r["summary"]
+            l1 = r["solvers"].get("l1scale")
+            l1_cell = " / ".join(fmt_seconds(l1["time_to"][k], l1.get("longest_s")) for k in KEYS) if l1 else "—"
+            diag = summ.get("diag") or {}
+            miss = misses(r) if l1 else []
+            n_checks += (len(RATIO_GOALS) + len(DIAG_GOALS)) if l1 else 0
+            n_miss += len(miss)
+            cells = [ds, f"{r['ratio']:g}", "yes" if r["intercept"] else "no", l1_cell]
+            cells += [_fmt_peer(summ["fastest"][k]) for k in KEYS]
+            cells += [fmt_ratio(summ["ratio"][k], RATIO_GOALS.get(k)) for k in KEYS]
+            cells += [_fmt_diag(diag.get("fit_over_history"), DIAG_GOALS["fit_over_history"]),
+                      _fmt_diag(diag.get("outside_share"), DIAG_GOALS["outside_share"], pct=True),
+                      _fmt_diag(diag.get("tol2_over_tol6"), DIAG_GOALS["tol2_over_tol6"])]
+            cells.append(", ".join(miss) if miss else "none")
+            L.append("| " + " | ".join(cells) + " |")
+    L.append("")
+    if "l1scale" in solvers:
+        L.append(f"{n_miss} of {n_checks} target checks missed or undecided (`(?)`: a time or a ratio bound "
+                 "does not tell).\n")
+
+    # ---- setup
     m = meta["machine"]
     L.append("## Setup\n")
-    L.append(f"- Date: {meta['date']}; command: `{meta['command']}`")
-    L.append(f"- Machine: {m.get('Model name', '?')}, {m.get('CPU(s)', '?')} CPUs "
-             f"({m.get('Core(s) per socket', '?')} cores/socket, {m.get('Thread(s) per core', '?')} thread/core), "
-             f"RAM {m.get('RAM', '?')}; {m['platform']}, Python {m['python']}. "
-             "The machine is shared with other work, so timings carry noise.")
+    L.append(f"- Date: {meta['date']}; command: `{meta['command']}`; total {meta.get('total_wall_s', 0):.0f} s")
+    L.append(f"- Machine: {m.get('Model name', '?')}, {m.get('CPU(s)', '?')} CPUs, RAM {m.get('RAM', '?')}; "
+             f"{m['platform']}, Python {m['python']}. The machine is shared with other work, so timings carry noise.")
     L.append("- Threads: " + ", ".join(f"{k}={v}" for k, v in m["threads"].items())
              + " (single-threaded comparison; every solver here runs on one core).")
     L.append("- Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()))
-    cw = meta["l1scale_compile"]
-    cold = meta.get("l1scale_compile_cold", {})
-    L.append(f"- l1scale JIT: first call of the process {cw['compile_s']:.2f} s of Numba compile / cache load "
-             f"(first tiny solve {cw['first_call_wall_s']:.2f} s wall; Numba's on-disk cache was warm); "
-             f"with an empty cache (fresh process, NUMBA_CACHE_DIR=new folder) the compile takes "
-             f"{cold.get('compile_s', float('nan')):.2f} s. Both are "
-             "excluded from the l1scale times below (History time excludes it). "
+    cw, cold = meta["l1scale_compile"], meta.get("l1scale_compile_cold", {})
+    L.append(f"- l1scale JIT: the warm-up fits in the parent took {cw['first_call_wall_s']:.2f} s "
+             f"({cw['compile_s'] or 0:.2f} s of Numba compile / cache load; Numba's on-disk cache was warm); "
+             f"with an empty cache (fresh process, NUMBA_CACHE_DIR=new folder) the first fit compiles for "
+             f"{cold.get('compile_s', float('nan')):.2f} s. The timed fits are forked from the warmed-up parent, "
+             "so neither is in the times below (each fit's own compile time is recorded, and is ~0). "
              f"skglm's Numba warm-up fit: {meta.get('skglm_compile_s', float('nan')):.2f} s, also excluded.")
-    L.append(f"- l1scale: best of {meta['args']['cd_runs']} runs (each stopped at {meta['args']['fit_timeout']:g} s), time of the first outer iteration whose "
-             "objective meets the target (its History; includes its per-iteration duality-gap computation). "
-             "Problem construction (column layout) is not timed, nor is building liblinear's problem.")
-    L.append("- Peers: fresh fit per tolerance (liblinear eps 1e-1..1e-9; sklearn tol 1e-1..1e-9 (liblinear), "
-             "1e-2..1e-7 (saga, max_iter set so that one fit takes ~--saga-run-budget s); skglm / celer tol 1e-2..1e-11; glmnet thresh 1e-2..1e-12); the time to a target "
-             "is the smallest wall time of a fit whose solution meets it; the sequence stops once the 1e-6 target "
-             f"is met, once a fit is killed at {meta['args']['fit_timeout']:g} s, or when "
-             f"{meta['args']['budget']:g} s of fits are spent (saga: {meta['args']['saga_budget']:g} s). A fit under "
-             f"{meta['args']['repeat_below']:g} s is repeated up to {meta['args']['repeats']}x (best kept).")
+    L.append(f"- l1scale: `SparseLogisticRegression(lam=lam, tol=tol, fit_intercept=..., max_iter={args['l1_max_iter']}, "
+             "solver='cd').fit(X, y)` on the CSR matrix every peer gets, tol 1e-1 .. 1e-10 "
+             "(the ladder stops as the peers' do, but the tol=1e-2 and tol=1e-6 fits are always run: the diagnostics "
+             "use them). `fit/history`: the tol=1e-6 fit's wall time over the `result_.history.time` at which its "
+             "objective first met 1e-6 (same fit); `outside`: (fit wall - `result_.timings['solve']` - "
+             "`['compile']`) / fit wall.")
+    L.append("- Peers: a fresh fit per tolerance (liblinear eps 1e-1..1e-9; sklearn liblinear tol 1e-1..1e-9; "
+             "saga tol 1e-2..1e-7 with max_iter set so that one fit takes ~--saga-run-budget s; skglm / celer "
+             "tol 1e-2..1e-11; glmnet thresh 1e-2..1e-12). A ladder stops once the 1e-6 target is met, once a fit "
+             f"is killed at {args['fit_timeout']:g} s (or fails), or when {args['budget']:g} s of fits are spent "
+             f"(saga: {args['saga_budget']:g} s). Not timed: reading the data, building liblinear's `problem`, "
+             "skglm's CSC copy of X (its preferred input).")
     L.append("- liblinear: `-s 6 -c 1/(n lam)`, with intercept `-B 1 -R` (unregularised bias). "
              "sklearn liblinear penalises the bias (`intercept_scaling="
-             f"{meta['args']['sk_intercept_scaling']:g}`), so with an intercept it solves a slightly different problem. "
+             f"{args['sk_intercept_scaling']:g}`), so with an intercept it solves a slightly different problem. "
              "celer: `C = 1/(n lam)`, no intercept support. skglm: `SparseLogisticRegression(alpha=lam)` (mean form). "
              "glmnet: `LogitNet(alpha=1, lambda_path=[lam], standardize=False, n_splits=0)` (mean form).")
-    L.append(f"- P*: l1scale CD at tol=1e-12 (stopped at {meta['args']['ref_budget']:g} s or once the certified "
-             f"relative gap is <= {meta['args']['ref_stop_gap']:g}); if its certified relative duality gap exceeds "
-             f"{meta['args']['ref_gap']:g}, also liblinear at eps={meta['args']['ref_liblinear_eps']:g} "
-             f"(killed at {meta['args']['ref_liblinear_timeout']:g} s); "
-             "P* is finally the lowest objective any run reached (`P* from`). `gap(P*)` is (P* - best dual value)/P*, "
-             "a certificate that P* is that close to the true optimum (the dual point is the rescaled gradient, "
-             "which can be loose at small lam; `none` = l1scale never computed one and liblinear was not run or "
-             "timed out); `next best` is the best objective of another solver, relative to P*: "
-             "two independent solvers agreeing is the practical check on P*.")
-    if meta.get("notes"):
-        for note in meta["notes"]:
-            L.append(f"- {note}")
+    L.append(f"- P*: l1scale `CoordinateDescent(tol={args['ref_tol']:g})` (stopped from its callback at "
+             f"{args['ref_budget']:g} s or once the certified relative gap is <= {args['ref_stop_gap']:g}); if its "
+             f"certified relative duality gap exceeds {args['ref_gap']:g}, also liblinear at "
+             f"eps={args['ref_liblinear_eps']:g} (killed at {args['ref_liblinear_timeout']:g} s); "
+             "P* is finally the lowest objective any fit reached (`P* from`). `gap(P*)` is (P* - best dual value)/P*, "
+             "a certificate that P* is that close to the true optimum (`none`: no certificate); `next best` is the "
+             "best objective of another solver, relative to P*: two independent solvers agreeing is the practical "
+             "check on P*.")
+    for note in meta.get("notes", []):
+        L.append(f"- {note}")
     L.append("")
-    solvers = meta["solvers"]
+
+    # ---- per dataset
     for ds, rows in results.items():
-        L.append(f"## {ds}: {DATASETS[ds][2]} (n={rows[0]['n']:,}, d={rows[0]['d']:,}, nnz={rows[0]['nnz']:,})\n")
+        desc = DATASETS.get(ds, ("", 0, ds))[2]
+        L.append(f"## {ds}: {desc} (n={rows[0]['n']:,}, d={rows[0]['d']:,}, nnz={rows[0]['nnz']:,})\n")
+        L.append("Seconds to 1e-2 / 1e-4 / 1e-6.\n")
         hdr = ["lam/lam_max", "intercept"] + [SOLVER_LABELS[s] for s in solvers]
-        if "l1scale" in solvers and "liblinear" in solvers:
-            hdr += ["ratio l1scale/liblinear"]
+        if "l1scale" in solvers:
+            hdr += ["ratio to fastest peer 1e-2 / 1e-4 / 1e-6"]
         L.append("| " + " | ".join(hdr) + " |")
         L.append("|" + "---|" * len(hdr))
         for r in rows:
             cells = [f"{r['ratio']:g}", "yes" if r["intercept"] else "no"]
             for s in solvers:
                 tt, longest = r["solvers"][s]["time_to"], r["solvers"][s].get("longest_s")
-                cells.append(f"{_fmt_t(tt['0.0001'], longest)} / {_fmt_t(tt['1e-06'], longest)}")
-            if "l1scale" in solvers and "liblinear" in solvers:
-                rat = []
-                for key in ("0.0001", "1e-06"):
-                    a, b = r["solvers"]["l1scale"]["time_to"][key], r["solvers"]["liblinear"]["time_to"][key]
-                    la = r["solvers"]["l1scale"].get("longest_s")
-                    lb = r["solvers"]["liblinear"].get("longest_s")
-                    if isinstance(a, float) and isinstance(b, float) and b > 0:
-                        rat.append(f"{a / b:.2f}")
-                    elif isinstance(a, float) and b is None and lb:
-                        rat.append(f"<{a / lb:.2f}")
-                    elif a is None and isinstance(b, float) and la:
-                        rat.append(f">{la / b:.2f}")
-                    else:
-                        rat.append("—")
-                cells.append(" / ".join(rat))
+                cells.append(" / ".join(fmt_seconds(tt[k], longest) for k in KEYS))
+            if "l1scale" in solvers:
+                cells.append(" / ".join(fmt_ratio(r["summary"]["ratio"][k], RATIO_GOALS.get(k)) for k in KEYS))
             L.append("| " + " | ".join(cells) + " |")
         L.append("")
+        if "l1scale" in solvers:
+            L.append("<details><summary>l1scale fits: wall s (suboptimality) per tol</summary>\n")
+            tols = sorted({r.get("tol") for row in rows for r in row["solvers"]["l1scale"]["runs"]
+                           if r.get("tol") is not None}, reverse=True)
+            hdr = ["lam/lam_max", "intercept"] + [f"tol {fmt_tol(t)}" for t in tols] + ["tol 1e-6: solve s, n_iter"]
+            L.append("| " + " | ".join(hdr) + " |")
+            L.append("|" + "---|" * len(hdr))
+            for row in rows:
+                by = {r.get("tol"): r for r in row["solvers"]["l1scale"]["runs"]}
+                cells = [f"{row['ratio']:g}", "yes" if row["intercept"] else "no"]
+                for t in tols:
+                    r = by.get(t)
+                    if r is None:
+                        cells.append("")
+                    elif r.get("time") is None:
+                        cells.append(r.get("error", "failed")[:40])
+                    else:
+                        cells.append(f"{fmt_seconds(r['time'])} ({max(r['subopt'], 0):.0e})")
+                r6 = by.get(DIAG_TOL) or {}
+                cells.append(f"{r6['solve_s']:.3f}, {r6.get('n_iter')}" if r6.get("solve_s") is not None else "")
+                L.append("| " + " | ".join(cells) + " |")
+            L.append("\n</details>\n")
         L.append("| lam/lam_max | intercept | lam | P* | P* from | gap(P*) | next best | nnz(w*) | notes |")
         L.append("|---|---|---|---|---|---|---|---|---|")
         for r in rows:
@@ -689,15 +793,16 @@ def write_markdown(path, results, meta):
             gap = r["p_star_rel_gap"]
             notes = "; ".join(f"{SOLVER_LABELS[s]}: {r['solvers'][s]['note']}" for s in solvers
                               if r["solvers"][s]["note"] and not r["solvers"][s]["note"].startswith("max_iter="))
-            certified = gap is not None and np.isfinite(gap) and gap <= 1e-8
+            certified = gap is not None and gap <= 1e-8
             confirmed = sb is not None and sb["rel_diff"] is not None and sb["rel_diff"] <= 1e-7
             if not (certified or confirmed):
                 notes = ("**P\\* neither certified (gap) nor matched by a second solver to 1e-7: the 1e-6 "
                          "column is measured against the best solver's own value** ; " + notes)
+            src = r["p_star_solver"]
+            src = "l1scale (reference run)" if src == "reference" else SOLVER_LABELS.get(src, src)
             L.append(f"| {r['ratio']:g} | {'yes' if r['intercept'] else 'no'} | {r['lam']:.4g} | {r['p_star']:.10g} | "
-                     f"{SOLVER_LABELS.get(r['p_star_solver'], r['p_star_solver'])} | "
-                     f"{'none' if gap is None or not np.isfinite(gap) else f'{gap:.0e}'} | {nb} | "
-                     f"{r.get('nnz_star', '')} | {notes} |")
+                     f"{src} | {'none' if gap is None else f'{gap:.0e}'} | {nb} | "
+                     f"{r['reference'].get('nnz_star', '')} | {notes} |")
         L.append("")
     path.write_text("\n".join(L) + "\n")
 
@@ -708,8 +813,10 @@ def parse_args(argv=None):
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--datasets", default=",".join(DEFAULT_DATASETS),
                    help=f"comma-separated, from {sorted(DATASETS)}")
-    p.add_argument("--ratios", default="0.1,0.01,0.001", help="lam / lam_max values, comma-separated")
-    p.add_argument("--intercept", choices=("both", "no", "yes"), default="both")
+    p.add_argument("--ratios", default=",".join(f"{r:g}" for r in DEFAULT_RATIOS),
+                   help="lam / lam_max values, comma-separated")
+    p.add_argument("--intercept", choices=("protocol", "no", "yes", "both"), default="protocol",
+                   help=f"'protocol': per dataset {PROTOCOL}")
     p.add_argument("--solvers", default=",".join(SOLVERS), help=f"comma-separated, from {list(SOLVERS)}")
     p.add_argument("--out", default=str(RESULTS_DIR), help="output folder")
     p.add_argument("--quick", action="store_true",
@@ -721,21 +828,18 @@ def parse_args(argv=None):
     p.add_argument("--cache-dir", default="/tmp/l1scale_bench_cache",
                    help="where parsed datasets are cached as .npz ('' to disable)")
     p.add_argument("--budget", type=float, default=16.0,
-                   help="seconds of fits per solver and setting after which no new fit is started")
-    p.add_argument("--fit-timeout", type=float, default=8.0,
-                   help="a single peer fit (or l1scale run) is killed (stopped) after this many seconds")
+                   help="seconds of fits per solver and point after which no new fit is started")
+    p.add_argument("--fit-timeout", type=float, default=8.0, help="a single fit is killed after this many seconds")
     p.add_argument("--saga-run-budget", type=float, default=3.0, help="approximate seconds of one saga fit")
     p.add_argument("--saga-budget", type=float, default=8.0, help="--budget for saga")
-    p.add_argument("--repeats", type=int, default=3, help="repeats of a peer fit that takes < --repeat-below s")
+    p.add_argument("--repeats", type=int, default=3, help="repeats of a fit that takes < --repeat-below s (median)")
     p.add_argument("--repeat-below", type=float, default=0.5)
-    p.add_argument("--cd-runs", type=int, default=3, help="l1scale runs (best time kept)")
-    p.add_argument("--cd-tol", type=float, default=1e-9)
-    p.add_argument("--cd-max-iter", type=int, default=1000)
+    p.add_argument("--l1-max-iter", type=int, default=10000, help="l1scale's max_iter")
     p.add_argument("--ref-tol", type=float, default=1e-12)
     p.add_argument("--ref-max-iter", type=int, default=10000)
     p.add_argument("--ref-budget", type=float, default=10.0, help="seconds cap of the reference CD solve")
     p.add_argument("--ref-stop-gap", type=float, default=1e-11,
-                   help="the reference CD run also stops once its relative duality gap is below this")
+                   help="the reference CD solve also stops once its relative duality gap is below this")
     p.add_argument("--ref-gap", type=float, default=1e-9,
                    help="relative duality gap the reference must reach before liblinear is called in")
     p.add_argument("--ref-liblinear-eps", type=float, default=1e-9)
@@ -745,46 +849,9 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    if args.from_json:
-        src = Path(args.from_json)
-        blob = json.loads(src.read_text())
-        write_markdown(src.with_suffix(".md"), blob["results"], blob["meta"])
-        print(f"wrote {src.with_suffix('.md')}")
-        return
-    if args.quick:
-        datasets, ratios = list(QUICK_DATASETS), list(QUICK_RATIOS)
-    else:
-        datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
-        ratios = [float(r) for r in args.ratios.split(",") if r.strip()]
-    for d in datasets:
-        if d not in DATASETS:
-            raise SystemExit(f"unknown dataset {d!r}; choose from {sorted(DATASETS)}")
-    solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
-    for s in solvers:
-        if s not in SOLVERS:
-            raise SystemExit(f"unknown solver {s!r}; choose from {list(SOLVERS)}")
-    intercepts = {"both": [False, True], "no": [False], "yes": [True]}[args.intercept]
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stem = "batch_l1_logreg" + ("_quick" if args.quick else "")
-
-    def log(msg):
-        print(msg, flush=True)
-
-    meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "command": " ".join(["python", "benchmarks/bench_batch_l1_logreg.py"] + (argv or sys.argv[1:])),
-            "machine": machine_info(), "versions": versions(), "args": vars(args), "solvers": solvers,
-            "datasets": datasets, "ratios": ratios, "notes": []}
-
-    # First CD call in the process: its compile / cache-load time, reported apart.
-    meta["l1scale_compile"] = cd_warm_up()
-    meta["l1scale_compile_cold"] = cd_cold_compile()
-    log(f"l1scale first call: compile/cache-load {meta['l1scale_compile']['compile_s']:.2f}s; "
-        f"cold compile (empty Numba cache) {meta['l1scale_compile_cold'].get('compile_s', float('nan')):.2f}s")
-
-    # Optional peers: what is usable.
+def peer_warm_ups(solvers, args, meta):
+    """What is usable among the optional peers, and their untimed first calls (skglm's Numba compile,
+    celer's one-off import costs)."""
     args.liblinear_R_ok, args.liblinear_R_msg = False, "liblinear not installed"
     if "liblinear" in solvers:
         try:
@@ -801,25 +868,61 @@ def main(argv=None):
         except ImportError as e:
             args.glmnet_ok, args.glmnet_msg = False, f"python-glmnet not importable ({e})"
             meta["notes"].append(args.glmnet_msg)
-    if "skglm" in solvers:  # Numba warm-up of skglm, excluded from its times
-        from skglm import SparseLogisticRegression
+    Xs, ys = _tiny_problem()
+    if "skglm" in solvers:
+        from skglm import SparseLogisticRegression as SkglmLR
 
-        Xs = sp.random(40, 6, density=0.5, random_state=0, format="csc")
-        ys = np.where(np.arange(40) % 2 == 0, -1.0, 1.0)
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             _quiet()
             for fi in (False, True):
-                SparseLogisticRegression(alpha=0.01, fit_intercept=fi).fit(Xs, ys)
+                SkglmLR(alpha=0.01, fit_intercept=fi).fit(Xs.tocsc(), ys)
         meta["skglm_compile_s"] = time.perf_counter() - t0
-    # celer's first call also has one-off import costs; do it untimed.
     if "celer" in solvers:
-        from celer import LogisticRegression as _CLR
+        from celer import LogisticRegression as CelerLR
 
         with warnings.catch_warnings():
             _quiet()
-            _CLR(C=1.0).fit(sp.random(40, 6, density=0.5, random_state=0, format="csr"),
-                            np.where(np.arange(40) % 2 == 0, -1.0, 1.0))
+            CelerLR(C=1.0).fit(Xs, ys)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.from_json:
+        src = Path(args.from_json)
+        blob = json.loads(src.read_text())
+        write_markdown(src.with_suffix(".md"), blob["results"], blob["meta"])
+        print(f"wrote {src.with_suffix('.md')}")
+        return
+    if args.quick:
+        datasets, ratios = list(QUICK_DATASETS), list(QUICK_RATIOS)
+    else:
+        datasets = [dataset_name(d.strip()) for d in args.datasets.split(",") if d.strip()]
+        ratios = [float(r) for r in args.ratios.split(",") if r.strip()]
+    solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
+    for s in solvers:
+        if s not in SOLVERS:
+            raise SystemExit(f"unknown solver {s!r}; choose from {list(SOLVERS)}")
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = "batch_l1_logreg" + ("_quick" if args.quick else "")
+
+    def log(msg):
+        print(msg, flush=True)
+
+    meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "command": " ".join(["python", "benchmarks/bench_batch_l1_logreg.py"] + (argv or sys.argv[1:])),
+            "machine": machine_info(), "versions": package_versions(VERSIONED), "args": vars(args),
+            "solvers": solvers, "datasets": datasets, "ratios": ratios, "targets": list(TARGETS),
+            "ratio_goals": RATIO_GOALS, "diag_goals": DIAG_GOALS, "notes": []}
+
+    # Warm-up fits in this process (the forked fits inherit the compiled code), reported apart.
+    meta["l1scale_compile"] = l1scale_warm_up()
+    meta["l1scale_compile_cold"] = l1scale_cold_compile()
+    log(f"l1scale warm-up: {meta['l1scale_compile']['first_call_wall_s']:.2f}s "
+        f"(compile/cache-load {meta['l1scale_compile']['compile_s'] or 0:.2f}s); cold compile (empty Numba cache) "
+        f"{meta['l1scale_compile_cold'].get('compile_s', float('nan')):.2f}s")
+    peer_warm_ups(solvers, args, meta)
 
     results = {}
     t_all = time.perf_counter()
@@ -828,20 +931,23 @@ def main(argv=None):
         X, y = load_dataset(ds, args.data_dir, args.cache_dir)
         log(f"{ds}: n={X.shape[0]} d={X.shape[1]} nnz={X.nnz} (loaded in {time.perf_counter() - t0:.1f}s)")
         peers = Peers(X, y, args)
+        intercepts = {"protocol": [PROTOCOL.get(ds, True)], "both": [False, True], "no": [False],
+                      "yes": [True]}[args.intercept]
         rows = []
         for intercept in intercepts:
             for ratio in ratios:
                 log(f"  {ds} ratio={ratio:g} intercept={intercept}")
                 t1 = time.perf_counter()
-                r = run_setting(X, y, peers, ratio, intercept, solvers, args, log)
-                r.update(dataset=ds, n=X.shape[0], d=X.shape[1], nnz=int(X.nnz))
-                r["wall_s"] = time.perf_counter() - t1
+                r = run_point(X, y, peers, ratio, intercept, solvers, args, log)
+                r.update(dataset=ds, n=X.shape[0], d=X.shape[1], nnz=int(X.nnz), wall_s=time.perf_counter() - t1)
                 rows.append(r)
-                tt = {s: r["solvers"][s]["time_to"] for s in solvers}
-                log("    -> " + "  ".join(f"{s}: {_fmt_t(v['0.0001'])}/{_fmt_t(v['1e-06'])}" for s, v in tt.items())
+                summ = r["summary"]
+                log("    -> " + "  ".join(f"{s}: " + "/".join(fmt_seconds(r["solvers"][s]["time_to"][k]) for k in KEYS)
+                                         for s in solvers)
+                    + "   ratio " + "/".join(fmt_ratio(summ["ratio"][k]) for k in KEYS)
+                    + (f"   misses: {', '.join(misses(r)) or 'none'}" if "l1scale" in solvers else "")
                     + f"   ({r['wall_s']:.0f}s)")
-                # keep partial results on disk
-                results[ds] = rows
+                results[ds] = rows  # keep partial results on disk
                 meta["total_wall_s"] = time.perf_counter() - t_all
                 _dump(out_dir, stem, results, meta)
     meta["total_wall_s"] = time.perf_counter() - t_all
@@ -849,23 +955,8 @@ def main(argv=None):
     log(f"done in {meta['total_wall_s']:.0f}s: {out_dir / (stem + '.md')}")
 
 
-def _jsonable(o):
-    if isinstance(o, dict):
-        return {str(k): _jsonable(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_jsonable(v) for v in o]
-    if isinstance(o, (np.floating, float)):
-        return float(o) if np.isfinite(o) else None
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.bool_,)):
-        return bool(o)
-    return o
-
-
 def _dump(out_dir, stem, results, meta):
-    meta_json = dict(meta, args={k: v for k, v in meta["args"].items()})
-    (out_dir / f"{stem}.json").write_text(json.dumps(_jsonable({"meta": meta_json, "results": results}), indent=1))
+    (out_dir / f"{stem}.json").write_text(json.dumps(jsonable({"meta": meta, "results": results}), indent=1))
     write_markdown(out_dir / f"{stem}.md", results, meta)
 
 
