@@ -4,17 +4,20 @@ holds the estimators themselves)."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import numbers
 import os
+import warnings
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import _generated_fit
 from ._generated_fit import GENERATED_SOLVERS
-from .data.memory import as_rows
+from .data.memory import as_rows, column_matrix
 from .data.stream import Stream
 from .losses import get_loss
 from .model_io import save_model
@@ -43,6 +46,13 @@ def _is_dask_dataset(X) -> bool:
 
 # Solvers that run distributed passes over a DaskDataset (l1scale.distributed.distributed_solver).
 _DISTRIBUTED = ("mp", "rmmp", "ista", "fista", "multiscale_fista", "truncated_gradient", "sgd_cumulative")
+
+
+def _check_n_jobs(n_jobs):
+    """joblib's n_jobs: None (1, unless inside a ``joblib.parallel_backend`` context), a
+    positive number of threads, or -1 (every core), -2 (all but one), ..."""
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0):
+        raise ValueError(f"n_jobs must be None or a nonzero integer (-1: every core), got n_jobs={n_jobs!r}")
 
 
 def _scan(stream):
@@ -111,7 +121,16 @@ class _SparseLinearModel(BaseEstimator):
         if streaming is True and solver not in _STREAMING:
             raise ValueError(f"solver={solver!r} needs the data in memory; a path or Stream is read by "
                              f"one of {list(_STREAMING)} (or load it with l1scale.data.load_svmlight)")
+        _check_n_jobs(getattr(self, "n_jobs", None))
         return solver
+
+    def _ignore_n_jobs(self, how, stacklevel):
+        """Warn that n_jobs > 1 does not apply to this fit (streamed data, a DaskDataset,
+        a generated feature space: they keep their own passes), as scikit-learn does."""
+        n_jobs = getattr(self, "n_jobs", None)
+        if n_jobs not in (None, 1):
+            warnings.warn(f"n_jobs={n_jobs} has no effect on {how}: the binary problems are solved one after "
+                          "the other (n_jobs applies to in-memory solvers)", UserWarning, stacklevel=stacklevel + 1)
 
     def _make_solver(self, k=0, n_problems=1):
         """The Solver instance for binary problem k."""
@@ -151,10 +170,30 @@ class _SparseLinearModel(BaseEstimator):
             ratio = _DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio
             problem = Problem(X, y, self.loss, lam_ratio=ratio, l1_ratio=self.l1_ratio,
                               fit_intercept=self.fit_intercept, sample_weight=sample_weight)
-        result = self._make_solver().solve(problem, coef_init, intercept_init)
+        result = self._own_solver().solve(problem, coef_init, intercept_init)
         if self.two_stage is not None:
             result = self._second_stage(X, y, sample_weight, problem.lam, result)
         return result, problem.lam
+
+    def _own_solver(self):
+        """The solver of one in-memory solve: a copy of a Solver instance given as ``solver``,
+        since solvers keep per-solve state (scd's generator) and solves may run in threads."""
+        solver = self._make_solver()
+        return copy.copy(solver) if solver is self.solver else solver
+
+    def _solve_all(self, X, targets, sample_weight, coef_init, intercept_init):
+        """The binary problems (X, y_k), y_k in ``targets``, held in memory: [(Result, lam)] in
+        the order of ``targets``. With more than one they run in threads over ``n_jobs``
+        (joblib's conventions; the kernels release the GIL) on X converted to the column
+        layout once; each solve is seeded alike, so the results do not depend on n_jobs."""
+        def warm(k):
+            return (None if coef_init is None else coef_init[k], None if intercept_init is None else intercept_init[k])
+
+        if len(targets) == 1:
+            return [self._solve(X, targets[0], sample_weight, *warm(0))]
+        X = column_matrix(X)  # shared by every problem: Problem(X, ...) copies nothing
+        return Parallel(n_jobs=getattr(self, "n_jobs", None), prefer="threads")(
+            delayed(self._solve)(X, y_k, sample_weight, *warm(k)) for k, y_k in enumerate(targets))
 
     def _second_stage(self, X, y, sample_weight, lam, first):
         """Qin et al.'s two-stage active set (sec. 3.2): re-solve on the first solution's
@@ -165,13 +204,14 @@ class _SparseLinearModel(BaseEstimator):
             return first
         sub = Problem(X[:, support], y, self.loss, self.two_stage * lam, l1_ratio=self.l1_ratio,
                       fit_intercept=self.fit_intercept, sample_weight=sample_weight)
-        second = self._make_solver().solve(sub, first.coef[support], first.intercept)
+        second = self._own_solver().solve(sub, first.coef[support], first.intercept)
         coef = np.zeros_like(first.coef)
         coef[support] = second.coef
         return dataclasses.replace(second, coef=coef)
 
     def _fit_stream(self, stream, positives, class_weight, scan):
         """Each binary problem (one per positive class; [None] for regression) over the stream."""
+        self._ignore_n_jobs("streamed data or a DaskDataset", stacklevel=4)
         self.stream_scan_ = scan  # before any solving: a callback may read it
         results, lams, states = [], [], []
         coef_init, intercept_init = self._warm(len(positives), scan.n_features)

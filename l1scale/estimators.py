@@ -75,6 +75,13 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         in-memory solver ("cd", ...) materialises phi(X) first.
     cache_bytes : int or str, optional
         "fcl" / "dcl_sgd": memory budget of the column (row) cache, e.g. "2GB" (default "1GB").
+    n_jobs : int, optional
+        Threads for the one-vs-rest binary problems of more than two classes, with joblib's
+        conventions: None is 1 unless inside a ``joblib.parallel_backend`` context, -1 every
+        core. The in-memory solvers' kernels release the GIL; the results are the same for
+        every n_jobs. ``callback`` and ``verbose`` output then come from the threads, interleaved.
+        Streamed data, a DaskDataset and ``features`` fits solve the problems one after the
+        other and ignore it (with a warning).
 
     Attributes
     ----------
@@ -103,7 +110,7 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
     def __init__(self, loss="logistic", *, lam=None, lam_ratio=None, l1_ratio=1.0, fit_intercept=True,
                  solver="auto", tol=1e-6, max_iter=200, class_weight=None, warm_start=False,
                  random_state=None, verbose=0, callback=None, max_active=None, checkpoint=None,
-                 two_stage=None, features=None, cache_bytes=None):
+                 two_stage=None, features=None, cache_bytes=None, n_jobs=None):
         self.loss = loss
         self.lam = lam
         self.lam_ratio = lam_ratio
@@ -122,6 +129,7 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         self.two_stage = two_stage
         self.features = features
         self.cache_bytes = cache_bytes
+        self.n_jobs = n_jobs
 
     def fit(self, X, y=None, sample_weight=None):
         """Fit on X (dense or sparse) and labels y (any two or more values).
@@ -135,6 +143,7 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         """
         if self.features is not None:
             self.solver_ = self._check_params()
+            self._ignore_n_jobs("features= fits", stacklevel=2)
             return _generated_fit.fit(self, X, y, sample_weight, classifier=True)
         stream = self._stream_for(X, y, sample_weight)
         self.solver_ = self._check_params(streaming="dask" if _is_dask_dataset(stream) else stream is not None)
@@ -152,15 +161,10 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         X, y, classes, sample_weight = self._classification_data(X, y, sample_weight)
         targets = [classes[1]] if classes.shape[0] == 2 else list(classes)
         coef_init, intercept_init = self._warm(len(targets), X.shape[1])
-        results, lams = [], []
-        for k, positive in enumerate(targets):
-            y_k = np.where(y == positive, 1.0, -1.0)
-            result, lam = self._solve(X, y_k, sample_weight,
-                                      None if coef_init is None else coef_init[k],
-                                      None if intercept_init is None else intercept_init[k])
-            results.append(result)
-            lams.append(lam)
-        self._set_fitted(classes, results, lams)
+        # One-vs-rest: the binary problems in threads over n_jobs.
+        fits = self._solve_all(X, [np.where(y == positive, 1.0, -1.0) for positive in targets], sample_weight,
+                               coef_init, intercept_init)
+        self._set_fitted(classes, [result for result, _ in fits], [lam for _, lam in fits])
         return self
 
     def _classification_data(self, X, y, sample_weight):

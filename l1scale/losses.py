@@ -5,7 +5,8 @@ Labels are in {-1, +1} for the classification losses and real for
 ``squared``.  Each loss is defined once, as Numba-compiled scalar functions
 (``_<name>_value(y, z)`` and friends) that jitted solver kernels can call, and
 exposed to Python drivers as cached NumPy ufuncs built from those same scalars,
-so the formulas cannot drift apart.
+so the formulas cannot drift apart. The kernels are ``nogil`` (and NumPy runs the
+ufuncs' loops without the GIL), so solves in threads (``n_jobs``) run in parallel.
 
 Conventions (ALGORITHMS.md section 1):
 
@@ -40,7 +41,7 @@ _MILLS_SWITCH = -5.0
 
 
 # --------------------------------------------------------------------------- logistic
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _logistic_value(y, z):
     m = y * z
     if m > 0.0:
@@ -48,7 +49,7 @@ def _logistic_value(y, z):
     return -m + math.log1p(math.exp(m))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _logistic_derivative(y, z):
     m = y * z
     if m > 0.0:
@@ -57,18 +58,18 @@ def _logistic_derivative(y, z):
     return -y / (1.0 + math.exp(m))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _logistic_curvature(y, z):
     e = math.exp(-abs(z))
     return e / ((1.0 + e) * (1.0 + e))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _xlogx(t):
     return t * math.log(t) if t > 0.0 else 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _logistic_conjugate(y, u):
     # f*(u) for z -> log(1 + exp(-y z)); finite only for t = -y u in [0, 1].
     t = -y * u
@@ -78,7 +79,7 @@ def _logistic_conjugate(y, u):
 
 
 # --------------------------------------------------------------------------- probit
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _mills_ratio(t):
     """R(t) = Phi(-t) / phi(t) for t >= 5, by its continued fraction
     1 / (t + 1 / (t + 2 / (t + 3 / (t + ...)))), evaluated backwards."""
@@ -88,7 +89,7 @@ def _mills_ratio(t):
     return 1.0 / acc
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _log_ndtr(m):
     if m < _MILLS_SWITCH:
         return -0.5 * m * m - _LOG_SQRT_2PI + math.log(_mills_ratio(-m))
@@ -97,7 +98,7 @@ def _log_ndtr(m):
     return math.log(0.5 * math.erfc(-m / _SQRT2))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _inverse_mills(m):
     """phi(m) / Phi(m), accurate for every finite m."""
     if m < _MILLS_SWITCH:
@@ -105,17 +106,17 @@ def _inverse_mills(m):
     return math.exp(-0.5 * m * m - _LOG_SQRT_2PI) / (0.5 * math.erfc(-m / _SQRT2))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _probit_value(y, z):
     return -_log_ndtr(y * z)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _probit_derivative(y, z):
     return -y * _inverse_mills(y * z)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _probit_curvature(y, z):
     m = y * z
     lam = _inverse_mills(m)
@@ -125,46 +126,46 @@ def _probit_curvature(y, z):
 
 
 # --------------------------------------------------------------------------- squared
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _squared_value(y, z):
     return 0.5 * (z - y) * (z - y)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _squared_derivative(y, z):
     return z - y
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _squared_curvature(y, z):
     return 1.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _squared_conjugate(y, u):
     return 0.5 * u * u + u * y
 
 
 # --------------------------------------------------------------------------- squared hinge
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _sq_hinge_value(y, z):
     s = 1.0 - y * z
     return s * s if s > 0.0 else 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _sq_hinge_derivative(y, z):
     s = 1.0 - y * z
     return -2.0 * y * s if s > 0.0 else 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _sq_hinge_curvature(y, z):
     # Generalised Hessian (liblinear's choice): 2 on the active side, 0 beyond.
     return 2.0 if y * z < 1.0 else 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _sq_hinge_conjugate(y, u):
     # sup_z u z - max(0, 1 - y z)^2 = y u + u^2 / 4 for y u <= 0, +inf otherwise.
     if y * u > 0.0:
@@ -173,13 +174,13 @@ def _sq_hinge_conjugate(y, u):
 
 
 # --------------------------------------------------------------------------- hinge
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _hinge_value(y, z):
     s = 1.0 - y * z
     return s if s > 0.0 else 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _hinge_derivative(y, z):
     # A subgradient: -y on the active side (including the kink), 0 beyond.
     return -y if y * z <= 1.0 else 0.0
@@ -283,7 +284,7 @@ def hinge_derivative(y, z):
 LOGISTIC, PROBIT, SQUARED, SQUARED_HINGE, HINGE = 0, 1, 2, 3, 4
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def loss_value(kind, y, z):
     if kind == LOGISTIC:
         return _logistic_value(y, z)
@@ -296,7 +297,7 @@ def loss_value(kind, y, z):
     return _hinge_value(y, z)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def loss_derivative(kind, y, z):
     if kind == LOGISTIC:
         return _logistic_derivative(y, z)
@@ -309,7 +310,7 @@ def loss_derivative(kind, y, z):
     return _hinge_derivative(y, z)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def loss_curvature(kind, y, z):
     if kind == LOGISTIC:
         return _logistic_curvature(y, z)
@@ -322,7 +323,7 @@ def loss_curvature(kind, y, z):
     return 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def loss_conjugate(kind, y, u):
     """Convex conjugate of z -> loss(y, z) at u; NaN for losses without one."""
     if kind == LOGISTIC:
@@ -334,7 +335,7 @@ def loss_conjugate(kind, y, u):
     return math.nan
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def loss_terms(kind, y, z):
     """(value, derivative, curvature) at one margin; the logistic branch shares one exp."""
     if kind == LOGISTIC:
@@ -347,7 +348,7 @@ def loss_terms(kind, y, z):
     return loss_value(kind, y, z), loss_derivative(kind, y, z), loss_curvature(kind, y, z)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def weighted_terms_along(kind, y, z, dz, step, c, lv, z_new, lv_new, r, D):
     """At z_new = z + step dz: lv_new = loss, r = c loss', D = c loss''; one pass.
 
@@ -367,7 +368,7 @@ def weighted_terms_along(kind, y, z, dz, step, c, lv, z_new, lv_new, r, D):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def weighted_value(kind, y, z, c):
     """sum_i c_i loss(y_i, z_i). Shapes (n,)."""
     total = 0.0
@@ -376,7 +377,7 @@ def weighted_value(kind, y, z, c):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def weighted_conjugate(kind, y, z, c, scale):
     """sum_i c_i f_i*(scale * loss'(y_i, z_i)): the loss part of the dual at the scaled
     residuals (rows of zero weight are skipped). Shapes (n,)."""
@@ -387,7 +388,7 @@ def weighted_conjugate(kind, y, z, c, scale):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def weighted_terms(kind, y, z, c, r, D):
     """One pass over the margins: r = c * loss', D = c * loss''; returns sum c * loss.
 
@@ -401,7 +402,19 @@ def weighted_terms(kind, y, z, c, r, D):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
+def weighted_derivatives(kind, y, z, b, c):
+    """(sum_i c_i loss'(y_i, z_i + b), sum_i c_i loss''(y_i, z_i + b)): the first two derivatives
+    in b of the weighted loss, in one pass (the intercept's Newton solve). Shapes (n,)."""
+    grad, curv = 0.0, 0.0
+    for i in range(z.shape[0]):
+        zi = z[i] + b
+        grad += c[i] * loss_derivative(kind, y[i], zi)
+        curv += c[i] * loss_curvature(kind, y[i], zi)
+    return grad, curv
+
+
+@njit(cache=True, nogil=True)
 def weighted_value_along(kind, y, z, dz, step, c):
     """sum_i c_i loss(y_i, z_i + step dz_i), without forming z + step dz. Shapes (n,)."""
     total = 0.0

@@ -10,18 +10,22 @@ costs a few cold solves (measured in ``benchmarks/``, tested in ``tests/test_pat
 k-fold by default), scores every lam on the held-out fold (log-loss, accuracy, AUC or
 AUPRC, or any callable), picks the lam with the best mean score, and refits on all the
 data along the path down to it (one-vs-rest for more than two classes, a lam per class).
+With ``n_jobs`` the paths of every (fold, class) and the refits run in threads.
 """
 
 from __future__ import annotations
 
+import itertools
 import numbers
 import time
 from typing import NamedTuple
 
 import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.model_selection import StratifiedKFold, check_cv
 
 from . import metrics
+from .data.memory import column_matrix
 from .estimators import SparseLogisticRegression
 from .problem import Problem
 from .solvers import SOLVERS
@@ -87,7 +91,7 @@ def regularization_path(X, y, loss="logistic", *, lams=None, n_lams=50, lam_min_
     warm_start : bool, default True
         False solves every lam from zero (for comparison).
     """
-    base = Problem(X, y, loss, lam_ratio=1.0, l1_ratio=l1_ratio, fit_intercept=fit_intercept,
+    base = Problem(X, y, loss, lam=1.0, l1_ratio=l1_ratio, fit_intercept=fit_intercept,
                    sample_weight=sample_weight)
     if lams is None:
         lams = lam_grid(base.lam_max(), n_lams, lam_min_ratio)
@@ -100,17 +104,19 @@ def regularization_path(X, y, loss="logistic", *, lams=None, n_lams=50, lam_min_
     coefs, intercepts = np.zeros((lams.size, base.n_features)), np.zeros(lams.size)
     out = {k: np.zeros(lams.size) for k in ("objectives", "certificates", "seconds")}
     n_iter = np.zeros(lams.size, dtype=np.int64)
-    coef, intercept = None, None
+    coef, intercept, gradient = None, None, None
     for k, lam in enumerate(lams):
-        problem = Problem(X, y, loss, lam, l1_ratio=l1_ratio, fit_intercept=fit_intercept,
-                          sample_weight=sample_weight)
+        problem = base.with_lam(lam)  # X validated and in the column layout once for the whole path
         t0 = time.perf_counter()
-        result = SOLVERS[solver](tol=tol, max_iter=max_iter).solve(problem, coef, intercept)
+        # CD starts each lam from the last one's gradient (its first working set, glmnet's
+        # strong rules' role) and certifies with one pass at the end.
+        extra = {"gradient_init": gradient} if solver == "cd" and gradient is not None else {}
+        result = SOLVERS[solver](tol=tol, max_iter=max_iter).solve(problem, coef, intercept, **extra)
         out["seconds"][k] = time.perf_counter() - t0
         coefs[k], intercepts[k], n_iter[k] = result.coef, result.intercept, result.n_iter
         out["objectives"][k], out["certificates"][k] = result.objective, result.relative_certificate
         if warm_start:
-            coef, intercept = result.coef, result.intercept
+            coef, intercept, gradient = result.coef, result.intercept, result.loss_gradient
     return PathResult(lams, coefs, intercepts, out["objectives"], out["certificates"], n_iter, out["seconds"])
 
 
@@ -138,6 +144,12 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         Larger is better; a callable is ``scoring(y_true in {-1, +1}, p_positive)``.
     loss, l1_ratio, fit_intercept, solver, tol, max_iter, class_weight, random_state, verbose
         As :class:`~l1scale.SparseLogisticRegression` (``solver`` must work over columns).
+    n_jobs : int, optional
+        Threads (joblib's conventions: None is 1 unless inside a ``joblib.parallel_backend``
+        context, -1 every core) for the path of every (fold, class) and the refit of every
+        class; with more than one, the refits run alongside the folds over the whole grid
+        and are cut at the chosen lam. The results are the same for every n_jobs; a
+        callable ``scoring`` is then called from the threads.
 
     Attributes
     ----------
@@ -153,7 +165,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
 
     def __init__(self, loss="logistic", *, lams=None, n_lams=20, lam_min_ratio=1e-3, cv=5, scoring="log_loss",
                  l1_ratio=1.0, fit_intercept=True, solver="auto", tol=1e-6, max_iter=200, class_weight=None,
-                 random_state=None, verbose=0):
+                 random_state=None, verbose=0, n_jobs=None):
         self.loss = loss
         self.lams = lams
         self.n_lams = n_lams
@@ -168,6 +180,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         self.class_weight = class_weight
         self.random_state = random_state
         self.verbose = verbose
+        self.n_jobs = n_jobs
 
     # parameters of the parent that the CV estimator fixes
     lam = None
@@ -191,8 +204,8 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
             else StratifiedKFold(n_splits=self.cv)
         folds = list(splitter.split(X, y))  # the same folds for every one-vs-rest problem
         positives = [classes[1]] if classes.shape[0] == 2 else list(classes)
-        fits = [self._cross_validate(X, np.where(y == positive, 1.0, -1.0), sample_weight, folds, solver, scorer)
-                for positive in positives]
+        fits = self._cross_validate(X, [np.where(y == positive, 1.0, -1.0) for positive in positives],
+                                    sample_weight, folds, solver, scorer)
         self.solver_ = solver
         self.classes_ = classes
         self.coef_ = np.vstack([path.coefs[-1] for _, _, _, path in fits])
@@ -208,27 +221,67 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         self.result_ = None
         return self
 
-    def _cross_validate(self, X, y_pm, sample_weight, folds, solver, scorer):
-        """One binary problem: (chosen lam, grid, scores (n_folds, K), refit path down to the lam)."""
+    def _cross_validate(self, X, targets, sample_weight, folds, solver, scorer):
+        """The binary problems (y_pm in ``targets``, one per class) on the same folds:
+        [(chosen lam, grid, scores (n_folds, K), refit path down to the lam)] per problem.
+
+        The paths of every (fold, class) run in threads over n_jobs. X is converted to the
+        column layout once, each fold's training rows once for all classes (as the folds are
+        reached: only a few are held at a time). With one thread the refits follow, each down
+        to its chosen lam. With more, the refits start first, alongside the folds, over the
+        whole grid, and are cut at the chosen lam (the path of a grid's first lams is the
+        first rows of its path: the same numbers): no core then waits for the last folds
+        before the refits can start (5 folds and a refit on 2 cores: 3 rounds, not 4), at the
+        cost of the lams past the chosen one."""
+        X_columns = column_matrix(X)
         if self.lams is None:
-            lam_max = Problem(X, y_pm, self.loss, lam_ratio=1.0, l1_ratio=self.l1_ratio,
-                              fit_intercept=self.fit_intercept, sample_weight=sample_weight).lam_max()
-            lams = lam_grid(lam_max, self.n_lams, self.lam_min_ratio)
+            grids = [lam_grid(Problem(X_columns, y_pm, self.loss, lam_ratio=1.0, l1_ratio=self.l1_ratio,
+                                      fit_intercept=self.fit_intercept, sample_weight=sample_weight).lam_max(),
+                              self.n_lams, self.lam_min_ratio) for y_pm in targets]
         else:
-            lams = np.sort(np.asarray(self.lams, dtype=np.float64))[::-1]
+            grids = [np.sort(np.asarray(self.lams, dtype=np.float64))[::-1]] * len(targets)
         link = get_link(self.loss)
         kw = dict(l1_ratio=self.l1_ratio, fit_intercept=self.fit_intercept, solver=solver, tol=self.tol,
                   max_iter=self.max_iter)
-        scores = []
-        for train, test in folds:
-            path = regularization_path(X[train], y_pm[train], self.loss, lams=lams,
-                                       sample_weight=sample_weight[train], **kw)
-            margins = np.asarray(X[test] @ path.coefs.T) + path.intercepts
-            scores.append([scorer(y_pm[test], link(margins[:, k])) for k in range(lams.size)])
-        scores = np.asarray(scores)
-        best = int(np.argmax(scores.mean(axis=0)))
-        path = regularization_path(X, y_pm, self.loss, lams=lams[: best + 1], sample_weight=sample_weight, **kw)
-        return float(lams[best]), lams, scores, path
+
+        def refit(k, n_lams=None):
+            return delayed(regularization_path)(X_columns, targets[k], self.loss, lams=grids[k][:n_lams],
+                                                sample_weight=sample_weight, **kw)
+
+        def fold_jobs():  # fold by fold, so that a fold's matrices are dropped once its paths are done
+            for train, test in folds:
+                X_train, X_test = column_matrix(X[train]), X[test]
+                for y_pm, lams in zip(targets, grids):
+                    yield delayed(_fold_scores)(X_train, y_pm[train], sample_weight[train], X_test, y_pm[test],
+                                                lams, self.loss, link, scorer, kw)
+
+        n = len(targets)
+        with Parallel(n_jobs=self.n_jobs, prefer="threads") as parallel:
+            ahead = effective_n_jobs(self.n_jobs) > 1  # refits alongside the folds, the longest first
+            done = parallel(itertools.chain((refit(k) for k in range(n) if ahead), fold_jobs()))
+            paths, fold_scores = (done[:n], done[n:]) if ahead else (None, done)
+            # fold-major: [fold 0 class 0, fold 0 class 1, ..., fold 1 class 0, ...]
+            scores = [np.asarray(fold_scores[k::n]) for k in range(n)]
+            best = [int(np.argmax(s.mean(axis=0))) for s in scores]
+            if ahead:
+                paths = [_first_lams(path, b + 1) for path, b in zip(paths, best)]
+            else:
+                paths = parallel(refit(k, b + 1) for k, b in enumerate(best))
+        return [(float(lams[b]), lams, s, path) for lams, b, s, path in zip(grids, best, scores, paths)]
+
+
+def _fold_scores(X_train, y_train, sample_weight, X_test, y_test, lams, loss, link, scorer, kw):
+    """The path on one training fold of one binary problem, and the held-out score of every lam."""
+    path = regularization_path(X_train, y_train, loss, lams=lams, sample_weight=sample_weight, **kw)
+    margins = np.asarray(X_test @ path.coefs.T) + path.intercepts
+    return [scorer(y_test, link(margins[:, k])) for k in range(lams.size)]
+
+
+def _first_lams(path, n):
+    """The PathResult of the first n lams of ``path`` (its per-lam arrays cut)."""
+    size = path.lams.shape[0]
+    return path._replace(**{name: value[:n] for name, value in path._asdict().items()
+                            if isinstance(value, np.ndarray) and value.ndim and value.shape[0] == size})
 
 
 def get_link(loss):

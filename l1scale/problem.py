@@ -10,14 +10,15 @@ sec. 2.3) for losses with a known conjugate, by the KKT violation otherwise.
 
 from __future__ import annotations
 
+import copy
 import numbers
 from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
-from .data.memory import as_columns
-from .losses import get_loss, weighted_conjugate, weighted_value
+from .data.memory import as_columns, column_norms, matrix_of
+from .losses import get_loss, weighted_conjugate, weighted_derivatives, weighted_value
 from .penalties import ElasticNet
 
 __all__ = ["Problem", "Certificate", "lam_max", "check_design", "check_labels", "check_sample_weight"]
@@ -120,6 +121,11 @@ def newton_intercept(derivatives, b=0.0, tol=1e-13, max_iter=100) -> float:
 
 def optimal_intercept(loss, y, c, z, b=0.0, tol=1e-13, max_iter=100):
     """The b minimising sum_i c_i loss(y_i, z_i + b) for fixed margins z (w fixed)."""
+    if loss.kernel_id >= 0 and loss.curvature_kernel is not None:
+        # Each Newton step one jitted pass (nogil, no temporaries), not eight NumPy calls.
+        kind = loss.kernel_id
+        y, c, z = (np.ascontiguousarray(a, dtype=np.float64) for a in (y, c, z))
+        return newton_intercept(lambda b: weighted_derivatives(kind, y, z, b, c), b, tol, max_iter)
     return newton_intercept(lambda b: (_wsum(c, loss.derivative(y, z + b)), _wsum(c, loss.curvature(y, z + b))),
                             b, tol, max_iter)
 
@@ -166,14 +172,13 @@ class Problem:
         self.y = check_labels(y, self.loss, self.n_samples)
         self.c = check_sample_weight(sample_weight, self.n_samples)
         self.fit_intercept = bool(fit_intercept)
+        self._derived = {}  # computed once from the data, shared with with_lam's copies
+        # No copy when X is already in the column layout (``data.memory.column_matrix``:
+        # one conversion for the problems of one-vs-rest, folds and paths).
         self.columns = as_columns(X)
-        # The matrix used for products X @ w and X^T r: scipy CSC or Fortran-ordered dense,
-        # sharing memory with `columns`.
-        if self.columns.dense:
-            self.X = self.columns.data.reshape(self.columns.shape, order="F")
-        else:
-            self.X = sp.csc_matrix((self.columns.data, self.columns.indices, self.columns.indptr),
-                                   shape=self.columns.shape)
+        # The matrix used for products X @ w and X^T r: scipy CSC (int64 indices) or
+        # Fortran-ordered dense, sharing memory with `columns`.
+        self.X = matrix_of(self.columns)
         if (lam is None) == (lam_ratio is None):
             raise ValueError("give exactly one of lam and lam_ratio")
         if lam is None:
@@ -188,6 +193,14 @@ class Problem:
         self.penalty = ElasticNet(lam, l1_ratio)
 
     # ------------------------------------------------------------------ basics
+    def with_lam(self, lam) -> Problem:
+        """The same data, labels, weights and loss at another ``lam`` (same l1_ratio), sharing
+        every array: what a path or a warm-started refit needs, without validating or
+        converting X again."""
+        other = copy.copy(self)
+        other.penalty = ElasticNet(lam, self.penalty.l1_ratio)
+        return other
+
     @property
     def lam(self) -> float:
         return self.penalty.lam
@@ -199,6 +212,14 @@ class Problem:
         b0 = optimal_intercept(self.loss, self.y, self.c, z0) if self.fit_intercept else 0.0
         v = self.X.T @ (self.c * self.loss.derivative(self.y, z0 + b0))
         return float(np.max(np.abs(v), initial=0.0)) / l1_ratio
+
+    def column_norms(self):
+        """``sqrt(sum_i c_i x_ij^2)`` for every column j (computed once per data set)."""
+        if "column_norms" not in self._derived:
+            norms = np.empty(self.n_features)
+            column_norms(*self.columns.arrays, self.c, norms)
+            self._derived["column_norms"] = norms
+        return self._derived["column_norms"]
 
     def margins(self, w, b=0.0):
         return self.X @ w + b

@@ -1,7 +1,9 @@
 """Estimator contract (scikit-learn's checks) and behaviour of the public estimators."""
 
+import threading
 import warnings
 
+import joblib
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -12,6 +14,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from l1scale import SparseLinearRegression, SparseLogisticRegression, load
 from l1scale.exceptions import ModelFormatError
 from l1scale.problem import Problem
+from l1scale.solvers import StochasticCD
+from l1scale.solvers.base import compiled_once
 
 _WEIGHT_EQUIVALENCE = {
     "check_sample_weight_equivalence_on_dense_data":
@@ -43,6 +47,7 @@ def _expected_failures(estimator):
     [
         SparseLogisticRegression(),
         SparseLogisticRegression(tol=1e-10),
+        SparseLogisticRegression(tol=1e-10, n_jobs=2),  # one-vs-rest in threads
         SparseLogisticRegression(loss="probit", tol=1e-10),
         SparseLogisticRegression(loss="squared_hinge", tol=1e-10),
         SparseLogisticRegression(l1_ratio=0.5, class_weight="balanced", tol=1e-10),
@@ -121,6 +126,58 @@ def test_multiclass_one_vs_rest():
     single = SparseLogisticRegression(lam_ratio=0.05, tol=1e-10).fit(X, y == 2)
     np.testing.assert_allclose(est.coef_[2], single.coef_[0], atol=1e-7)
     assert est.score(X, y) > 0.7
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # scd: 20 epochs
+@pytest.mark.parametrize("case", ["dense", "csr", "solver instance"])
+def test_n_jobs_gives_the_same_one_vs_rest_fit(case):
+    X, y = make_classification(n_samples=300, n_features=25, n_informative=8, n_classes=4, random_state=3)
+    params = {"lam_ratio": 0.05, "tol": 1e-8}
+    if case == "csr":
+        X = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
+    if case == "solver instance":  # per-solve state (its generator): each thread solves with its own copy
+        params = {"lam_ratio": 0.05, "solver": StochasticCD(tol=1e-4, max_iter=20, random_state=0)}
+    one = SparseLogisticRegression(**params).fit(X, y)
+    two = SparseLogisticRegression(**params, n_jobs=2).fit(X, y)
+    for name in ("coef_", "intercept_", "lam_", "n_iter_"):
+        np.testing.assert_array_equal(getattr(two, name), getattr(one, name))
+    assert one.coef_.shape == (4, 25) and np.count_nonzero(one.coef_) > 0
+    with joblib.parallel_backend("threading", n_jobs=2):  # n_jobs=None: the context's
+        np.testing.assert_array_equal(SparseLogisticRegression(**params).fit(X, y).coef_, one.coef_)
+
+
+@pytest.mark.parametrize("n_jobs", [0, "x", 1.5, True])
+def test_bad_n_jobs_is_an_error_naming_it(binary, n_jobs):
+    X, y = binary
+    with pytest.raises(ValueError, match="n_jobs"):
+        SparseLogisticRegression(n_jobs=n_jobs).fit(X, y)
+
+
+def test_n_jobs_is_ignored_with_a_warning_by_streamed_fits(binary):
+    X, y = binary
+    with pytest.warns(UserWarning, match="n_jobs=2 has no effect"):
+        SparseLogisticRegression(solver="rmmp", n_jobs=2).fit(X, y)
+
+
+def test_compiled_once_runs_once_when_threads_start_together():
+    calls, started = [], threading.Barrier(4)
+
+    @compiled_once
+    def warm_up():
+        calls.append(1)
+        threading.Event().wait(0.05)  # a slow compile: the other threads arrive meanwhile
+
+    def solve():
+        started.wait()
+        seconds.append(warm_up())
+
+    seconds = []
+    threads = [threading.Thread(target=solve) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and sorted(seconds)[:3] == [0.0, 0.0, 0.0] and max(seconds) >= 0.05
 
 
 def test_lasso_matches_sklearn():

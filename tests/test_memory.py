@@ -5,7 +5,8 @@ import pytest
 import scipy.sparse as sp
 from numba import njit
 
-from l1scale.data.memory import as_columns, as_rows, column, row
+from l1scale.data.memory import as_columns, as_rows, column, column_matrix, row
+from l1scale.problem import Problem
 
 
 @njit(cache=True)
@@ -56,3 +57,25 @@ def test_duplicate_entries_are_summed_once():
     A = sp.csr_matrix((np.array([1.0, 2.0]), np.array([1, 1]), np.array([0, 2])), shape=(1, 3))
     cols = as_columns(A)
     assert cols.nnz == 1 and cols.data[0] == 3.0
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+def test_column_matrix_is_converted_once_and_shared(X, fmt):
+    """column_matrix converts once; as_columns and every Problem on the result copy nothing
+    (one-vs-rest and cross-validation build several Problems on one X)."""
+    M = column_matrix(sp.csr_matrix(X) if fmt == "csr" else X)
+    cols = as_columns(M)
+    if fmt == "csr":
+        assert M.format == "csc" and M.indices.dtype == np.int64 and M.indptr.dtype == np.int64
+        assert cols.data is M.data and cols.indices is M.indices and cols.indptr is M.indptr
+    else:
+        assert M.flags.f_contiguous and np.shares_memory(cols.data, M)
+    np.testing.assert_array_equal(np.asarray(M.todense() if fmt == "csr" else M), X)
+    problem = Problem(M, np.where(X[:, 0] > 0, 1.0, -1.0), "logistic", 0.1)
+    assert np.shares_memory(problem.columns.data, cols.data)
+    assert np.shares_memory(problem.X.data if fmt == "csr" else problem.X, cols.data)
+    if fmt == "csr":  # the products' matrix keeps the int64 indices (scipy's constructor copies to int32)
+        assert problem.X.indices is cols.indices
+    w = np.arange(5.0)
+    np.testing.assert_allclose(problem.X @ w, X @ w, rtol=1e-12)
+    np.testing.assert_allclose(problem.X.T @ np.arange(7.0), X.T @ np.arange(7.0), rtol=1e-12)

@@ -14,7 +14,7 @@ def train_summary(est, data, data_info, train_report, load_seconds, fit_seconds,
     results = est.result_ if isinstance(est.result_, list) else [est.result_]
     rel = [r.relative_certificate for r in results]
     worst = results[int(np.argmax(rel))] if not np.isnan(rel).all() else results[0]
-    skip = {"callback", "verbose", "warm_start"}
+    skip = {"callback", "verbose", "warm_start", "n_jobs"}  # how it ran, not what it fitted
     params = {k: v for k, v in est.get_params().items() if k not in skip}
     online = None
     if not isinstance(params["solver"], str):  # a solver instance (the online first-order ones, fcl)

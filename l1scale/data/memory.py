@@ -9,7 +9,12 @@ stochastic and streaming methods. Both return ``(positions, values)`` views:
   the Fortran-ordered (C-ordered) array, so the same loop serves both layouts.
 
 Layouts are converted once (CSC for columns, CSR for rows, int64 indices so
-there is no 2^31 limit on nnz), never per iteration.
+there is no 2^31 limit on nnz), never per iteration; a matrix already in the layout
+(canonical, float64 values, int64 indices, or a Fortran / C ordered float64 array) is
+taken without a copy, so ``column_matrix`` converts X once for any number of
+:class:`~l1scale.problem.Problem` built on it (one-vs-rest, cross-validation folds, paths).
+
+The kernels here are ``nogil``: solves in threads (``n_jobs``) run them in parallel.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-__all__ = ["Matrix", "as_columns", "as_rows", "column", "row", "column_moments"]
+__all__ = ["Matrix", "as_columns", "as_rows", "column_matrix", "matrix_of", "column", "row", "column_moments",
+           "column_norms"]
 
 
 class Matrix(NamedTuple):
@@ -61,8 +67,12 @@ def _as_sparse_layout(X, fmt: str, dtype) -> Matrix:
     if not X.has_canonical_format:
         X = X.copy()  # never sort or merge the caller's matrix in place
         X.sum_duplicates()
+    # Copies only what is not yet of the kernels' types: a canonical matrix of this
+    # format with float64 values and int64 indices is taken as is.
     data = np.ascontiguousarray(X.data, dtype=dtype)
-    return Matrix(data, X.indices.astype(np.int64), X.indptr.astype(np.int64), False, X.shape)
+    indices = np.ascontiguousarray(X.indices, dtype=np.int64)
+    indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
+    return Matrix(data, indices, indptr, False, X.shape)
 
 
 def _as_dense_layout(X, order: str, dtype) -> Matrix:
@@ -84,7 +94,25 @@ def as_rows(X, dtype=np.float64) -> Matrix:
     return _as_sparse_layout(X, "csr", dtype) if sp.issparse(X) else _as_dense_layout(X, "C", dtype)
 
 
-@njit(cache=True, inline="always")
+def matrix_of(columns: Matrix):
+    """The matrix over a column layout's own arrays (no copy), for products ``X @ w`` and
+    ``X.T @ r``: a Fortran-ordered array (dense), or a CSC matrix that keeps the int64
+    indices (scipy's constructor would copy them into int32 ones)."""
+    if columns.dense:
+        return columns.data.reshape(columns.shape, order="F")
+    M = sp.csc_matrix(columns.shape, dtype=columns.data.dtype)
+    M.data, M.indices, M.indptr = columns.data, columns.indices, columns.indptr
+    M.has_canonical_format = True  # the layout is canonical (sorted, no duplicates)
+    return M
+
+
+def column_matrix(X, dtype=np.float64):
+    """X converted once into the column layout, as a matrix (:func:`matrix_of`):
+    ``as_columns`` of the result, and so every Problem built on it, copies nothing."""
+    return matrix_of(as_columns(X, dtype))
+
+
+@njit(cache=True, nogil=True, inline="always")
 def column(data, indices, indptr, dense, j):
     """(row positions, values) of column ``j`` in a column layout."""
     start, end = indptr[j], indptr[j + 1]
@@ -97,7 +125,7 @@ def column(data, indices, indptr, dense, j):
 row = column
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def column_moments(data, indices, indptr, dense, j, r, D):
     """(sum_i r_i x_ij, sum_i D_i x_ij^2) over column j: the loss gradient and the diagonal
     curvature of coordinate j, given r = c loss' and D = c loss'' on the margins."""
@@ -108,3 +136,14 @@ def column_moments(data, indices, indptr, dense, j, r, D):
         acc_g += r[i] * vals[p]
         acc_h += D[i] * vals[p] * vals[p]
     return acc_g, acc_h
+
+
+@njit(cache=True, nogil=True)
+def column_norms(data, indices, indptr, dense, c, out):
+    """out[j] = sqrt(sum_i c_i x_ij^2) for every column of a column layout. Shapes: c (n,), out (d,)."""
+    for j in range(out.shape[0]):
+        rows, vals = column(data, indices, indptr, dense, j)
+        acc = 0.0
+        for p in range(rows.shape[0]):
+            acc += c[rows[p]] * vals[p] * vals[p]
+        out[j] = np.sqrt(acc)

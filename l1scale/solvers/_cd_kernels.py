@@ -61,25 +61,30 @@ def outer_pass(data, indices, indptr, dense, cols, r, D, w, lam1, lam2, shrink_a
 
 
 @njit(cache=True, nogil=True)
-def gradient_pass(data, indices, indptr, dense, cols, r, v):
-    """v[k] = sum_i r_i x_ij for j = cols[k] (the loss gradient only). Shapes: r (n,); cols, v (k,)."""
+def check_pass(data, indices, indptr, dense, cols, r, w, lam1, lam2, g):
+    """The certifying pass: g[j] = sum_i r_i x_ij + lam2 w_j for j in cols, without the
+    curvature (it reads half what :func:`outer_pass` reads). Shapes: r (n,); w, g (d,); cols (k,).
+    Returns (largest violation, sum of violations, nnz(w) over cols, largest violation of a zero weight).
+    """
+    vmax, vsum, nnz, vzero = 0.0, 0.0, 0, 0.0
     for k in range(cols.shape[0]):
-        rows, vals = column(data, indices, indptr, dense, cols[k])
-        acc = 0.0
-        for p in range(rows.shape[0]):
-            acc += r[rows[p]] * vals[p]
-        v[k] = acc
-
-
-@njit(cache=True, nogil=True)
-def column_norms(data, indices, indptr, dense, c, out):
-    """out[j] = sqrt(sum_i c_i x_ij^2): the c-weighted norm of every column. Shapes: c (n,), out (d,)."""
-    for j in range(out.shape[0]):
+        j = cols[k]
         rows, vals = column(data, indices, indptr, dense, j)
         acc = 0.0
         for p in range(rows.shape[0]):
-            acc += c[rows[p]] * vals[p] * vals[p]
-        out[j] = np.sqrt(acc)
+            acc += r[rows[p]] * vals[p]
+        wj = w[j]
+        gj = acc + lam2 * wj
+        g[j] = gj
+        if wj == 0.0:
+            viol = max(abs(gj) - lam1, 0.0)
+            vzero = max(vzero, viol)
+        else:
+            nnz += 1
+            viol = abs(gj + lam1) if wj > 0.0 else abs(gj - lam1)
+        vmax = max(vmax, viol)
+        vsum += viol
+    return vmax, vsum, nnz, vzero
 
 
 @njit(cache=True, nogil=True)
@@ -286,8 +291,7 @@ def warm_up():
     data, idx, ptr = np.ones(2), np.arange(2, dtype=np.int64), np.array([0, 2], dtype=np.int64)
     ws, v2, v1 = np.zeros(1, dtype=np.int64), np.ones(2), np.zeros(1)
     outer_pass(data, idx, ptr, False, ws, v2, v2, v1, 0.1, 0.0, 0.0, v1.copy(), v1.copy(), ws.copy())
-    gradient_pass(data, idx, ptr, False, ws, v2, v1.copy())
-    column_norms(data, idx, ptr, False, v2, v1.copy())
+    check_pass(data, idx, ptr, False, ws, v2, v1, 0.1, 0.0, v1.copy())
     support_margins(data, idx, ptr, False, v1, 0.0, v2.copy())
     newton_direction(data, idx, ptr, False, ws.copy(), 1, v1, np.ones(1), v1, v1.copy(), np.zeros(2),
                      v2, 0.1, 0.0, True, 0.0, 1.0, 1)

@@ -3,6 +3,7 @@ declaration of what it needs from the problem (checked before any compiling)."""
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -98,6 +99,10 @@ class Result:
     history : History
     timings : dict
         Seconds spent: ``{"solve": ..., "compile": ...}``.
+    loss_gradient : ndarray of shape (n_features,) or None
+        ``X^T (c * loss'(y, z))`` at the returned point on the features the solver last
+        passed over (0 on those it screened out), where it has it (CD): a path hands it to
+        the next solve, which picks its first working set from it without a pass over the data.
     """
 
     coef: np.ndarray
@@ -111,6 +116,7 @@ class Result:
     relative_certificate: float
     history: History
     timings: dict
+    loss_gradient: np.ndarray | None = None
 
     @property
     def nnz(self) -> int:
@@ -164,17 +170,25 @@ class Solver:
 def compiled_once(warm_up):
     """Decorator for a function that compiles (or loads from Numba's cache) a solver's
     kernels on tiny inputs: it runs once per process, and the call returns the seconds
-    it took (0.0 afterwards), which solvers report apart from their solve time."""
+    it took (0.0 afterwards), which solvers report apart from their solve time.
+
+    Thread-safe: solves in threads (``n_jobs``) that start together run it once; the
+    others wait for it to finish (and return 0.0) instead of compiling again or
+    solving with kernels half loaded. A warm-up that raises is tried again next call."""
     done = False
+    lock = threading.Lock()
 
     def run() -> float:
         nonlocal done
         if done:
             return 0.0
-        start = time.perf_counter()
-        warm_up()
-        done = True
-        return time.perf_counter() - start
+        with lock:
+            if done:  # another thread finished it while this one waited
+                return 0.0
+            start = time.perf_counter()
+            warm_up()
+            done = True
+            return time.perf_counter() - start
 
     run.__doc__ = warm_up.__doc__
     return run

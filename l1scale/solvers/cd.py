@@ -177,14 +177,20 @@ class CoordinateDescent(Solver):
         self.screening = screening
         self.support_newton = support_newton
 
-    def solve(self, problem, coef_init=None, intercept_init=None):
+    def solve(self, problem, coef_init=None, intercept_init=None, *, gradient_init=None):
+        """Minimise P from (coef_init, intercept_init) (zero by default).
+
+        ``gradient_init``, the loss gradient at the start (a previous Result's
+        ``loss_gradient``, e.g. the last lam of a path), picks the first working set without
+        a pass over the data (strong rules' role in glmnet); nothing is certified from it."""
         self.check_problem(problem)
         compile_seconds = _warm_up()
         timer = Timer()
         kernels.seed(0 if self.random_state is None else int(self.random_state) % (2**32))
-        return self._solve(problem, _Iterate(problem, coef_init, intercept_init), timer, compile_seconds)
+        return self._solve(problem, _Iterate(problem, coef_init, intercept_init), timer, compile_seconds,
+                           gradient_init)
 
-    def _solve(self, problem, pt, timer, compile_seconds):
+    def _solve(self, problem, pt, timer, compile_seconds, gradient_init):
         n, d = problem.n_samples, problem.n_features
         arrays, y, c = problem.columns.arrays, problem.y, problem.c
         kind = problem.loss.kernel_id
@@ -194,8 +200,7 @@ class CoordinateDescent(Solver):
         g, H = np.zeros(d), np.ones(d)
         active = np.empty(d, dtype=np.int64)
         kept = np.arange(d, dtype=np.int64)
-        norms = np.empty(d)
-        kernels.column_norms(*arrays, c, norms)
+        norms = problem.column_norms()
         dual = DualPoints(problem)
         history = History()
         ws, ws_size, ws_target = None, self.first_working_set, np.inf
@@ -203,14 +208,30 @@ class CoordinateDescent(Solver):
         vsum_init, inner_eps = None, 1.0
         stop_reason, converged, failed, stalled, cert = "max_iter", False, False, False, None
         it, recorded, last_support, last_gap, full_newton_step = 0, -1, None, np.inf, True
+        if gradient_init is not None and self.working_set:
+            # The first working set from the given gradient: the nonzero weights, then the
+            # features closest to violating optimality. The first full pass certifies.
+            nnz = int(np.count_nonzero(w))
+            ws_size = min(d, max(self.first_working_set, 2 * nnz))
+            if ws_size < d:
+                g_init = np.asarray(gradient_init, dtype=np.float64) + lam2 * w
+                viol = np.where(w != 0.0, np.abs(g_init + lam1 * np.sign(w)), np.abs(g_init) - lam1)
+                ws = self._working_set(kept, w, g_init - lam2 * w, norms, lam1, ws_size)
+                ws_target = self.working_set_fraction * max(float(viol.max()), 0.0)
+                full_pass, first_step = False, True
         while True:
             objective = pt.objective
             everything = not self.working_set or kept.shape[0] <= ws_size
             cols = kept if full_pass else ws
             shrink_at = vmax_prev / n if (everything or not full_pass) else np.inf
             # nnz: the support lies in cols (the working set holds every nonzero weight).
-            m, vmax, vsum, nnz, vzero = kernels.outer_pass(*arrays, cols, pt.r, pt.D, w, lam1, lam2, shrink_at,
-                                                           g, H, active)
+            checked_only = full_pass and not everything  # no step is taken from this pass
+            if checked_only:
+                m = cols.shape[0]
+                vmax, vsum, nnz, vzero = kernels.check_pass(*arrays, cols, pt.r, w, lam1, lam2, g)
+            else:
+                m, vmax, vsum, nnz, vzero = kernels.outer_pass(*arrays, cols, pt.r, pt.D, w, lam1, lam2,
+                                                               shrink_at, g, H, active)
             pt.reads += columns_nnz(problem.columns, cols)
             g_b = float(pt.r.sum()) if fit_intercept else 0.0
             vmax, vsum = max(vmax, abs(g_b)), vsum + abs(g_b)
@@ -230,13 +251,15 @@ class CoordinateDescent(Solver):
                     out = dual.screen(kept, w, norms, objective, lam1)
                     if out.any():
                         dropped, kept = kept[out], kept[~out]
-                        if everything:  # the step below uses this pass: drop them from it too
+                        if not checked_only:  # the step below uses this pass: drop them from it too
                             left = active[:m][~np.isin(active[:m], dropped)]
                             m = left.shape[0]
                             active[:m] = left
                 everything = not self.working_set or kept.shape[0] <= ws_size
                 if everything:
                     ws, ws_target = kept, self.tol * abs(objective)
+                    if checked_only:  # the step needs the curvature: pass again, with it
+                        continue
                 else:
                     ws = self._working_set(kept, w, g_loss, norms, lam1, ws_size)
                     ws_target = self.working_set_fraction * vmax
@@ -317,11 +340,17 @@ class CoordinateDescent(Solver):
             cert = cert._replace(value=gap, relative=gap / max(abs(final), 1e-300), objective=final)
         else:
             cert = cert._replace(objective=final)
+        if recorded == it:  # the last row is the returned point: its exact values
+            history.objective[-1], history.certificate[-1] = final, cert.value
         if self.verbose:
             print(f"cd: {it} Newton steps, {len(history)} rows, {kept.shape[0]} of {d} features kept")
-        return certified_result(self, coef=w, intercept=pt.b, n_iter=it, converged=converged, stop_reason=stop_reason,
-                                cert=cert, history=history, timer=timer, compile_seconds=compile_seconds,
-                                line_search_failed=failed)
+        result = certified_result(self, coef=w, intercept=pt.b, n_iter=it, converged=converged,
+                                  stop_reason=stop_reason, cert=cert, history=history, timer=timer,
+                                  compile_seconds=compile_seconds, line_search_failed=failed)
+        loss_gradient = np.zeros(d)
+        loss_gradient[kept] = g[kept] - lam2 * w[kept]  # the last full pass was at this point
+        result.loss_gradient = loss_gradient
+        return result
 
     def _record(self, history, it, objective, certificate, nnz, timer, pt, m):
         history.append(objective=objective, certificate=certificate, nnz=nnz, time=timer(),

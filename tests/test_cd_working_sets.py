@@ -1,0 +1,164 @@
+"""The batch CD solver's working sets, gap-safe screening, support-Newton steps and path
+hand-off: they change how fast the optimum is found, never which optimum."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from l1scale.exceptions import ConvergenceWarning
+from l1scale.path import lam_grid, regularization_path
+from l1scale.problem import Problem
+from l1scale.solvers._dual import DualPoints
+from l1scale.solvers.cd import CoordinateDescent
+
+from _shared_data import load_svmlight_pm
+
+LOSSES = ["logistic", "squared", "squared_hinge", "probit"]
+PLAIN = dict(working_set=False, screening=False, support_newton=False)
+
+
+def _data(loss, n=300, d=400, seed=0):
+    """More features than rows, most of them irrelevant: working sets and screening have work."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.2)
+    X[:, 1] = X[:, 2] + 0.3 * rng.normal(size=n)  # two strongly correlated columns
+    w = np.zeros(d)
+    w[:8] = [1.5, -2.0, 1.0, 0.5, -0.8, 1.2, -0.6, 0.9]
+    z = X @ w - 0.4 + 0.5 * rng.normal(size=n)
+    y = z if loss == "squared" else np.where(z > 0, 1.0, -1.0)
+    return X, y
+
+
+def _layout(X, layout):
+    return X if layout == "dense" else getattr(sp, f"{layout}_matrix")(X)
+
+
+def _solve(problem, tol=1e-13, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        return CoordinateDescent(tol=tol, max_iter=1000, **kw).solve(problem)
+
+
+def _plain(problem):
+    """The full solver (every feature in every Newton step, no screening, CD alone), run until
+    its objective stops moving at float resolution (its gap, from the rescaled residual, then
+    stands near 1e-9: the stop is reported as a line-search failure)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return CoordinateDescent(tol=1e-13, max_iter=1000, **PLAIN).solve(problem)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("layout", ["dense", "csr", "csc"])
+def test_working_sets_and_screening_give_the_full_solvers_model(loss, fit_intercept, layout):
+    X, y = _data(loss, seed=1)
+    weights = np.random.default_rng(2).uniform(0.2, 3.0, size=y.shape[0])
+    for lam_ratio, l1_ratio, sample_weight in [(0.05, 1.0, None), (0.01, 1.0, weights), (0.02, 0.5, weights)]:
+        p = Problem(_layout(X, layout), y, loss, lam_ratio=lam_ratio, l1_ratio=l1_ratio,
+                    fit_intercept=fit_intercept, sample_weight=sample_weight)
+        fast, plain = _solve(p), _plain(p)
+        assert fast.converged and fast.relative_certificate <= 1e-13
+        assert fast.objective == pytest.approx(plain.objective, rel=1e-10)
+        np.testing.assert_allclose(fast.coef, plain.coef, atol=1e-6 * max(1.0, np.abs(plain.coef).max()))
+        assert fast.intercept == pytest.approx(plain.intercept, abs=1e-6)
+        # The same support, sign for sign, away from weights at rounding level.
+        big = np.abs(plain.coef) > 1e-6
+        np.testing.assert_array_equal(np.sign(fast.coef[big]), np.sign(plain.coef[big]))
+        assert (fast.coef[np.abs(plain.coef) == 0.0] == 0.0).mean() > 0.99
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared", "squared_hinge"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("l1_ratio", [1.0, 0.5])
+def test_a_screened_feature_is_zero_at_the_optimum(loss, fit_intercept, l1_ratio):
+    """Gap-safe screening from the dual points of a run's iterates, held against a tight solve."""
+    X, y = _data(loss, seed=3)
+    p = Problem(sp.csc_matrix(X), y, loss, lam_ratio=0.05, l1_ratio=l1_ratio, fit_intercept=fit_intercept)
+    optimum = _solve(p)
+    zero = optimum.coef == 0.0
+    screened_any = False
+    for max_iter in range(1, 16):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            r = CoordinateDescent(tol=1e-14, max_iter=max_iter, **PLAIN).solve(p)
+        z = p.X @ r.coef
+        b = p.optimal_intercept(z, r.intercept) if fit_intercept else 0.0
+        z = z + b
+        v = p.X.T @ (p.c * p.loss.derivative(p.y, z))
+        dual = DualPoints(p)
+        objective = p.objective(r.coef, b)
+        cols = np.arange(p.n_features)
+        cert = dual.certificate(r.coef, b, z, v, cols, objective)
+        assert cert.value >= -1e-12 * objective  # a valid bound: never below the optimum
+        out = dual.screen(cols, r.coef, p.column_norms(), objective, p.penalty.l1)
+        assert zero[out].all(), "a screened feature is nonzero at the optimum"
+        screened_any |= out.sum() > 0.3 * p.n_features
+    assert screened_any  # the test has teeth: near the optimum most zero features are screened
+
+
+def test_gap_follows_suboptimality_and_tol_buys_time():
+    """The certificate is taken at every full pass: a loose tol stops early, with its gap met."""
+    X, y = _data("logistic", n=600, d=800, seed=4)
+    p = Problem(sp.csc_matrix(X), y, "logistic", lam_ratio=0.01)
+    tight, loose = _solve(p, tol=1e-10), _solve(p, tol=1e-2)
+    assert loose.relative_certificate <= 1e-2 and tight.relative_certificate <= 1e-10
+    assert loose.n_iter < tight.n_iter
+    # Certificates along the run, not only at the end.
+    assert np.isfinite(tight.history.certificate).sum() >= 2
+    # The returned model's certificate holds when the problem recomputes it.
+    assert p.certificate(loose.coef, loose.intercept).relative <= 1e-2 * (1 + 1e-6)
+
+
+def test_support_newton_step_is_what_finishes_an_ill_conditioned_solve():
+    """Near-duplicate columns make the quadratic model ill-conditioned for CD; the CG step on
+    the support converges in fewer Newton steps to the same optimum."""
+    rng = np.random.default_rng(5)
+    n, d = 400, 60
+    base = rng.normal(size=(n, 20))
+    X = np.hstack([base + 1e-3 * rng.normal(size=(n, 20)) for _ in range(3)])
+    y = np.where(base[:, :5].sum(axis=1) + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+    p = Problem(X[:, :d], y, "logistic", lam_ratio=0.002)
+    with_step = _solve(p, tol=1e-10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        without = CoordinateDescent(tol=1e-10, max_iter=300, support_newton=False).solve(p)
+    assert with_step.objective <= without.objective * (1 + 1e-12)
+    assert without.objective == pytest.approx(with_step.objective, rel=1e-6)
+    assert (not without.converged
+            or with_step.history.data_accesses[-1] < without.history.data_accesses[-1])
+
+
+def test_gradient_init_only_picks_the_first_working_set():
+    """A wrong gradient hint costs time, never correctness: the first full pass certifies."""
+    X, y = _data("logistic", seed=6)
+    p = Problem(sp.csc_matrix(X), y, "logistic", lam_ratio=0.02)
+    right = _solve(p)
+    wrong = CoordinateDescent(tol=1e-13, max_iter=1000).solve(
+        p, gradient_init=np.random.default_rng(0).normal(size=p.n_features))
+    assert wrong.converged and wrong.objective == pytest.approx(right.objective, rel=1e-10)
+    np.testing.assert_array_equal(wrong.coef != 0, right.coef != 0)
+
+
+def test_problem_with_lam_shares_the_data():
+    X, y = _data("logistic", seed=7)
+    p = Problem(sp.csr_matrix(X), y, "logistic", lam=0.1)
+    q = p.with_lam(0.05)
+    assert q.lam == 0.05 and p.lam == 0.1
+    assert q.columns.data is p.columns.data and q.column_norms() is p.column_norms()
+
+
+@pytest.mark.slow
+def test_earn_path_with_hand_off_matches_cold_solves():
+    """Reuters earn, with intercept: each lam of a warm path (gradient hand-off, working
+    sets, screening) reaches the objective of a cold plain solve."""
+    X, y = load_svmlight_pm("reuters earn", "reuters21578/modapte_earn_train.svm.bz2", 27901)
+    grid = lam_grid(Problem(X, y, lam=1.0).lam_max(), 12, 1e-3)
+    path = regularization_path(X, y, lams=grid, tol=1e-10)
+    base = Problem(X, y, lam=1.0)
+    for k in (3, 7, 11):
+        cold = _plain(base.with_lam(grid[k]))
+        assert path.objectives[k] == pytest.approx(cold.objective, rel=1e-9)
+        assert path.certificates[k] <= 1e-10
