@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _shared_data import load_svmlight_pm
 
 from l1scale.exceptions import ConvergenceWarning
 from l1scale.path import lam_grid, regularization_path
@@ -13,10 +14,8 @@ from l1scale.problem import Problem
 from l1scale.solvers._dual import DualPoints
 from l1scale.solvers.cd import CoordinateDescent
 
-from _shared_data import load_svmlight_pm
-
 LOSSES = ["logistic", "squared", "squared_hinge", "probit"]
-PLAIN = dict(working_set=False, screening=False, support_newton=False)
+PLAIN = {"working_set": False, "screening": False, "support_newton": False}
 
 
 def _data(loss, n=300, d=400, seed=0):

@@ -24,15 +24,16 @@ from ..losses import weighted_terms_along
 __all__ = ["support_newton_step"]
 
 _EPS = float(np.finfo(np.float64).eps)
-# Relative residual of the CG solve (an inexact Newton step still converges superlinearly
-# when this falls with the gradient; this is tight enough for the last steps) and its cap.
-_CG_RTOL = 1e-8
+# CG's relative residual: the square of the largest relative KKT violation, within
+# [1e-10, 0.1] (an inexact Newton step whose forcing term falls with the gradient converges
+# superlinearly: loose and cheap far from the optimum, tight for the last steps), and its cap.
+_CG_RTOL_RANGE = (1e-10, 0.1)
 _CG_MAX_ITER = 200
 _SIGMA = 0.01
 _MAX_HALVINGS = 30
 
 
-def support_newton_step(pt, support, H, nu, verbose=0):
+def support_newton_step(pt, support, H, nu, violation, verbose=0):
     """One projected Newton step on the support of ``pt.w``; updates ``pt`` when it is accepted.
 
     Parameters
@@ -44,6 +45,8 @@ def support_newton_step(pt, support, H, nu, verbose=0):
         Diagonal curvature at the current point on the support (the preconditioner).
     nu : float
         Curvature floor added to the diagonal.
+    violation : float
+        The largest KKT violation relative to lam1 at the current point (sets CG's tolerance).
 
     Returns (the step length taken, 0.0 when rejected; nonzeros of X read).
     """
@@ -72,7 +75,8 @@ def support_newton_step(pt, support, H, nu, verbose=0):
         products[0] += 1
         return curvature_times(x)
 
-    step, _ = cg(LinearOperator((size, size), matvec=counted), -grad, rtol=_CG_RTOL, maxiter=_CG_MAX_ITER,
+    rtol = float(np.clip(violation * violation, *_CG_RTOL_RANGE))
+    step, _ = cg(LinearOperator((size, size), matvec=counted), -grad, rtol=rtol, maxiter=_CG_MAX_ITER,
                  M=LinearOperator((size, size), matvec=lambda x: x / diag))
     nnz_S = XS.nnz if hasattr(XS, "nnz") else XS.size
     reads = 2 * (products[0] + 1) * nnz_S

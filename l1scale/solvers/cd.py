@@ -41,7 +41,7 @@ feasible dual point bounds P* from below), each new one the rescaled residual at
 iterate; the KKT violation for losses without a conjugate (probit). A certificate is
 taken at every full pass (it costs one pass over the n margins on top of the gradient
 pass), so that ``tol`` stops the solve as soon as it can. With an intercept, b is made
-exactly optimal for w after each step (a 1-D Newton solve on the margins, itself a
+exactly optimal for w before each full pass (a 1-D Newton solve on the margins, itself a
 descent step), so that sum_i c_i u_i = 0 as the dual needs. Gap-safe screening removes,
 for the rest of the solve, zero weights that the gap proves zero at the optimum. The
 margins are maintained incrementally; they are recomputed from the nonzero weights when
@@ -102,6 +102,7 @@ class _Iterate:
         self.loss_sum = weighted_terms_along(problem.loss.kernel_id, problem.y, self.z, self.xTd, 0.0, problem.c,
                                              self.lv, self.z_new, self.lv_new, self.r, self.D)
         self.accept()
+        self.centered = True
 
     def accept(self):
         """The trial margins and losses become the current ones."""
@@ -220,8 +221,10 @@ class CoordinateDescent(Solver):
                 ws_target = self.working_set_fraction * max(float(viol.max()), 0.0)
                 full_pass, first_step = False, True
         while True:
-            objective = pt.objective
             everything = not self.working_set or kept.shape[0] <= ws_size
+            if fit_intercept and not pt.centered and (full_pass or everything):
+                pt.recenter()  # b optimal for w before a certificate (sum_i c_i u_i = 0)
+            objective = pt.objective
             cols = kept if full_pass else ws
             shrink_at = vmax_prev / n if (everything or not full_pass) else np.inf
             # nnz: the support lies in cols (the working set holds every nonzero weight).
@@ -289,15 +292,14 @@ class CoordinateDescent(Solver):
                 # The support has settled and violates optimality more than any zero weight:
                 # a Newton step on the support (smooth there) instead of CD. After a step cut
                 # short by weights reaching zero, a CD step comes next (it moves them properly).
-                step, reads = support_newton_step(pt, support, H, kernels.NU, self.verbose)
+                step, reads = support_newton_step(pt, support, H, kernels.NU, vmax / lam1, self.verbose)
                 pt.reads += reads
                 full_newton_step = step == 1.0
                 it += 1
                 if step > 0.0:
                     wpd[support] = w[support]
                     vmax_prev = vmax
-                    if fit_intercept:
-                        pt.recenter()
+                    pt.centered = False
                     continue
                 pt.recenter()  # r and D at the current point again; CD takes this iteration
                 it -= 1
@@ -332,8 +334,8 @@ class CoordinateDescent(Solver):
                 # The objective no longer moves (float resolution): margins afresh, certify.
                 stalled, full_pass = True, True
                 pt.refresh()
-            elif fit_intercept:
-                pt.recenter()
+            else:
+                pt.centered = False
         final = pt.exact_objective()
         if cert.name == "duality_gap":
             gap = final - dual.best_dual
