@@ -65,7 +65,8 @@ import numpy as np
 from numba import njit
 
 from ..data.memory import column_moments
-from ..losses import loss_curvature, loss_derivative, loss_terms, loss_value, weighted_conjugate, weighted_value
+from ..losses import (loss_curvature, loss_derivative, loss_terms, loss_value, weighted_conjugate, weighted_derivatives,
+                      weighted_value)
 from ..problem import newton_intercept
 from .base import History, Result, Solver, Timer, certified_result, compiled_once
 
@@ -74,21 +75,9 @@ __all__ = ["ISTA", "FISTA", "MultiscaleFISTA", "ProximalGradient"]
 _EPS = float(np.finfo(np.float64).eps)
 
 
-@njit(cache=True)
-def intercept_derivatives(kind, y, zw, c, b):
-    """(h(b), h'(b)) of h(b) = sum_i c_i loss'(y_i, zw_i + b), the derivative of the loss in
-    the intercept (for :func:`~l1scale.problem.newton_intercept`). Shapes: y, zw, c (n,)."""
-    grad, curv = 0.0, 0.0
-    for i in range(zw.shape[0]):
-        zi = zw[i] + b
-        grad += c[i] * loss_derivative(kind, y[i], zi)
-        curv += c[i] * loss_curvature(kind, y[i], zi)
-    return grad, curv
-
-
 def _optimal_intercept(kind, y, zw, c, b, tol, max_iter=100):
     """argmin_b sum_i c_i loss(y_i, zw_i + b) (the margins zw without b held fixed)."""
-    return newton_intercept(lambda b: intercept_derivatives(kind, y, zw, c, b), b, tol, max_iter)
+    return newton_intercept(lambda b: weighted_derivatives(kind, y, zw, b, c), b, tol, max_iter)
 
 
 @njit(cache=True)
@@ -425,7 +414,7 @@ def _warm_up():
     """Compile (or load from cache) the kernels on tiny inputs."""
     data, idx, ptr = np.ones(2), np.arange(2, dtype=np.int64), np.array([0, 2], dtype=np.int64)
     v2, v1 = np.ones(2), np.zeros(1)
-    intercept_derivatives(0, v2, v2, v2, 0.0)
+    weighted_derivatives(0, v2, v2, 0.0, v2)
     _gradient_curvature(data, idx, ptr, False, v2, v2, v1.copy(), v1.copy())
     _prox_step(v1, v1, np.ones(1), 1.0, 0.1, v1.copy())
     _update_scaling(v1, np.ones(1), v1, True)
