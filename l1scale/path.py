@@ -147,9 +147,9 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
     n_jobs : int, optional
         Threads (joblib's conventions: None is 1 unless inside a ``joblib.parallel_backend``
         context, -1 every core) for the path of every (fold, class) and the refit of every
-        class; with more than one, the refits run alongside the folds over the whole grid
-        and are cut at the chosen lam. The results are the same for every n_jobs; a
-        callable ``scoring`` is then called from the threads.
+        class; with more threads than classes, the refits run alongside the folds over the
+        whole grid and are cut at the chosen lam. The results are the same for every n_jobs;
+        a callable ``scoring`` is then called from the threads.
 
     Attributes
     ----------
@@ -227,12 +227,13 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
 
         The paths of every (fold, class) run in threads over n_jobs. X is converted to the
         column layout once, each fold's training rows once for all classes (as the folds are
-        reached: only a few are held at a time). With one thread the refits follow, each down
-        to its chosen lam. With more, the refits start first, alongside the folds, over the
-        whole grid, and are cut at the chosen lam (the path of a grid's first lams is the
-        first rows of its path: the same numbers): no core then waits for the last folds
-        before the refits can start (5 folds and a refit on 2 cores: 3 rounds, not 4), at the
-        cost of the lams past the chosen one."""
+        reached: only a few are held at a time). The refits then follow, each down to its
+        chosen lam, in threads. With fewer classes than threads (a binary problem on 2 cores),
+        threads would idle while the last folds and then the refits run: the refits start
+        first instead, alongside the folds, over the whole grid, and are cut at the chosen lam
+        (the path of a grid's first lams is the first rows of its path: the same numbers), at
+        the cost of the lams past the chosen one (5 folds and a refit on 2 cores: 3 rounds,
+        not 4)."""
         X_columns = column_matrix(X)
         if self.lams is None:
             grids = [lam_grid(Problem(X_columns, y_pm, self.loss, lam_ratio=1.0, l1_ratio=self.l1_ratio,
@@ -257,7 +258,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
 
         n = len(targets)
         with Parallel(n_jobs=self.n_jobs, prefer="threads") as parallel:
-            ahead = effective_n_jobs(self.n_jobs) > 1  # refits alongside the folds, the longest first
+            ahead = n < effective_n_jobs(self.n_jobs)  # refits alongside the folds, the longest first
             done = parallel(itertools.chain((refit(k) for k in range(n) if ahead), fold_jobs()))
             paths, fold_scores = (done[:n], done[n:]) if ahead else (None, done)
             # fold-major: [fold 0 class 0, fold 0 class 1, ..., fold 1 class 0, ...]

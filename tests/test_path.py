@@ -120,15 +120,15 @@ def test_cv_multiclass_one_vs_rest_chooses_a_lam_per_class():
     assert cv.score(X, y) > 0.6
 
 
-@pytest.mark.parametrize("n_classes", [2, 3])
-def test_cv_n_jobs_gives_the_same_scores_lams_and_fit(n_classes):
+@pytest.mark.parametrize("n_classes, n_jobs", [(2, 2), (3, 2), (3, 4)])
+def test_cv_n_jobs_gives_the_same_scores_lams_and_fit(n_classes, n_jobs):
     X, y = make_classification(n_samples=360, n_features=30, n_informative=8, n_classes=n_classes, random_state=4)
     one = SparseLogisticRegressionCV(n_lams=8, cv=4, tol=1e-8).fit(X, y)
-    two = SparseLogisticRegressionCV(n_lams=8, cv=4, tol=1e-8, n_jobs=2).fit(X, y)
+    two = SparseLogisticRegressionCV(n_lams=8, cv=4, tol=1e-8, n_jobs=n_jobs).fit(X, y)
     for name in ("scores_", "lams_", "lam_", "coef_", "intercept_", "n_iter_"):
         np.testing.assert_array_equal(getattr(two, name), getattr(one, name))
     paths_one, paths_two = (one.path_, two.path_) if n_classes > 2 else ([one.path_], [two.path_])
-    for a, b in zip(paths_one, paths_two):  # with threads the refit runs the whole grid, cut at the lam
+    for a, b in zip(paths_one, paths_two):  # fewer classes than threads: refits over the whole grid, cut
         np.testing.assert_array_equal(b.coefs, a.coefs)
         np.testing.assert_array_equal(b.lams, a.lams)
         np.testing.assert_array_equal(b.objectives, a.objectives)

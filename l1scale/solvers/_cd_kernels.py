@@ -286,6 +286,85 @@ def prox_cd_epoch(data, indices, indptr, dense, cols, kind, y, c, z, w, b, lipsc
     return b, pen_change
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _support_times(data, indices, indptr, dense, support, x, fit_intercept, t):
+    """t = X_S x[:k] (+ x[k], the intercept). Shapes: support (k,), x (k [+ 1],), t (n,)."""
+    k = support.shape[0]
+    t[:] = x[k] if fit_intercept else 0.0
+    for q in range(k):
+        rows, vals = column(data, indices, indptr, dense, support[q])
+        xq = x[q]
+        for p in range(rows.shape[0]):
+            t[rows[p]] += xq * vals[p]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _support_transpose_times(data, indices, indptr, dense, support, t, fit_intercept, out):
+    """out[:k] = X_S^T t (and out[k] = sum(t)). Shapes: t (n,), out (k [+ 1],)."""
+    k = support.shape[0]
+    for q in range(k):
+        rows, vals = column(data, indices, indptr, dense, support[q])
+        acc = 0.0
+        for p in range(rows.shape[0]):
+            acc += t[rows[p]] * vals[p]
+        out[q] = acc
+    if fit_intercept:
+        out[k] = t.sum()
+
+
+@njit(cache=True, nogil=True)
+def support_gradient(data, indices, indptr, dense, support, r, fit_intercept, out):
+    """out = X_S^T r (and sum(r)): the loss gradient on the support and the intercept."""
+    _support_transpose_times(data, indices, indptr, dense, support, r, fit_intercept, out)
+
+
+@njit(cache=True, nogil=True)
+def support_margins_change(data, indices, indptr, dense, support, x, fit_intercept, t):
+    """t = X_S x[:k] (+ x[k]): the change of the margins along a step on the support."""
+    _support_times(data, indices, indptr, dense, support, x, fit_intercept, t)
+
+
+@njit(cache=True, nogil=True)
+def support_cg(data, indices, indptr, dense, support, D, ridge, nu, fit_intercept, rhs, diag, rtol, max_iter, x, t):
+    """Jacobi-preconditioned conjugate gradients for the Newton system on the support,
+
+        (X_S^T diag(D) X_S + ridge I) x[:k] (+ the intercept row, curvature floor nu) = rhs,
+
+    from x = 0. Shapes: support (k,); D, t (n,) (t: workspace); rhs, diag, x (k [+ 1],).
+    Returns the number of products with the matrix.
+    """
+    m = rhs.shape[0]
+    k = support.shape[0]
+    x[:] = 0.0
+    res = rhs.copy()
+    z = res / diag
+    direction = z.copy()
+    product = np.empty(m)
+    rz = res @ z
+    stop = rtol * np.sqrt(rhs @ rhs)
+    products = 0
+    while products < max_iter and np.sqrt(res @ res) > stop:
+        _support_times(data, indices, indptr, dense, support, direction, fit_intercept, t)
+        t *= D
+        _support_transpose_times(data, indices, indptr, dense, support, t, fit_intercept, product)
+        for q in range(k):
+            product[q] += ridge * direction[q]
+        if fit_intercept:
+            product[k] += nu * direction[k]
+        products += 1
+        curvature = direction @ product
+        if not curvature > 0.0:
+            break
+        alpha = rz / curvature
+        x += alpha * direction
+        res -= alpha * product
+        z = res / diag
+        rz_new = res @ z
+        direction = z + (rz_new / rz) * direction
+        rz = rz_new
+    return products
+
+
 def warm_up():
     """Compile (or load from Numba's cache) every kernel on tiny inputs."""
     data, idx, ptr = np.ones(2), np.arange(2, dtype=np.int64), np.array([0, 2], dtype=np.int64)
@@ -300,4 +379,9 @@ def warm_up():
     take_step(ws, 1, v1.copy(), v1.copy(), 0.5)
     prox_cd_epoch(data, idx, ptr, False, ws, 0, v2, v2, v2.copy(), v1.copy(), 0.0, np.ones(1), 0.25, 0.1, 0.0,
                   True)
+    one = np.ones(1)
+    support_cg(data, idx, ptr, False, ws, v2, 0.0, 1e-12, True, np.ones(2), np.ones(2), 1e-8, 5, np.zeros(2),
+               np.zeros(2))
+    support_gradient(data, idx, ptr, False, ws, v2, True, np.zeros(2))
+    support_margins_change(data, idx, ptr, False, ws, one, False, np.zeros(2))
     seed(0)

@@ -17,9 +17,10 @@ tight dual point, so the duality gap follows the suboptimality.
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse.linalg import LinearOperator, cg
 
 from ..losses import weighted_terms_along
+from . import _cd_kernels as kernels
+from ._dual import columns_nnz
 
 __all__ = ["support_newton_step"]
 
@@ -55,43 +56,38 @@ def support_newton_step(pt, support, H, nu, violation, verbose=0):
     if k == 0:
         return 0.0, 0
     lam1, lam2 = problem.penalty.l1, problem.penalty.l2
-    XS, D, r = problem.X[:, support], pt.D, pt.r
+    arrays = problem.columns.arrays
     wS, sign = w[support], np.sign(w[support])
-
-    def curvature_times(x):
-        t = XS @ x[:k] + (x[k] if fit_b else 0.0)
-        t *= D
-        out = XS.T @ t + (lam2 + nu) * x[:k]
-        return np.append(out, t.sum() + nu * x[k]) if fit_b else out
-
-    grad = XS.T @ r + lam2 * wS + lam1 * sign
-    diag = H[support]
-    if fit_b:
-        grad, diag = np.append(grad, r.sum()), np.append(diag, D.sum() + nu)
     size = k + int(fit_b)
-    products = [0]
-
-    def counted(x):
-        products[0] += 1
-        return curvature_times(x)
-
+    grad, diag = np.empty(size), np.empty(size)
+    kernels.support_gradient(*arrays, support, pt.r, fit_b, grad)
+    grad[:k] += lam2 * wS + lam1 * sign
+    diag[:k] = H[support]
+    if fit_b:
+        diag[k] = pt.D.sum() + nu
+    step, work = np.empty(size), np.empty(problem.n_samples)
     rtol = float(np.clip(violation * violation, *_CG_RTOL_RANGE))
-    step, _ = cg(LinearOperator((size, size), matvec=counted), -grad, rtol=rtol, maxiter=_CG_MAX_ITER,
-                 M=LinearOperator((size, size), matvec=lambda x: x / diag))
-    nnz_S = XS.nnz if hasattr(XS, "nnz") else XS.size
-    reads = 2 * (products[0] + 1) * nnz_S
+    products = kernels.support_cg(*arrays, support, pt.D, lam2 + nu, nu, fit_b, -grad, diag, rtol, _CG_MAX_ITER,
+                                  step, work)
+    nnz_S = columns_nnz(problem.columns, support)
+    reads = 2 * (products + 1) * nnz_S
     if verbose > 1:
-        print(f"   support newton: |S|={k} cg products={products[0]}")
+        print(f"   support newton: |S|={k} cg products={products}")
     d_w, d_b = step[:k], (step[k] if fit_b else 0.0)
     objective = pt.objective
     slack = 8 * _EPS * abs(objective)
+    move = np.empty(size)
     t = 1.0
     for _ in range(_MAX_HALVINGS):
         trial = wS + t * d_w
         trial[np.sign(trial) != sign] = 0.0  # projected onto the orthant of w
         delta = trial - wS
         decrease = float(grad[:k] @ delta) + (t * d_b * grad[k] if fit_b else 0.0)
-        dz = XS @ delta + t * d_b
+        move[:k] = delta
+        if fit_b:
+            move[k] = t * d_b
+        kernels.support_margins_change(*arrays, support, move, fit_b, work)
+        dz = work
         reads += nnz_S
         loss_change = weighted_terms_along(problem.loss.kernel_id, problem.y, pt.z, dz, 1.0, problem.c,
                                            pt.lv, pt.z_new, pt.lv_new, pt.r, pt.D)
