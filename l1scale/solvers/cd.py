@@ -209,6 +209,7 @@ class CoordinateDescent(Solver):
         vsum_init, inner_eps = None, 1.0
         stop_reason, converged, failed, stalled, cert = "max_iter", False, False, False, None
         it, recorded, last_support, last_gap, full_newton_step = 0, -1, None, np.inf, True
+        stall_cert = np.inf
         if gradient_init is not None and self.working_set:
             # The first working set from the given gradient: the nonzero weights, then the
             # features closest to violating optimality. The first full pass certifies.
@@ -246,9 +247,13 @@ class CoordinateDescent(Solver):
                 if cert.relative <= self.tol:
                     stop_reason, converged = cert.name, True
                     break
-                if it >= self.max_iter or failed or (stalled and everything):
+                # A step that no longer moves P (float resolution) ends the solve unless the
+                # certificate still halves: KKT violations can fall below what P resolves.
+                if it >= self.max_iter or failed or (stalled and everything and cert.value > 0.5 * stall_cert):
                     failed = failed or stalled
                     break
+                if stalled:
+                    stall_cert = cert.value
                 stalled = False
                 if self.screening:
                     out = dual.screen(kept, w, norms, objective, lam1)
