@@ -15,7 +15,6 @@ import numpy as np
 from numba import njit
 
 from ..data.memory import column, column_moments
-from ..losses import loss_derivative
 
 # Curvature floor of the quadratic model (liblinear's nu): keeps H_jj > 0 on
 # columns whose rows all have zero curvature.
@@ -245,47 +244,6 @@ def take_step(active, m, w, wpd, step):
         w[j] = wpd[j]
 
 
-@njit(cache=True, nogil=True)
-def prox_cd_epoch(data, indices, indptr, dense, cols, kind, y, c, z, w, b, lipschitz, bound, lam1, lam2,
-                  fit_intercept):
-    """One epoch of proximal coordinate descent on P itself over ``cols`` (then the intercept),
-    each step 1 / L_j with L_j = lipschitz[j] (curvature bound times ||x_j||_c^2, plus lam2):
-    a descent step whatever the loss's curvature. Updates w and the margins z (which include b).
-
-    Shapes: cols (k,); y, c, z (n,); w, lipschitz (d,). Returns (new b, penalty change).
-    """
-    pen_change = 0.0
-    for k in range(cols.shape[0]):
-        j = cols[k]
-        L = lipschitz[j]
-        if L <= 0.0:
-            continue
-        rows, vals = column(data, indices, indptr, dense, j)
-        gj = lam2 * w[j]
-        for p in range(rows.shape[0]):
-            i = rows[p]
-            gj += c[i] * loss_derivative(kind, y[i], z[i]) * vals[p]
-        old = w[j]
-        v = old - gj / L
-        new = max(abs(v) - lam1 / L, 0.0)
-        new = new if v >= 0.0 else -new
-        if new != old:
-            diff = new - old
-            w[j] = new
-            for p in range(rows.shape[0]):
-                z[rows[p]] += diff * vals[p]
-            pen_change += lam1 * (abs(new) - abs(old)) + 0.5 * lam2 * (new - old) * (new + old)
-    if fit_intercept:
-        gb = 0.0
-        for i in range(z.shape[0]):
-            gb += c[i] * loss_derivative(kind, y[i], z[i])
-        step = -gb / bound
-        for i in range(z.shape[0]):
-            z[i] += step
-        b += step
-    return b, pen_change
-
-
 @njit(cache=True, nogil=True, inline="always")
 def _support_times(data, indices, indptr, dense, support, x, fit_intercept, t):
     """t = X_S x[:k] (+ x[k], the intercept). Shapes: support (k,), x (k [+ 1],), t (n,)."""
@@ -377,8 +335,6 @@ def warm_up():
     model_decrease(ws, 1, v1, v1, v1, 0.1)
     penalty_change(ws, 1, v1, v1, 1.0, 0.1, 0.0)
     take_step(ws, 1, v1.copy(), v1.copy(), 0.5)
-    prox_cd_epoch(data, idx, ptr, False, ws, 0, v2, v2, v2.copy(), v1.copy(), 0.0, np.ones(1), 0.25, 0.1, 0.0,
-                  True)
     one = np.ones(1)
     support_cg(data, idx, ptr, False, ws, v2, 0.0, 1e-12, True, np.ones(2), np.ones(2), 1e-8, 5, np.zeros(2),
                np.zeros(2))

@@ -216,9 +216,10 @@ class CoordinateDescent(Solver):
             nnz = int(np.count_nonzero(w))
             ws_size = min(d, max(self.first_working_set, 2 * nnz))
             if ws_size < d:
-                g_init = np.asarray(gradient_init, dtype=np.float64) + lam2 * w
+                g_loss = np.asarray(gradient_init, dtype=np.float64)
+                g_init = g_loss + lam2 * w
                 viol = np.where(w != 0.0, np.abs(g_init + lam1 * np.sign(w)), np.abs(g_init) - lam1)
-                ws = self._working_set(kept, w, g_init - lam2 * w, norms, lam1, ws_size)
+                ws = self._working_set(kept, w, g_loss, norms, lam1, ws_size)
                 ws_target = self.working_set_fraction * max(float(viol.max()), 0.0)
                 full_pass, first_step = False, True
         while True:
@@ -265,7 +266,7 @@ class CoordinateDescent(Solver):
                             active[:m] = left
                 everything = not self.working_set or kept.shape[0] <= ws_size
                 if everything:
-                    ws, ws_target = kept, self.tol * abs(objective)
+                    ws = kept
                     if checked_only:  # the step needs the curvature: pass again, with it
                         continue
                 else:

@@ -65,8 +65,7 @@ import numpy as np
 from numba import njit
 
 from ..data.memory import column_moments
-from ..losses import (loss_curvature, loss_derivative, loss_terms, loss_value, weighted_conjugate, weighted_derivatives,
-                      weighted_value)
+from ..losses import loss_terms, loss_value, weighted_conjugate, weighted_derivatives, weighted_value
 from ..problem import newton_intercept
 from .base import History, Result, Solver, Timer, certified_result, compiled_once
 
