@@ -296,10 +296,15 @@ class _SparseLinearModel(BaseEstimator):
             return self.coef_, self.intercept_
         return None, None
 
-    def save(self, path):
-        """Write the fitted model to ``path`` (portable, versioned, written atomically)."""
+    def save(self, path, metadata=None):
+        """Write the fitted model to ``path`` (portable, versioned, written atomically).
+
+        ``metadata``: more JSON facts stored with the model (the CLI records how its training
+        data were read, e.g. ``{"data": {"zero_based": True}}``); they never replace the
+        estimator's own keys.
+        """
         check_is_fitted(self)
-        meta = {"estimator": type(self).__name__, "params": _json_params(self.get_params()),
+        meta = {**dict(metadata or {}), "estimator": type(self).__name__, "params": _json_params(self.get_params()),
                 "loss": self.loss, "lam": np.atleast_1d(self.lam_).tolist(), "l1_ratio": self.l1_ratio,
                 "fit_intercept": self.fit_intercept, "n_features": int(np.shape(self.coef_)[-1])}
         if hasattr(self, "classes_"):
