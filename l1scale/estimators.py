@@ -183,10 +183,10 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         """One-vs-rest over a stream whose labels are the classes (or codes into ``labels``)."""
         scan = _scan(stream)
         classes = scan.classes
-        if classes.shape[0] < 2:
-            raise ValueError(f"y has {'only one class' if classes.size else 'no class table (too many values)'}"
-                             f" {classes[:1].tolist()}; a classifier needs at least two")
         names = classes if labels is None else labels[classes.astype(np.int64)]
+        if classes.shape[0] < 2:  # names, not classes: from arrays, the stream's labels are codes (0.0)
+            raise ValueError(f"y has {'only one class' if classes.size else 'no class table (too many values)'}"
+                             f" {names[:1].tolist()}; a classifier needs at least two")
         class_weight = self.class_weight
         if isinstance(class_weight, str):
             if class_weight != "balanced":
