@@ -111,6 +111,24 @@ def scan_stream(stream: Stream) -> StreamScan:
                       np.array([found[k][1] for k in keys], dtype=np.float64), weight_sum, label_sum, nnz)
 
 
+def _check_class_labels(classes, where):
+    """The labels of a classifier as the in-memory estimators take them.
+
+    In memory, scikit-learn's ``check_classification_targets`` rejects float labels that are
+    not all integral ("continuous"): labels such as {-1, 1, 1.0000000000000002} are an error
+    there, not three classes. A stream's labels are always float64, so the same test runs on
+    the distinct labels of the scan (the type of target depends only on them), with the same
+    message plus the labels at fault and the source.
+    """
+    from sklearn.utils.multiclass import check_classification_targets
+
+    try:
+        check_classification_targets(classes)
+    except ValueError as exc:
+        odd = classes[classes != np.round(classes)]
+        raise ValueError(f"{exc} (labels that are not integers: {odd[:5].tolist()}; in {where})") from None
+
+
 class StreamProblem:
     """Loss + penalty + intercept over a Stream, validated chunk by chunk.
 
@@ -164,6 +182,7 @@ class StreamProblem:
             self.positive_class = None
             self.weight_sum = scan.weight_sum
             return
+        _check_class_labels(scan.classes, _source_name(self.stream))
         if scan.classes.shape[0] < 2:
             raise ValueError(f"the labels have only one class ({scan.classes[:1].tolist()}); "
                              "a classifier needs two")

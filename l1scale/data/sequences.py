@@ -21,8 +21,14 @@ from ..exceptions import DataFormatError
 from ._svmlight_write import atomic_file
 from .svmlight import _open_source, _source_name
 
-__all__ = ["encode_sequences", "decode_sequences", "load_sequences", "dump_sequences",
-           "splice_sequences", "make_splice_sites"]
+__all__ = [
+    "decode_sequences",
+    "dump_sequences",
+    "encode_sequences",
+    "load_sequences",
+    "make_splice_sites",
+    "splice_sequences",
+]
 
 ALPHABET = "ACGT"
 _BAD = 255
@@ -116,11 +122,13 @@ def load_sequences(path):
     ------
     DataFormatError
         Naming the file and 1-based line: a line without exactly a label and a sequence,
-        a label that is not a finite number, a letter outside ACGT, or a length that
-        differs from the first sequence's.
+        a label that is not a finite number (or has an underscore: ``1_0`` is not 10), a
+        letter outside ACGT, or a length that differs from the first sequence's; naming
+        the file: a file without any example (empty, or only blank and comment lines).
     """
     name = _source_name(path)
     labels, seqs, line_nos = [], [], []
+    line_no = 0
     with _open_source(path) as f:
         for line_no, line in enumerate(f, start=1):
             text = line.strip()
@@ -130,6 +138,9 @@ def load_sequences(path):
             if len(parts) != 2:
                 raise DataFormatError(f"expected 'label sequence', got {len(parts)} fields", path=name, line=line_no)
             try:
+                # Python's float reads "1_0" as 10.0: a label is a plain number (as in svmlight and VW).
+                if b"_" in parts[0]:
+                    raise ValueError
                 label = float(parts[0])
             except ValueError:
                 raise DataFormatError(f"label {parts[0].decode('latin-1')!r} is not a number",
@@ -142,6 +153,8 @@ def load_sequences(path):
             labels.append(label)
             seqs.append(parts[1])
             line_nos.append(line_no)
+    if not seqs:  # as load_vw: a file without an example is an error, not an empty data set
+        raise DataFormatError("no example in the file" + (" (it is empty)" if line_no == 0 else ""), path=name)
     codes = _encode_rows(seqs, lambda i, what: DataFormatError(f"sequence {what}", path=name, line=line_nos[i]))
     return codes, np.asarray(labels, dtype=np.float64)
 
@@ -256,7 +269,7 @@ def make_splice_sites(n, L=60, d_motif=12, positive_rate=0.01, decoy_rate=0.5, r
         rng = random_state
     else:
         rng = np.random.default_rng(check_random_state(random_state).randint(0, 2**31 - 1))
-    n_pos = int(round(n * positive_rate))
+    n_pos = round(n * positive_rate)
     if n >= 2:
         n_pos = min(max(n_pos, 1), n - 1)
     y = -np.ones(n)

