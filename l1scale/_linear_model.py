@@ -13,12 +13,13 @@ import warnings
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from . import _generated_fit
 from ._generated_fit import GENERATED_SOLVERS
 from .data.memory import as_rows, column_matrix
 from .data.stream import Stream
+from .data.validation import validate_data
 from .losses import get_loss
 from .model_io import save_model
 from .problem import Problem

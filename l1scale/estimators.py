@@ -17,11 +17,12 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from . import _generated_fit
-from ._linear_model import _STREAMING, _SparseLinearModel, _is_dask_dataset, _scan
+from ._linear_model import _STREAMING, _is_dask_dataset, _scan, _SparseLinearModel
 from .data.stream import Stream
+from .data.validation import validate_data
 from .model_io import load_model
 
 __all__ = ["SparseLogisticRegression", "SparseLinearRegression", "load"]

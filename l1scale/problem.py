@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .data.memory import as_columns, column_norms, matrix_of
+from .data.validation import check_sparse_structure
 from .losses import get_loss, weighted_conjugate, weighted_derivatives, weighted_value
 from .penalties import ElasticNet
 
@@ -39,6 +40,7 @@ def check_design(X, name="X"):
     if sp.issparse(X):
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-D")
+        check_sparse_structure(X, name)  # before anything reads X through its indices
         data = X.data
     else:
         X = np.asarray(X)

@@ -26,9 +26,10 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .stream import Chunk, Stream
+from .validation import validate_data
 
 __all__ = ["RandomFourierFeatures", "RBFKernelFeatures", "rbf_kernel"]
 

@@ -25,6 +25,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
+from .validation import check_sparse_structure
+
 __all__ = ["Matrix", "as_columns", "as_rows", "column_matrix", "matrix_of", "column", "row", "column_moments",
            "column_norms"]
 
@@ -63,6 +65,8 @@ class Matrix(NamedTuple):
 
 
 def _as_sparse_layout(X, fmt: str, dtype) -> Matrix:
+    # Before scipy's conversion, which trusts the index arrays as the kernels do.
+    check_sparse_structure(X)
     X = X.asformat(fmt, copy=False)
     if not X.has_canonical_format:
         X = X.copy()  # never sort or merge the caller's matrix in place

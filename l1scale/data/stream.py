@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
@@ -32,6 +33,7 @@ import scipy.sparse as sp
 from ..exceptions import DataFormatError
 from . import svmlight as _svm
 from ._svmlight_write import SvmlightWriter, atomic_file, make_csr
+from .validation import check_compressed, check_finite, check_sparse_structure
 
 __all__ = ["Chunk", "Stream", "write_cache", "cache_to_svmlight"]
 
@@ -68,6 +70,7 @@ def _as_chunk(item, where: str) -> Chunk:
         raise TypeError(f"{where}: expected a Chunk or an (X, y[, sample_weight]) tuple, got {type(item).__name__}")
     X, y, w = (tuple(item) + (None,))[:3]
     if sp.issparse(X):
+        check_sparse_structure(X, where)  # before scipy converts it, trusting its indices
         X = sp.csr_matrix(X)
         data = X.data if X.dtype in (np.float32, np.float64) else X.data.astype(np.float64)
         X = make_csr(data, X.indices.astype(np.int64, copy=False), X.indptr.astype(np.int64, copy=False),
@@ -216,6 +219,7 @@ class _ArraySource:
         if chunk_rows < 1:
             raise ValueError(f"chunk_rows must be positive, got {chunk_rows}")
         if sp.issparse(X):
+            check_sparse_structure(X)  # the chunks below index X's arrays directly
             X = sp.csr_matrix(X)  # CSC/COO/...: one conversion; CSR: no copy
             if not X.has_sorted_indices:
                 X = X.sorted_indices()
@@ -267,10 +271,7 @@ class _GeneratorSource:
 class _CacheSource:
     def __init__(self, directory, n_features=None):
         self.directory = os.fspath(directory)
-        self.meta = _read_meta(self.directory)
-        if self.meta is None:
-            raise DataFormatError("not a complete l1scale chunk cache (missing or invalid meta.json)",
-                                  path=self.directory)
+        self.meta = _read_meta(self.directory, strict=True)
         self.n_features = self.meta["n_features"]
         if n_features is not None:
             n_features = _svm._check_n_features(n_features)
@@ -348,16 +349,42 @@ class _SvmlightSource(_CachedFileSource):
 # --------------------------------------------------------------------------- cache
 
 
-def _read_meta(directory):
-    """The cache's metadata, or None when the cache is absent, incomplete or foreign."""
+def _read_meta(directory, *, strict=False):
+    """The cache's metadata, or None when the cache is absent, incomplete, foreign or
+    damaged (with ``strict``: a DataFormatError saying which)."""
+    path = os.path.join(directory, _META)
     try:
-        with open(os.path.join(directory, _META), encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             meta = json.load(f)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(meta, dict) or meta.get("format") != CACHE_FORMAT or meta.get("version") != CACHE_VERSION:
-        return None
-    return meta
+        problem = _meta_problem(meta)
+    except (OSError, ValueError) as e:
+        problem = f"missing or unreadable meta.json ({e})"
+    if problem is None:
+        return meta
+    if strict:
+        raise DataFormatError(f"not a complete l1scale chunk cache: {problem}", path=path)
+    return None
+
+
+def _is_count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _meta_problem(meta):
+    """What is wrong with a cache's meta.json, or None."""
+    if not isinstance(meta, dict) or meta.get("format") != CACHE_FORMAT:
+        return "not an l1scale chunk cache"
+    if meta.get("version") != CACHE_VERSION:
+        return f"format version {meta.get('version')!r}, this l1scale reads {CACHE_VERSION}"
+    for key in ("n_features", "n_samples", "n_chunks", "nnz"):
+        if not _is_count(meta.get(key)):
+            return f"{key} is {meta.get(key)!r}, not a count"
+    checksums = meta.get("crc32")
+    if checksums is not None and not (
+            isinstance(checksums, list) and len(checksums) == meta["n_chunks"]
+            and all(isinstance(c, dict) and all(_is_count(v) for v in c.values()) for c in checksums)):
+        return "crc32 is not one table of checksums per chunk"
+    return None
 
 
 _CHUNK_ARRAYS = ("data", "indices", "indptr", "y", "sample_weight")
@@ -369,16 +396,60 @@ def _chunk_file(directory, i, name):
 
 def _iter_cache(directory, meta, n_features=None):
     width = meta["n_features"] if n_features is None else n_features  # wider: trailing zero columns
+    checksums = meta.get("crc32")
+    rows = 0
     for i in range(meta["n_chunks"]):
-        path = _chunk_file(directory, i, "data")
+        chunk = _load_chunk(directory, i, width, None if checksums is None else checksums[i])
+        rows += chunk.X.shape[0]
+        yield chunk
+    if rows != meta["n_samples"]:
+        raise DataFormatError(f"the chunks hold {rows} rows, meta.json says {meta['n_samples']}",
+                              path=os.path.join(directory, _META))
+
+
+def _load_chunk(directory, i, width, checksums) -> Chunk:
+    """Chunk ``i`` of a cache, every array checked before anything indexes with it: its
+    CRC-32 against meta.json's (caches written since checksums were added), then its
+    structure against the cache's width (index arrays edited, or a width edited in
+    meta.json), and its values finite. Any failure is a DataFormatError naming the file."""
+    arrays = {}
+    for name in _CHUNK_ARRAYS:
+        path = _chunk_file(directory, i, name)
+        if name == "sample_weight" and not os.path.exists(path):
+            arrays[name] = None
+            continue
         try:
-            data, indices, indptr, y = (np.load(_chunk_file(directory, i, name)) for name in _CHUNK_ARRAYS[:4])
-            weight_path = _chunk_file(directory, i, "sample_weight")
-            w = np.load(weight_path) if os.path.exists(weight_path) else None
-            X = make_csr(data, indices, indptr, (indptr.shape[0] - 1, width))
-        except (OSError, ValueError, EOFError) as e:
-            raise DataFormatError(f"unreadable cache chunk ({e})", path=path) from e
-        yield Chunk(X, y, w)
+            with open(path, "rb") as f:
+                array = np.load(f, allow_pickle=False)
+        except Exception as e:  # a damaged .npy header can raise almost anything
+            raise DataFormatError(f"unreadable cache chunk ({type(e).__name__}: {e})", path=path) from e
+        if checksums is not None and zlib.crc32(_bytes_of(array)) != checksums.get(name):
+            raise DataFormatError("cache chunk is corrupted (its CRC-32 differs from meta.json's); "
+                                  "rebuild the cache", path=path)
+        arrays[name] = array
+    data, indices, indptr, y, w = (arrays[name] for name in _CHUNK_ARRAYS)
+    path = _chunk_file(directory, i, "indices")
+    if data.dtype not in (np.float32, np.float64):
+        raise DataFormatError(f"cache values must be float32 or float64, got {data.dtype}", path=path)
+    check_compressed(data, indices, indptr, np.shape(indptr)[0] - 1, width,
+                     name=f"chunk {i} (read {width} features wide, as meta.json or n_features says)", path=path)
+    rows = indptr.shape[0] - 1
+    for name, v in (("y", y), ("sample_weight", w)):
+        if v is not None and (v.ndim != 1 or v.shape[0] != rows or not np.issubdtype(v.dtype, np.number)):
+            raise DataFormatError(f"{name} must be {rows} numbers (one per row), got {v.dtype} of shape {v.shape}",
+                                  path=_chunk_file(directory, i, name))
+    for name, v in (("data", data), ("y", y), ("sample_weight", w)):
+        if v is not None:
+            check_finite(v, f"{name} of cache chunk {i}", path=_chunk_file(directory, i, name))
+    if w is not None and (w < 0).any():
+        raise DataFormatError("negative sample weight", path=_chunk_file(directory, i, "sample_weight"))
+    X = make_csr(data, indices.astype(np.int64, copy=False), indptr.astype(np.int64, copy=False), (rows, width))
+    return Chunk(X, y.astype(np.float64, copy=False), None if w is None else w.astype(np.float64, copy=False))
+
+
+def _bytes_of(array):
+    """The array's memory as bytes (without a copy when contiguous), for its checksum."""
+    return memoryview(np.ascontiguousarray(array)).cast("B")
 
 
 class _CacheWriter:
@@ -396,15 +467,20 @@ class _CacheWriter:
                 pass
         self.n_chunks = self.n_samples = self.nnz = 0
         self.width = 0
+        self.checksums = []
 
     def add(self, chunk: Chunk) -> None:
         X = chunk.X if sp.issparse(chunk.X) else sp.csr_matrix(chunk.X)
         arrays = {"data": X.data, "indices": X.indices.astype(np.int64, copy=False),
                   "indptr": X.indptr.astype(np.int64, copy=False), "y": np.asarray(chunk.y),
                   "sample_weight": chunk.sample_weight}
+        checksums = {}
         for name, array in arrays.items():
             if array is not None:
+                array = np.ascontiguousarray(array)
                 np.save(_chunk_file(self.directory, self.n_chunks, name), array, allow_pickle=False)
+                checksums[name] = zlib.crc32(_bytes_of(array))
+        self.checksums.append(checksums)
         self.n_chunks += 1
         self.n_samples += X.shape[0]
         self.nnz += X.nnz
@@ -414,7 +490,7 @@ class _CacheWriter:
         meta = {"format": CACHE_FORMAT, "version": CACHE_VERSION,
                 "n_features": int(self.width if n_features is None else n_features),
                 "n_samples": self.n_samples, "n_chunks": self.n_chunks, "nnz": self.nnz,
-                "source": source, "params": params}
+                "source": source, "params": params, "crc32": self.checksums}
         with atomic_file(os.path.join(self.directory, _META)) as f:
             f.write(json.dumps(meta, indent=1).encode())
 

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from ..data import svmlight as _svm
 from ..data._svmlight_write import make_csr
 from ..data.stream import Chunk, Stream, _as_chunk
+from ..data.validation import check_compressed, check_finite
 from ..stream_problem import StreamProblem, StreamScan, scan_stream
 
 
@@ -89,8 +90,13 @@ def _parquet_chunks(path, n_features, batch_rows=65536):
         idx, val = batch.column(cols.index("indices")), batch.column(cols.index("values"))
         indptr = np.asarray(idx.offsets, dtype=np.int64)
         indptr = indptr - indptr[0]
-        X = make_csr(np.asarray(val.flatten(), dtype=np.float64), np.asarray(idx.flatten(), dtype=np.int64),
-                     indptr, (len(batch), n_features))
+        indices = np.asarray(idx.flatten(), dtype=np.int64)
+        values = np.asarray(val.flatten(), dtype=np.float64)
+        # The kernels trust indices; a partition wider than the data set's width (or one
+        # swapped for another between passes) must be an error here, not a segfault there.
+        check_compressed(values, indices, indptr, len(batch), n_features, name="parquet batch", path=path)
+        check_finite(values, "values", path=path)
+        X = make_csr(values, indices, indptr, (len(batch), n_features))
         w = np.asarray(batch.column(cols.index("weight")), dtype=np.float64) if "weight" in cols else None
         yield Chunk(X, np.asarray(batch.column(cols.index("label")), dtype=np.float64), w)
 
