@@ -6,7 +6,8 @@ data files, the parameter for estimator and solver options.
 
 from __future__ import annotations
 
-__all__ = ["DataFormatError", "ConvergenceWarning", "ModelFormatError"]
+__all__ = ["CheckpointError", "ConvergenceWarning", "DataFormatError", "DiskFullError", "DivergenceError",
+           "ModelFormatError"]
 
 from sklearn.exceptions import ConvergenceWarning
 
@@ -39,4 +40,46 @@ class DataFormatError(ValueError):
 
 
 class ModelFormatError(ValueError):
-    """A saved model file is unreadable, from another format version, or inconsistent."""
+    """A saved model file is unreadable, from another format version, or inconsistent.
+
+    Raised by :func:`l1scale.load` / :func:`l1scale.model_io.load_model` for anything that is
+    not a complete model file of a version this library reads (a truncated or corrupted file,
+    random bytes, an empty file, a directory in its place); the message names the file.
+    """
+
+
+class CheckpointError(ValueError):
+    """A solver's checkpoint file (``checkpoint=PATH``) cannot be resumed from.
+
+    Either it is unreadable (truncated, corrupted, not a checkpoint, a newer format, a
+    directory in its place) or it was written by another run (other data, another solver or
+    other parameters). The message names the checkpoint and says which; ``path`` holds it.
+
+    Parameters
+    ----------
+    message : str
+    path : str
+        The checkpoint file.
+    """
+
+    def __init__(self, message: str, path):
+        self.path = str(path)
+        super().__init__(f"checkpoint {self.path}: {message}")
+        self.reason = message
+
+
+class DiskFullError(OSError):
+    """A write failed for lack of space: the file system is full (``ENOSPC``), a disk quota is
+    exceeded (``EDQUOT``) or the file outgrew a size limit (``EFBIG``: the file system's, or the
+    process's ``ulimit -f``). The message names the file being written and says which; the
+    file that was there before is left intact (l1scale writes atomically).
+
+    ``errno`` is that of the failure and ``filename`` the target path, as for any OSError.
+    """
+
+
+class DivergenceError(ValueError, ArithmeticError):
+    """A solver's iterates or step size stopped being finite numbers (overflow), typically
+    because the features are on a huge scale (an entry of 1e300) or the learning rate is too
+    large for them. The message names the solver and suggests the remedy (scale the features,
+    lower the learning rate)."""

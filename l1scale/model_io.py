@@ -8,8 +8,9 @@ Layout (format_version 1)::
     intercept.npy   float scalar or (n_classes,)
 
 Arrays are plain ``.npy`` (read with ``allow_pickle=False``), so a model file
-never runs code when loaded and any numpy can read it.  Writes are atomic:
-a failed save leaves no partial file behind and keeps any earlier model.
+never runs code when loaded and any numpy can read it.  Writes are atomic
+(:mod:`l1scale._atomic`): a failed save, a full disk or a killed process leaves no
+partial file at the path and keeps any earlier model.
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 import zipfile
-import zlib
 from datetime import datetime, timezone
 
 import numpy as np
 
+from l1scale._atomic import atomic_file
 from l1scale.exceptions import ModelFormatError
 
 __all__ = ["save_model", "load_model", "FORMAT_NAME", "FORMAT_VERSION"]
@@ -94,6 +94,9 @@ def save_model(path, *, coef, intercept, metadata=None):
 
     Raises
     ------
+    DiskFullError
+        No space left on the device (an OSError; the message names ``path``); any
+        earlier model at ``path`` is intact.
     OSError
         The directory is missing or not writable (the message names ``path``).
     ModelFormatError
@@ -119,69 +122,12 @@ def save_model(path, *, coef, intercept, metadata=None):
     members = [("model.json", text.encode("utf-8")), ("coef.npy", _npy_bytes(coef)),
                ("intercept.npy", _npy_bytes(intercept))]
 
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
-                                   dir=directory)
-    except OSError as exc:
-        raise OSError(exc.errno, f"cannot write model file {path!r}: {exc.strerror}") from exc
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED,
-                                 compresslevel=1) as zf:  # sparse coef: zeros compress well
-                for name, payload in members:
-                    zf.writestr(name, payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        _match_permissions(tmp, path)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    _fsync_directory(directory)
-
-
-def _match_permissions(tmp, path):
-    """mkstemp makes 0600 files; give the model the mode it replaces, or the one
-    a plain open() would give.  Best effort: some file systems refuse chmod."""
-    try:
-        mode = os.stat(path).st_mode & 0o777
-    except OSError:
-        mode = 0o666 & ~_umask()
-    try:
-        os.chmod(tmp, mode)
-    except OSError:
-        pass
-
-
-def _umask():
-    try:  # Linux reports it without changing it (os.umask would, racing other threads)
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return umask
-
-
-def _fsync_directory(directory):
-    """Make the rename itself durable (POSIX); best effort elsewhere."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    # atomic_file: a temporary next to ``path``, synced and renamed over it; a full disk
+    # raises DiskFullError naming ``path`` and leaves the previous model in place.
+    with atomic_file(path, what="model file") as fh, zipfile.ZipFile(
+            fh, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:  # sparse coef: zeros compress well
+        for name, payload in members:
+            zf.writestr(name, payload)
 
 
 def load_model(path):
@@ -202,40 +148,57 @@ def load_model(path):
     ------
     FileNotFoundError
         No file at ``path``.
+    OSError
+        The file cannot be opened (PermissionError, ...; the message names ``path``).
     ModelFormatError
-        Not an l1scale model, a newer format version than this library reads,
-        a corrupt or truncated file, or arrays that contradict the metadata.
-        The message names ``path``.
+        Anything that is not a complete l1scale model this library reads: another
+        kind of file, a newer format version, a corrupt, truncated or empty file, a
+        directory in its place, or arrays that contradict the metadata. Whatever the
+        damage, no other exception escapes. The message names ``path``.
     """
     path = os.fspath(path)
     where = f"{path}: "
-    try:
-        with zipfile.ZipFile(path) as zf:
-            names = set(zf.namelist())
-            if "model.json" not in names:
-                raise ModelFormatError(f"{where}not an l1scale model file (no model.json)")
-            meta = json.loads(zf.read("model.json").decode("utf-8"))
-            found = meta.get("format") if isinstance(meta, dict) else None
-            if found != FORMAT_NAME:
-                raise ModelFormatError(f"{where}not an l1scale model file (format is {found!r}, "
-                                       f"expected {FORMAT_NAME!r})")
-            _check_version(meta.get("format_version"), where)
-            missing = {"coef.npy", "intercept.npy"} - names
-            if missing:
-                raise ModelFormatError(f"{where}model file lacks {sorted(missing)}")
-            coef = np.load(io.BytesIO(zf.read("coef.npy")), allow_pickle=False)
-            intercept = np.load(io.BytesIO(zf.read("intercept.npy")), allow_pickle=False)
-    except ModelFormatError:
-        raise
-    except (zipfile.BadZipFile, zlib.error, EOFError, UnicodeDecodeError, ValueError,
-            KeyError) as exc:  # ValueError covers bad JSON and bad / pickled .npy data
-        raise ModelFormatError(f"{where}corrupt or truncated model file ({exc})") from exc
+    if os.path.isdir(path):
+        raise ModelFormatError(f"{where}is a directory, not a model file")
+    with open(path, "rb") as fh:  # FileNotFoundError, PermissionError: they name the path
+        try:
+            meta, coef, intercept = _read_members(fh, where)
+        except ModelFormatError:
+            raise
+        except Exception as exc:  # any failure to parse is the one documented error
+            # Whatever a damaged archive makes zipfile, zlib, json or numpy raise (BadZipFile,
+            # zlib.error, EOFError, NotImplementedError for an unknown compression method,
+            # RuntimeError for a set encryption flag, OSError for a bad seek, MemoryError for
+            # an absurd array header, ...) is one documented error naming the file.
+            raise ModelFormatError(f"{where}corrupt or truncated model file "
+                                   f"({type(exc).__name__}: {exc})") from exc
     _check_arrays(coef, intercept, where)
     n_features = meta.get("n_features")
     if n_features is not None and n_features != coef.shape[-1]:
         raise ModelFormatError(f"{where}coef has {coef.shape[-1]} features but the metadata "
                                f"says n_features={n_features}")
     return coef, (float(intercept) if intercept.ndim == 0 else intercept), meta
+
+
+def _read_members(fh, where):
+    """(metadata, coef, intercept) from the open model file ``fh``; raises whatever a damaged
+    archive raises (the caller makes it a ModelFormatError)."""
+    with zipfile.ZipFile(fh) as zf:
+        names = set(zf.namelist())
+        if "model.json" not in names:
+            raise ModelFormatError(f"{where}not an l1scale model file (no model.json)")
+        meta = json.loads(zf.read("model.json").decode("utf-8"))
+        found = meta.get("format") if isinstance(meta, dict) else None
+        if found != FORMAT_NAME:
+            raise ModelFormatError(f"{where}not an l1scale model file (format is {found!r}, "
+                                   f"expected {FORMAT_NAME!r})")
+        _check_version(meta.get("format_version"), where)
+        missing = {"coef.npy", "intercept.npy"} - names
+        if missing:
+            raise ModelFormatError(f"{where}model file lacks {sorted(missing)}")
+        coef = np.load(io.BytesIO(zf.read("coef.npy")), allow_pickle=False)
+        intercept = np.load(io.BytesIO(zf.read("intercept.npy")), allow_pickle=False)
+    return meta, coef, intercept
 
 
 def _check_version(found, where):

@@ -147,7 +147,7 @@ def test_permission_error_names_the_path(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(model_io.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(os, "open", refuse)  # the atomic writer opens its temporary with os.open
     with pytest.raises(PermissionError, match=r"cannot write model file .*m\.l1m.*denied"):
         save_model(tmp_path / "m.l1m", coef=[1.0], intercept=0.0)
     assert _files(tmp_path) == []

@@ -1,4 +1,4 @@
-"""svmlight writer (private): atomic files, CSR normalisation, Numba row formatter.
+"""svmlight writer (private): CSR normalisation, Numba row formatter (atomic files: ``l1scale._atomic``).
 
 Values are formatted by NumPy's shortest round-trip repr (``astype("S32")``, C
 code) and assembled into lines by :func:`format_rows`, so no Python loop runs
@@ -7,18 +7,11 @@ per value.
 
 from __future__ import annotations
 
-import bz2
-import errno
-import gzip
-import lzma
-import os
-import secrets
-from contextlib import contextmanager
-
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
+from .. import _atomic
 from ..exceptions import DataFormatError
 
 _NL, _COLON, _DOT, _SPACE = 10, 58, 46, 32
@@ -32,66 +25,10 @@ def make_csr(data, indices, indptr, shape, *, sorted_indices=True) -> sp.csr_mat
     return X
 
 
-class _AtomicFile:
-    """A file written under a temporary name next to ``path`` and renamed over it
-    on :meth:`commit`, so readers never see a half-written file; compressed by
-    ``path``'s extension (.gz, .bz2, .xz)."""
-
-    def __init__(self, path):
-        self.path = os.fspath(path)
-        if os.path.isdir(self.path):
-            raise IsADirectoryError(errno.EISDIR, "cannot write: is a directory", self.path)
-        directory, base = os.path.split(os.path.abspath(self.path))
-        self._tmp = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
-        try:  # os.open with 0o666 honours the umask, unlike tempfile's 0o600
-            fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        except OSError as e:
-            raise type(e)(e.errno, f"cannot write: {e.strerror}", self.path) from None
-        self._raw = os.fdopen(fd, "wb")
-        ext = os.path.splitext(self.path)[1].lower()
-        if ext == ".gz":
-            self.file = gzip.GzipFile(filename=base[:-3], fileobj=self._raw, mode="wb", mtime=0)
-        elif ext == ".bz2":
-            self.file = bz2.BZ2File(self._raw, mode="wb")
-        elif ext == ".xz":
-            self.file = lzma.LZMAFile(self._raw, mode="wb")
-        else:
-            self.file = self._raw
-
-    def commit(self):
-        try:
-            if self.file is not self._raw:
-                self.file.close()
-            self._raw.flush()
-            os.fsync(self._raw.fileno())
-            self._raw.close()
-            os.replace(self._tmp, self.path)
-        except BaseException:
-            self.abort()
-            raise
-
-    def abort(self):
-        for f in (self.file, self._raw):
-            try:
-                f.close()
-            except Exception:  # already failing: keep the first error
-                pass
-        try:
-            os.unlink(self._tmp)
-        except FileNotFoundError:
-            pass
-
-
-@contextmanager
 def atomic_file(path):
-    """Context manager giving a binary file that appears at ``path`` only on success."""
-    out = _AtomicFile(path)
-    try:
-        yield out.file
-    except BaseException:
-        out.abort()
-        raise
-    out.commit()
+    """Context manager giving a binary file that appears at ``path`` only on success,
+    compressed by ``path``'s extension (.gz, .bz2, .xz): :func:`l1scale._atomic.atomic_file`."""
+    return _atomic.atomic_file(path, compress=True)
 
 
 def as_csr64(X) -> sp.csr_matrix:
@@ -123,7 +60,7 @@ class SvmlightWriter:
 
     def __init__(self, path, *, zero_based=False, comment=None):
         self._offset = 0 if zero_based else 1
-        self._out = _AtomicFile(path)
+        self._out = _atomic.AtomicFile(path, compress=True)
         if comment:
             text = comment.decode() if isinstance(comment, bytes) else str(comment)
             self._guarded(self._out.file.write, "".join(f"# {line}\n" for line in text.splitlines()).encode())
@@ -132,8 +69,12 @@ class SvmlightWriter:
         """Run ``fn``; on any error drop the temporary file before re-raising."""
         try:
             return fn(*args)
-        except BaseException:
+        except BaseException as exc:
             self._out.abort()
+            if isinstance(exc, OSError):  # a full disk: say so, naming the file
+                new = _atomic.disk_full_error(self._out.path, exc)
+                if new is not exc:
+                    raise new from exc
             raise
 
     def write(self, X, y) -> None:

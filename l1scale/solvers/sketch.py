@@ -29,13 +29,12 @@ A pass is a map over chunks (:func:`pass_statistics`) followed by a sum
 If a pass finds the objective higher than at the previous point (the undamped
 quadratic step overshot: the paper never needed it, we check), the step is halved
 and the pass repeated. With ``checkpoint=PATH`` the state is written atomically
-after each pass, and a run started with the same checkpoint resumes there.
+after each pass, and a run started with the same checkpoint resumes there
+(:mod:`l1scale.checkpoint`).
 """
 
 from __future__ import annotations
 
-import json
-import os
 import warnings
 from dataclasses import dataclass
 
@@ -43,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ..data._svmlight_write import atomic_file
+from ..checkpoint import Checkpoint, problem_fingerprint, solver_fingerprint
 from ..exceptions import ConvergenceWarning
 from ..penalties import ElasticNet
 from ..losses import loss_derivative, loss_value
@@ -194,37 +193,6 @@ def _slots(active, d):
     return slot, int(where[0]) if where.size else -1
 
 
-# ----------------------------------------------------------------------------- checkpoints
-
-
-def _save_checkpoint(path, state: dict, fingerprint: dict):
-    arrays = {k: np.asarray(v) for k, v in state.items() if k != "history"}
-    arrays["history"] = np.frombuffer(json.dumps(state["history"]).encode(), dtype=np.uint8)
-    arrays["fingerprint"] = np.frombuffer(json.dumps(fingerprint, sort_keys=True).encode(), dtype=np.uint8)
-    with atomic_file(os.fspath(path)) as f:
-        np.savez(f, **arrays)
-
-
-def _load_checkpoint(path, fingerprint: dict):
-    """The saved state, or None when ``path`` does not exist; a ValueError when it belongs
-    to another problem or solver."""
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        return None
-    try:
-        with np.load(path) as z:
-            saved = json.loads(bytes(z["fingerprint"]).decode())
-            state = {k: z[k] for k in z.files if k not in ("fingerprint", "history")}
-            state["history"] = json.loads(bytes(z["history"]).decode())
-    except (OSError, ValueError, KeyError) as e:
-        raise ValueError(f"checkpoint {path} is not a readable l1scale checkpoint ({e})") from e
-    differ = sorted(k for k in set(saved) | set(fingerprint) if saved.get(k) != fingerprint.get(k))
-    if differ:
-        raise ValueError(f"checkpoint {path} was written for another run (differs in {', '.join(differ)}); "
-                         "delete it or give another path")
-    return state
-
-
 # ----------------------------------------------------------------------------- the driver
 
 
@@ -245,7 +213,11 @@ class MultiPass(Solver):
     sketch : {"auto", "dense", "sparse"}
         Psi as a dense matrix or only the pairs that occur ("auto": dense up to 4096 coordinates).
     checkpoint : str or path-like, optional
-        File holding the state after each pass; an existing one is resumed.
+        File holding the state after each pass (written atomically); an existing one is
+        resumed, and one written for other data or parameters is refused with a
+        :class:`~l1scale.exceptions.CheckpointError` (see :mod:`l1scale.checkpoint`).
+    checkpoint_interval : float, default 0
+        Least seconds between two checkpoint writes (0: after every pass).
     callback : callable, optional
         ``callback(pass, history)`` after each pass.
     verbose : int
@@ -256,16 +228,17 @@ class MultiPass(Solver):
     requires = ("smooth", "curvature_kernel")
 
     def __init__(self, tol=1e-6, max_iter=50, *, shooting_tol=1e-10, max_sweeps=10000, sketch="auto",
-                 checkpoint=None, callback=None, verbose=0, random_state=None):
+                 checkpoint=None, checkpoint_interval=0.0, callback=None, verbose=0, random_state=None):
         if sketch not in ("auto", "dense", "sparse"):
             raise ValueError(f"sketch={sketch!r}; choose 'auto', 'dense' or 'sparse'")
         self.tol, self.max_iter = float(tol), int(max_iter)
         self.shooting_tol, self.max_sweeps, self.sketch = float(shooting_tol), int(max_sweeps), sketch
         self.checkpoint, self.callback, self.verbose = checkpoint, callback, verbose
+        self.checkpoint_interval = float(checkpoint_interval)
 
     # -- what MP and RMMP do differently
     def _fingerprint(self, problem):
-        return {"solver": self.name, "sketch": self._sparse(problem), **problem.describe()}
+        return {**solver_fingerprint(self, sparse_sketch=self._sparse(problem)), **problem_fingerprint(problem)}
 
     def _sparse(self, problem) -> bool:
         m = problem.n_features + problem.fit_intercept
@@ -296,8 +269,9 @@ class MultiPass(Solver):
         self.check_problem(problem)
         timer = Timer()
         d, W = problem.n_features, problem.weight_sum
-        fingerprint = self._fingerprint(problem)
-        state = None if self.checkpoint is None else _load_checkpoint(self.checkpoint, fingerprint)
+        ck = None if self.checkpoint is None else Checkpoint(self.checkpoint, self._fingerprint(problem),
+                                                             self.checkpoint_interval)
+        state = None if ck is None else ck.load()
         history = History()
         if state is None:
             beta = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).reshape(d)
@@ -305,15 +279,15 @@ class MultiPass(Solver):
             active = self._initial_active(problem, beta)
             start, prev, halvings = 1, None, 0
         else:
-            beta, b, active = state["beta"].copy(), float(state["b"]), state["active"].astype(np.int64)
-            start, halvings = int(state["next_pass"]), int(state["halvings"])
-            prev = None if not state["has_prev"] else (state["prev_beta"], float(state["prev_b"]),
-                                                       float(state["prev_objective"]))
-            for k, v in state["history"].items():
-                getattr(history, k).extend(v)
-            timer.exclude(-float(state["elapsed"]))
+            beta, b = state.array("beta", (d,)), state.scalar("b")
+            active = state.indices("active", d + problem.fit_intercept)
+            start, halvings = state.scalar("next_pass", int, 1), state.scalar("halvings", int, 0)
+            prev = None if not state.scalar("has_prev", bool) else (
+                state.array("prev_beta", (d,)), state.scalar("prev_b"), state.scalar("prev_objective"))
+            state.history(history)
+            timer.exclude(-state.scalar("elapsed"))
             if problem.penalty is None:  # lam_ratio, resolved by the first pass of the saved run
-                problem.penalty = ElasticNet(float(state["lam"]), problem.l1_ratio)
+                problem.penalty = ElasticNet(state.scalar("lam", float, 0.0), problem.l1_ratio)
         accesses = history.data_accesses[-1] if len(history) else 0
         stop_reason, converged, viol, objective = "max_iter", False, np.inf, np.nan
         best = None  # the best point evaluated: returned when the run does not converge
@@ -348,7 +322,7 @@ class MultiPass(Solver):
                 if halvings > 60:
                     stop_reason = "line_search"
                     break
-                self._save(problem, fingerprint, beta, b, active, z + 1, prev, halvings, history, timer)
+                self._save(ck, problem, beta, b, active, z + 1, prev, halvings, history, timer)
                 continue
             if z == self.max_iter:
                 break
@@ -367,7 +341,7 @@ class MultiPass(Solver):
                 stop_reason = "stalled"
                 break
             active, beta, b = next_active, beta_new, b_new
-            self._save(problem, fingerprint, beta, b, active, z + 1, prev, halvings, history, timer)
+            self._save(ck, problem, beta, b, active, z + 1, prev, halvings, history, timer)
         if not converged and best is not None:
             beta, b, objective, viol = best
         if not converged:
@@ -401,14 +375,14 @@ class MultiPass(Solver):
         b_new = float(beta_s[~is_feat][0]) if problem.fit_intercept else 0.0
         return beta_new, b_new
 
-    def _save(self, problem, fingerprint, beta, b, active, next_pass, prev, halvings, history, timer):
-        if self.checkpoint is None:
+    def _save(self, ck, problem, beta, b, active, next_pass, prev, halvings, history, timer):
+        if ck is None or not ck.due():
             return
         state = {"beta": beta, "b": b, "active": active, "next_pass": next_pass, "halvings": halvings,
                  "lam": problem.penalty.lam, "elapsed": timer(), "has_prev": prev is not None,
                  "prev_beta": beta if prev is None else prev[0], "prev_b": 0.0 if prev is None else prev[1],
                  "prev_objective": 0.0 if prev is None else prev[2], "history": history.as_dict()}
-        _save_checkpoint(self.checkpoint, state, fingerprint)
+        ck.save(state)
 
     def _report(self, z, active, beta, objective, viol, pen, timer):
         if self.verbose:
@@ -426,24 +400,23 @@ class ReducedMemoryMultiPass(MultiPass):
         k: the most features in the active set (the intercept comes on top).
     tau : float, default 0.8
         Coordinates with |Omega_j| >= tau * gamma join the active set while room remains.
-    tol, max_iter, shooting_tol, max_sweeps, checkpoint, callback, verbose
+    tol, max_iter, shooting_tol, max_sweeps, checkpoint, checkpoint_interval, callback, verbose
         As for :class:`MultiPass`.
     """
 
     name = "rmmp"
 
     def __init__(self, tol=1e-6, max_iter=50, *, max_active=2000, tau=0.8, shooting_tol=1e-10,
-                 max_sweeps=10000, checkpoint=None, callback=None, verbose=0, random_state=None):
+                 max_sweeps=10000, checkpoint=None, checkpoint_interval=0.0, callback=None, verbose=0,
+                 random_state=None):
         super().__init__(tol, max_iter, shooting_tol=shooting_tol, max_sweeps=max_sweeps, sketch="dense",
-                         checkpoint=checkpoint, callback=callback, verbose=verbose)
+                         checkpoint=checkpoint, checkpoint_interval=checkpoint_interval, callback=callback,
+                         verbose=verbose)
         if int(max_active) < 1:
             raise ValueError(f"max_active must be >= 1, got {max_active!r}")
         if not 0 < tau <= 1:
             raise ValueError(f"tau must be in (0, 1], got {tau!r}")
         self.max_active, self.tau = int(max_active), float(tau)
-
-    def _fingerprint(self, problem):
-        return {**super()._fingerprint(problem), "max_active": self.max_active, "tau": self.tau}
 
     def _sparse(self, problem) -> bool:
         return False
