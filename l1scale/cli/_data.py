@@ -20,14 +20,31 @@ from ._params import DEFAULT_HASH_BITS, check_no_layout_flag, zero_based_value
 VW_SUFFIXES = (".vw", ".vw.gz", ".vw.bz2", ".vw.xz")
 
 
+#: DATA read from standard input.
+STDIN = "-"
+
+
+def is_stdin(path):
+    """Whether DATA is ``-``: standard input (svmlight text, or VW with --format vw)."""
+    return os.fspath(path) == STDIN
+
+
+def stdin_bytes():
+    """Standard input as a binary file object (compressed input is detected by its magic bytes)."""
+    return click.get_binary_stream("stdin")
+
+
 def data_format(path, requested="auto"):
     """How ``path`` is read: "cache" (a directory), "svmlight" or "vw".
 
-    ``requested`` is ``--format``: auto goes by the name (VW_SUFFIXES: vw); svmlight or
-    vw given for a directory is a usage error naming --format.
+    ``requested`` is ``--format`` (or "cache", a format already found): auto goes by the
+    name (VW_SUFFIXES: vw); svmlight or vw given for a directory is a usage error naming
+    --format. Standard input (``-``) has no name: svmlight unless --format vw.
     """
+    if is_stdin(path):
+        return "vw" if requested == "vw" else "svmlight"
     if os.path.isdir(path):
-        if requested != "auto":
+        if requested not in ("auto", "cache"):
             raise click.BadParameter(f"{path} is a cache directory, not a {requested} file",
                                      param_hint="--format")
         return "cache"
@@ -67,24 +84,30 @@ def too_wide(path, width, than):
     return click.ClickException(f"{path} has {width} features, more than {than}")
 
 
-def read_data(path, *, zero_based=None, n_features=None, width_of=None, fmt="auto", hash_bits=None):
+def read_data(path, *, zero_based=None, n_features=None, width_of=None, fmt="auto", hash_bits=None,
+              return_zero_based=False):
     """A whole data set in memory: (X CSR, y, sample_weight or None).
 
     ``path`` is an svmlight file, a Vowpal Wabbit file (``fmt``: as ``--format``; hashed
-    into 2**``hash_bits`` columns, default 18; the importances are the sample weights)
-    or a chunk-cache directory.  With ``n_features``
+    into 2**``hash_bits`` columns, default 18; the importances are the sample weights),
+    a chunk-cache directory or ``-`` (standard input; svmlight read as one-based unless
+    ``zero_based``).  With ``n_features``
     a narrower X is widened (its missing trailing columns are zero) and a wider
     one is an error naming the file and both widths (``width_of`` says whose
     width ``n_features`` is, e.g. "the 30 of the model m.bin").
+    ``return_zero_based``: also return the index base svmlight text was read with
+    (``zero_based=None``: detected), None for a cache or VW data.
     """
     import scipy.sparse as sp
 
     from ..data import Stream, load_svmlight, load_vw
 
     fmt = data_format(path, fmt)
+    base = None
     if fmt == "vw":
         check_vw_flags(fmt, path, zero_based=zero_based)
-        X, y, w = load_vw(path, hash_bits=DEFAULT_HASH_BITS if hash_bits is None else hash_bits)
+        X, y, w = load_vw(stdin_bytes() if is_stdin(path) else path,
+                          hash_bits=DEFAULT_HASH_BITS if hash_bits is None else hash_bits)
     elif fmt == "cache":
         check_no_layout_flag(zero_based, path)
         stream = Stream.from_cache(path)
@@ -101,8 +124,13 @@ def read_data(path, *, zero_based=None, n_features=None, width_of=None, fmt="aut
             w = np.concatenate([np.ones(len(c)) if v is None else v for c, v in zip(ys, ws)])
         if X.shape[1] != width:
             X.resize((X.shape[0], width))
+    elif is_stdin(path):
+        base = stdin_zero_based(zero_based)
+        with zero_index_hint(path, base):
+            X, y = load_svmlight(stdin_bytes(), zero_based=base)
+        w = None
     else:
-        X, y = load_svmlight(path, zero_based=zero_based_value(zero_based))
+        X, y, base = load_svmlight(path, zero_based=zero_based_value(zero_based), return_zero_based=True)
         w = None
     if X.shape[0] == 0:
         raise click.ClickException(f"{path}: no examples")
@@ -110,7 +138,74 @@ def read_data(path, *, zero_based=None, n_features=None, width_of=None, fmt="aut
         if X.shape[1] > n_features:
             raise too_wide(path, X.shape[1], width_of or str(n_features))
         X.resize((X.shape[0], n_features))
-    return X, y, w
+    return (X, y, w, base) if return_zero_based else (X, y, w)
+
+
+def stdin_zero_based(flag):
+    """The index base of svmlight text on standard input: it cannot be pre-scanned (read
+    once), so --zero-based/--one-based decide and one-based (the libsvm convention) is the
+    default; an index 0 read as one-based is then an error that says so (zero_index_hint)."""
+    return flag if isinstance(flag, bool) else False
+
+
+@contextlib.contextmanager
+def zero_index_hint(path, zero_based):
+    """Add to the parser's "feature index 0 in a file read as one-based" error, for standard
+    input read as one-based by default, how to read it as zero-based."""
+    from ..exceptions import DataFormatError
+
+    try:
+        yield
+    except DataFormatError as exc:
+        if zero_based or not is_stdin(path) or "index 0" not in str(exc):
+            raise
+        raise click.ClickException(f"{exc}: standard input is read as one-based unless --zero-based is "
+                                   "given (its index base cannot be detected before reading it)") from None
+
+
+def iter_data(path, *, zero_based=None, n_features, width_of, fmt="auto", hash_bits=None,
+              chunk_bytes=16 << 20):
+    """DATA chunk by chunk in bounded memory: ``(X, y, sample_weight or None)`` with X CSR of
+    exactly ``n_features`` columns (a narrower file is widened; a wider one is an error naming
+    both widths, ``width_of`` says whose ``n_features`` is).
+
+    ``path`` as in :func:`read_data`; ``zero_based``: True / False, or None: detected for an
+    svmlight file (a pre-scan, which also finds its width before any chunk is read), one-based
+    for standard input.  VW data are hashed into 2**``hash_bits`` columns (the caller checks
+    that this is ``n_features``).
+    """
+    from ..data import Stream, iter_svmlight_chunks, iter_vw_chunks
+    from ..data.svmlight import resolve_layout
+
+    fmt = data_format(path, fmt)
+    if fmt == "vw":
+        check_vw_flags(fmt, path, zero_based=zero_based)
+        source = stdin_bytes() if is_stdin(path) else path
+        for chunk in iter_vw_chunks(source, hash_bits=DEFAULT_HASH_BITS if hash_bits is None else hash_bits,
+                                    chunk_bytes=chunk_bytes):
+            yield chunk.X, chunk.y, chunk.sample_weight
+        return
+    if fmt == "cache":
+        check_no_layout_flag(zero_based, path)
+        width = Stream.from_cache(path).n_features
+        if width > n_features:
+            raise too_wide(path, width, width_of)
+        for chunk in Stream.from_cache(path, n_features=n_features):
+            yield chunk.X, chunk.y, chunk.sample_weight
+        return
+    if is_stdin(path):
+        base = stdin_zero_based(zero_based)
+        with zero_index_hint(path, base):
+            # A feature beyond n_features: the parser's error, naming the line (stdin is read once).
+            for X, y in iter_svmlight_chunks(stdin_bytes(), n_features=n_features, zero_based=base,
+                                             chunk_bytes=chunk_bytes):
+                yield X, y, None
+        return
+    base, width = resolve_layout(path, zero_based_value(zero_based), None, chunk_bytes, need_width=True)
+    if width > n_features:
+        raise too_wide(path, width, width_of)
+    for X, y in iter_svmlight_chunks(path, n_features=n_features, zero_based=base, chunk_bytes=chunk_bytes):
+        yield X, y, None
 
 
 # ------------------------------------------------------------------------- output paths
@@ -151,11 +246,19 @@ def _check_directory(path, directory, option, missing_verb="write"):
 
 def write_text_atomically(path, text):
     """Write ``text`` to ``path`` under a temporary name, then rename it into place."""
+    with text_file_atomically(path) as fh:
+        fh.write(text)
+
+
+@contextlib.contextmanager
+def text_file_atomically(path):
+    """A text file to write piece by piece (predictions chunk by chunk), under a temporary
+    name renamed to ``path`` only when the block completes: a failure leaves no partial file."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())

@@ -15,8 +15,8 @@ import numpy as np
 
 from ._data import check_output
 from ._summary import save_and_print, train_summary
-from .train import _fit
 from .apply import report
+from .train import _fit
 
 FEATURE_SPECS = "dna:D, products:DEGREE or rff:N[:SIGMA]"
 
@@ -82,8 +82,8 @@ def train_generated(data, *, features, cache, solver, test_path, lam, lam_ratio,
     t0 = time.perf_counter()
     X, y = read_raw(data, space)
     load_seconds = time.perf_counter() - t0
-    common = dict(lam=lam, lam_ratio=lam_ratio, fit_intercept=intercept, tol=tol, max_iter=max_iter,
-                  random_state=seed, features=space, cache_bytes=cache_bytes)
+    common = {"lam": lam, "lam_ratio": lam_ratio, "fit_intercept": intercept, "tol": tol, "max_iter": max_iter,
+                  "random_state": seed, "features": space, "cache_bytes": cache_bytes}
     fcl = None
     if resolved == "fcl":
         fcl = FeatureCachedLoops(cache_bytes=cache_bytes or "1GB", tol=tol, max_sweeps=max_iter, random_state=seed)
@@ -97,7 +97,7 @@ def train_generated(data, *, features, cache, solver, test_path, lam, lam_ratio,
     else:
         est = SparseLogisticRegression(loss, class_weight=class_weight, **common)
     messages, fit_seconds = _fit(est, data, (X, y), None)
-    info = {"n_samples": int(len(y)), "n_features": int(est.features_.n_features_), "nnz": None,
+    info = {"n_samples": len(y), "n_features": int(est.features_.n_features_), "nnz": None,
             "features": features, "n_inputs": int(est.features_.n_inputs_)}
     summary = train_summary(est, data, info, report(est, X, y), load_seconds, fit_seconds, messages)
     summary["solver"] = resolved

@@ -125,12 +125,13 @@ def _online_rows(s, online):
             ("stopped", stopped + rate)]
 
 
-def save_and_print(est, summary, output, as_json):
-    """The last step of ``train``: save the model (-o) and print the summary (JSON or a table)."""
+def save_and_print(est, summary, output, as_json, metadata=None):
+    """The last step of ``train``: save the model (-o; ``metadata``: more facts stored with it)
+    and print the summary (JSON or a table)."""
     from ._format import echo_json
 
     if output is not None:
-        est.save(output)
+        est.save(output, metadata=metadata)
     summary["model"] = output
     if as_json:
         echo_json(summary)
@@ -148,13 +149,13 @@ def print_train_summary(s):
     hashed = f" (Vowpal Wabbit, hashed into 2**{d['hash_bits']})" if d.get("format") == "vw" else ""
     rows = [("data", f"{d['n_samples']} x {d['n_features']}, {d['nnz']} nonzeros{hashed}")]
     if d.get("features"):  # a generated space: never materialised
-        rows = [("data", f"{d['n_samples']} examples of width {d['n_inputs']}; --features {d['features']}: "
-                         f"{d['n_features']} candidate features")]
+        rows = [("data", (f"{d['n_samples']} examples of width {d['n_inputs']}; --features {d['features']}: "
+                         f"{d['n_features']} candidate features"))]
         if s.get("fcl"):
             f = s["fcl"]
-            rows.append(("feature cache", f"{f['cached_columns']} columns, {f['cached_bytes'] / 2**20:.1f} of "
+            rows.append(("feature cache", (f"{f['cached_columns']} columns, {f['cached_bytes'] / 2**20:.1f} of "
                                           f"{f['cache_bytes'] / 2**20:.1f} MiB; {f['inserted']} inserted, "
-                                          f"{f['evicted'] + f['evicted_for_room']} evicted, {f['sweeps']} sweeps"))
+                                          f"{f['evicted'] + f['evicted_for_room']} evicted, {f['sweeps']} sweeps")))
     online = s.get("online")
     if online is not None:  # progressive validation instead of an objective and a certificate
         rows += _online_rows(s, online)
@@ -162,16 +163,16 @@ def print_train_summary(s):
         rows += [("objective", "not computed (one pass)"), ("converged", status)]
     else:
         rows += [("objective", f"{s['objective']:.10g}"),
-                 (s["certificate_name"], f"{s['certificate']:.3e} (relative "
-                                         f"{s['relative_certificate']:.3e}, tol {s['params']['tol']:g})"),
+                 (s["certificate_name"], (f"{s['certificate']:.3e} (relative "
+                                         f"{s['relative_certificate']:.3e}, tol {s['params']['tol']:g})")),
                  ("converged", status)]
     rows += [
         ("nnz(w)", f"{s['nnz']} of {d['n_features'] * max(1, len(s.get('problems', [])))}"),
         ("passes" if _passes(s["solver"]) else "iterations", str(s["n_iter"])),
         ("lam", f"{s['lam']:.6g}" if not isinstance(s["lam"], list) else
          ", ".join(f"{v:.4g}" for v in s["lam"]) + " (one per class)"),
-        ("seconds", f"{s['seconds']['fit']:.3f} fit ({s['seconds']['solve']:.3f} solve, "
-                    f"{s['seconds']['compile']:.3f} JIT compile), {s['seconds']['load']:.3f} load"),
+        ("seconds", (f"{s['seconds']['fit']:.3f} fit ({s['seconds']['solve']:.3f} solve, "
+                    f"{s['seconds']['compile']:.3f} JIT compile), {s['seconds']['load']:.3f} load")),
     ]
     if s["train"] is not None:
         rows += _metric_rows(s["train"], "train")

@@ -5,32 +5,94 @@ from __future__ import annotations
 import click
 import numpy as np
 
-from ._data import check_output, data_format, hash_bits_of_model, read_data, write_text_atomically
+from ._data import (
+    check_output,
+    data_format,
+    hash_bits_of_model,
+    is_stdin,
+    iter_data,
+    text_file_atomically,
+)
 from ._format import echo_json, fmt, key_value_table, label, stdout_console
-from ._params import CLASSIFICATION_LOSSES, format_option, handle_errors, zero_based_option
+from ._params import (
+    CLASSIFICATION_LOSSES,
+    format_option,
+    handle_errors,
+    zero_based_option,
+)
 
 #: --format of predict and evaluate: a Vowpal Wabbit DATA is hashed as the model's training data was.
 _FORMAT = format_option(b="the model's: its width is 2**b")
+#: DATA of predict and evaluate: a file, a chunk-cache directory, or - (standard input).
+_DATA = click.argument("data", type=click.Path(exists=True, readable=True, allow_dash=True))
 
 
 def _load_model(path):
+    """The estimator saved at ``path`` and the model file's metadata (how its data were read)."""
     from .. import load
+    from ..model_io import load_model
 
-    return load(path)
+    est = load(path)
+    return est, load_model(path)[2]
 
 
-def _read_for(est, model, data, zero_based, file_format):
-    """DATA in memory at the model's width (narrower: widened; wider: an error); Vowpal
-    Wabbit DATA hashed into the model's 2**b columns (a model of another width: an error)."""
+def trained_zero_based(meta):
+    """The index base of the svmlight data a model was trained on (``"data": {"zero_based": ...}``
+    in its metadata), or None: trained on a cache or VW data, or saved before it was recorded."""
+    data = meta.get("data") if isinstance(meta, dict) else None
+    value = data.get("zero_based") if isinstance(data, dict) else None
+    return value if isinstance(value, bool) else None
+
+
+def _base(flag):
+    return "zero-based" if flag else "one-based"
+
+
+def zero_based_for(meta, model, data, flag, fmt, warnings):
+    """How svmlight DATA's indices are read for the model: as given (--zero-based/--one-based),
+    else as the model's training data were (recorded at train), else detected (older models).
+
+    A zero-based test file that never uses index 0 would be detected as one-based and every
+    feature shifted by one column; the recorded base prevents that. An explicit flag that
+    contradicts the model is obeyed, with a warning (appended to ``warnings`` and printed).
+    """
+    trained = trained_zero_based(meta)
+    if fmt != "svmlight" or trained is None:
+        return flag
+    if flag is None:
+        return trained
+    if bool(flag) != trained:
+        warnings.append(f"{data} is read as {_base(flag)} (--{_base(flag)}), but the model {model} was "
+                        f"trained on {_base(trained)} data: feature columns may be shifted by one")
+        click.echo(f"Warning: {warnings[-1]}", err=True)
+    return flag
+
+
+def _chunks_for(est, meta, model, data, zero_based, file_format, warnings):
+    """DATA chunk by chunk at the model's width (narrower: widened; wider: an error); Vowpal
+    Wabbit DATA hashed into the model's 2**b columns (a model of another width: an error).
+    ``(X, y, sample_weight)`` per chunk, in bounded memory (a model over a generated space
+    reads its raw input whole: one chunk)."""
     if getattr(est, "features_", None) is not None:  # a model over a generated space: its raw input
         from ._generated import read_raw
 
+        if is_stdin(data):
+            raise click.BadParameter("a model over a generated feature space reads DATA from a file, not "
+                                     "from standard input", param_hint="'DATA'")
         X, y = read_raw(data, est.features_)
-        return X, y, None
+        yield X, y, None
+        return
     fmt = data_format(data, file_format)
     hash_bits = hash_bits_of_model(est, model) if fmt == "vw" else None
-    return read_data(data, zero_based=zero_based, n_features=est.n_features_in_,
-                     width_of=f"the {est.n_features_in_} of the model {model}", fmt=fmt, hash_bits=hash_bits)
+    zero_based = zero_based_for(meta, model, data, zero_based, fmt, warnings)
+    rows = 0
+    for chunk in iter_data(data, zero_based=zero_based, n_features=est.n_features_in_,
+                           width_of=f"the {est.n_features_in_} of the model {model}", fmt=fmt,
+                           hash_bits=hash_bits):
+        rows += chunk[1].shape[0]
+        yield chunk
+    if rows == 0:
+        raise click.ClickException(f"{data}: no examples")
 
 
 def is_classifier(est):
@@ -39,24 +101,36 @@ def is_classifier(est):
 
 def report(est, X, y):
     """classification_report (plus log loss) for a classifier; R^2 / MSE / MAE for a regressor."""
+    return report_from(est, y, *_outputs(est, X))
+
+
+def _outputs(est, X):
+    """What the metrics need of the model on X: (predictions, scores or None, probabilities or None)."""
+    pred = est.predict(X)
+    if not is_classifier(est):
+        return pred, None, None
+    scores = est.decision_function(X) if est.classes_.shape[0] == 2 else None
+    proba = est.predict_proba(X) if hasattr(est, "predict_proba") else None
+    return pred, scores, proba
+
+
+def report_from(est, y, pred, scores, proba):
+    """:func:`report` from the model's outputs on the rows of y (gathered chunk by chunk)."""
     from ..metrics import classification_report, log_loss
 
     if not is_classifier(est):
-        pred = est.predict(X)
         resid = np.asarray(y, dtype=np.float64) - pred
         ss_tot = float(np.sum((y - np.mean(y)) ** 2))
         return {"n_samples": int(y.shape[0]),
                 "r2": (1.0 - float(resid @ resid) / ss_tot) if ss_tot > 0 else None,
                 "mse": float(np.mean(resid ** 2)), "mae": float(np.mean(np.abs(resid)))}
     classes = est.classes_
-    pred = est.predict(X)
-    scores = est.decision_function(X) if classes.shape[0] == 2 else None
     labels = np.unique(np.concatenate([np.unique(y), classes]))
     pos = classes[1] if classes.shape[0] == 2 and labels.shape[0] == 2 else None
     result = classification_report(y, pred, scores, pos_label=pos)
     result["log_loss"] = None
-    if hasattr(est, "predict_proba") and np.isin(y, classes).all():
-        result["log_loss"] = log_loss(y, est.predict_proba(X), labels=classes)
+    if proba is not None and np.isin(y, classes).all():
+        result["log_loss"] = log_loss(y, proba, labels=classes)
     result["labels"] = [label(v) for v in result["labels"]]
     result["pos_label"] = label(result["pos_label"])
     return result
@@ -70,25 +144,42 @@ def unknown_labels(est, y):
 
 @click.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False, readable=True))
-@click.argument("data", type=click.Path(exists=True, readable=True))
+@_DATA
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the predictions here (atomically) instead of stdout.")
 @click.option("--proba", is_flag=True,
               help="Probability of the positive class (two classes) or of every class, "
                    "in the model's class order (logistic and probit models).")
-@zero_based_option()
+@zero_based_option(help="Feature indices of svmlight DATA start at 0 / at 1.  [default: as in the model's "
+                        "training data (recorded by train), else detected; - (stdin): one-based]")
 @_FORMAT
 @handle_errors
 def predict(model, data, output, proba, zero_based, file_format):
     """One prediction per row of DATA: a label, or probabilities with --proba,
-    or a value for a regression model."""
+    or a value for a regression model.
+
+    DATA is read chunk by chunk and the predictions written as they come, in
+    bounded memory whatever its size: an svmlight or VW file, a cache directory,
+    or - (standard input: svmlight, or --format vw).
+    """
     check_output(output, "'-o' / '--output'")
-    est = _load_model(model)
+    est, meta = _load_model(model)
     if proba and not hasattr(est, "predict_proba"):
         kind = "a regression" if not is_classifier(est) else f"a {est.loss}"
         raise click.BadParameter(f"{model} is {kind} model; probabilities need a logistic or "
                                  "probit classifier", param_hint="--proba")
-    X, _, _ = _read_for(est, model, data, zero_based, file_format)
+    chunks = _chunks_for(est, meta, model, data, zero_based, file_format, [])
+    if output is None:
+        for X, _, _ in chunks:
+            click.echo(_prediction_text(est, X, proba), nl=False)
+        return
+    with text_file_atomically(output) as fh:
+        for X, _, _ in chunks:
+            fh.write(_prediction_text(est, X, proba))
+
+
+def _prediction_text(est, X, proba):
+    """The lines predict writes for the rows of X (floats as repr: exact)."""
     if proba:
         P = est.predict_proba(X)
         lines = ([repr(float(p)) for p in P[:, 1]] if P.shape[1] == 2 else
@@ -97,28 +188,35 @@ def predict(model, data, output, proba, zero_based, file_format):
         lines = [str(label(v)) for v in est.predict(X)]
     else:
         lines = [repr(float(v)) for v in est.predict(X)]
-    text = "\n".join(lines) + "\n"
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        write_text_atomically(output, text)
+    return "".join(line + "\n" for line in lines)
 
 
 @click.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False, readable=True))
-@click.argument("data", type=click.Path(exists=True, readable=True))
-@zero_based_option()
+@_DATA
+@zero_based_option(help="Feature indices of svmlight DATA start at 0 / at 1.  [default: as in the model's "
+                        "training data (recorded by train), else detected; - (stdin): one-based]")
 @_FORMAT
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @handle_errors
 def evaluate(model, data, zero_based, file_format, as_json):
     """Metrics of MODEL on labelled DATA: accuracy, AUC, AUPRC, precision,
-    recall, F1, log loss and the confusion matrix (R^2, MSE, MAE for a regression)."""
-    est = _load_model(model)
-    X, y, _ = _read_for(est, model, data, zero_based, file_format)
-    result = {"model": model, "data": data, **report(est, X, y)}
+    recall, F1, log loss and the confusion matrix (R^2, MSE, MAE for a regression).
+
+    DATA (a file, a cache directory or - for standard input) is read chunk by
+    chunk: memory holds the labels and the model's outputs, never X whole.
+    """
+    est, meta = _load_model(model)
+    warnings = []
+    ys, outputs = [], []
+    for X, y, _ in _chunks_for(est, meta, model, data, zero_based, file_format, warnings):
+        ys.append(y)
+        outputs.append(_outputs(est, X))
+    y = np.concatenate(ys)
+    pred, scores, proba = (None if parts[0] is None else np.concatenate(parts) for parts in zip(*outputs))
+    result = {"model": model, "data": data, **report_from(est, y, pred, scores, proba)}
     unknown = unknown_labels(est, y)
-    result["warnings"] = []
+    result["warnings"] = warnings
     if unknown:
         result["warnings"].append(f"{data} has labels {unknown} that are not classes of the model "
                                   f"{[label(c) for c in est.classes_]}")

@@ -7,7 +7,13 @@ import numpy as np
 
 from ._data import check_output, read_data
 from ._format import echo_json
-from ._params import LOSSES, format_option, handle_errors, zero_based_option, zero_based_value
+from ._params import (
+    LOSSES,
+    format_option,
+    handle_errors,
+    zero_based_option,
+    zero_based_value,
+)
 
 _PROBABILISTIC = tuple(name for name in LOSSES if name in ("logistic", "probit"))
 

@@ -9,8 +9,14 @@ import numpy as np
 
 from ._data import check_output, check_vw_flags, data_format
 from ._format import echo_json, key_value_table, label, stdout_console, versions
-from ._params import (DEFAULT_HASH_BITS, check_no_layout_flag, format_option, handle_errors, zero_based_option,
-                      zero_based_value)
+from ._params import (
+    DEFAULT_HASH_BITS,
+    check_no_layout_flag,
+    format_option,
+    handle_errors,
+    zero_based_option,
+    zero_based_value,
+)
 
 #: DST names that ``convert`` writes as svmlight text (anything else: a cache directory).
 SVMLIGHT_SUFFIXES = (".svm", ".svmlight", ".libsvm", ".txt", ".gz", ".bz2", ".xz")
@@ -75,8 +81,8 @@ def info(data, zero_based, file_format, hash_bits, as_json):
     for key, value in (("format", result["format"]), ("file size", _bytes(size)),
                        ("samples", n), ("features", d), ("nonzeros", nnz),
                        ("density", f"{result['density']:.4g}"),
-                       ("nonzeros per row", f"{result['nnz_per_row']['mean']:.4g} mean, "
-                                            f"{result['nnz_per_row']['min']} min, {row_max} max"),
+                       ("nonzeros per row", (f"{result['nnz_per_row']['mean']:.4g} mean, "
+                                            f"{result['nnz_per_row']['min']} min, {row_max} max")),
                        ("distinct labels", len(counts))):
         table.add_row(key, str(value))
     console = stdout_console()
@@ -115,7 +121,13 @@ def convert(src, dst, to, zero_based):
     svmlight output is one-based (the libsvm convention), compressed when DST
     ends in .gz, .bz2 or .xz, and written atomically.
     """
-    from ..data import Stream, cache_to_svmlight, dump_svmlight, load_svmlight, write_cache
+    from ..data import (
+        Stream,
+        cache_to_svmlight,
+        dump_svmlight,
+        load_svmlight,
+        write_cache,
+    )
 
     if to is None:
         to = "svmlight" if dst.lower().endswith(SVMLIGHT_SUFFIXES) else "cache"

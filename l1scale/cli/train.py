@@ -10,9 +10,25 @@ import warnings
 import click
 import numpy as np
 
-from ._data import check_cache_dir, check_output, check_vw_flags, data_format, read_data, too_wide
-from ._params import (DEFAULT_HASH_BITS, LEARNING_RATE_KEYWORD, LOSSES, POSITIVE, SolverChoice,
-                      format_option, handle_errors, zero_based_option)
+from ._data import (
+    check_cache_dir,
+    check_output,
+    check_vw_flags,
+    data_format,
+    is_stdin,
+    read_data,
+    too_wide,
+)
+from ._params import (
+    DEFAULT_HASH_BITS,
+    LEARNING_RATE_KEYWORD,
+    LOSSES,
+    POSITIVE,
+    SolverChoice,
+    format_option,
+    handle_errors,
+    zero_based_option,
+)
 from ._progress import Progress
 from ._summary import save_and_print, train_summary
 from .apply import report, unknown_labels
@@ -105,6 +121,9 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, c
     features hashed into 2**--hash-bits columns; the saved model then has
     2**B features, and predict / evaluate hash VW data with the model's B.
     """
+    if any(is_stdin(d) for d in data) and (features is not None or dask_address is not None):
+        raise click.UsageError(f"DATA - (standard input) is not read with {'--features' if features else '--dask'}: "
+                               "give a file")
     if features is not None or solver in ("fcl", "dcl_sgd"):
         return _train_generated(data, features, cache_dir, solver, test_path, lam, lam_ratio, l1_ratio, loss,
                                 max_active, checkpoint, two_stage, intercept, tol, max_iter, passes, holdout,
@@ -131,7 +150,7 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, c
     if len(data) != 1:
         raise click.UsageError("give one DATA file (several partition files are read with --dask)")
     data = data[0]
-    if not os.path.exists(data):
+    if not os.path.exists(data) and not is_stdin(data):
         raise click.BadParameter(f"Path {data!r} does not exist.", param_hint="'DATA'")
     _train(data, None, test_path, resolved, _streaming_solver(resolved), lam, lam_ratio, l1_ratio, loss, solver,
            max_active, checkpoint, cache_dir, two_stage, intercept, tol, max_iter, passes, holdout, learning_rate,
@@ -191,13 +210,35 @@ def _train(data, dataset, test_path, resolved, streamed, lam, lam_ratio, l1_rati
     if loss != "squared":
         params.update(loss=loss, class_weight=class_weight)
 
+    spool = None
+    try:
+        if streamed and is_stdin(data):
+            from ._stream import StdinCache
+
+            spool = StdinCache(cache_dir)  # the pipe, spooled: a pipe can be read only once
+        _train_and_report(data, dataset, test_path, resolved, streamed, params, max_iter, fmt, spool, loss,
+                          max_active, cache_dir, holdout, learning_rate, n_features, zero_based, file_format,
+                          hash_bits, output, quiet, as_json)
+    finally:
+        if spool is not None:
+            spool.close()
+
+
+def _train_and_report(data, dataset, test_path, resolved, streamed, params, max_iter, fmt, spool, loss, max_active,
+                      cache_dir, holdout, learning_rate, n_features, zero_based, file_format, hash_bits, output,
+                      quiet, as_json):
+    """Read, fit, report and save (``spool``: where standard input is spooled, streamed fits)."""
     t0 = time.perf_counter()
     Xt = yt = None
+    base = None  # the index base of svmlight training text, recorded in the model
     if streamed:
-        from ._stream import train_stream
+        from ._stream import stream_zero_based, train_stream
 
         if test_path is not None:  # read before fitting: a bad test file fails fast
-            Xt, yt, _ = read_data(test_path, zero_based=zero_based, n_features=n_features,
+            test_base = zero_based
+            if test_base is None and fmt == "svmlight":  # as the training data are read
+                test_base = stream_zero_based(None, data, None, fmt)
+            Xt, yt, _ = read_data(test_path, zero_based=test_base, n_features=n_features,
                                   width_of=f"--n-features {n_features}", fmt=file_format,
                                   hash_bits=hash_bits)
 
@@ -209,13 +250,15 @@ def _train(data, dataset, test_path, resolved, streamed, lam, lam_ratio, l1_rati
             check_test_width(dataset.n_features)
             stream = dataset
         else:
-            stream = train_stream(data, zero_based=zero_based, n_features=n_features, cache=cache_dir,
+            stream = train_stream(data, zero_based=zero_based, n_features=n_features,
+                                  cache=spool.path if spool is not None else cache_dir,
                                   on_width=check_test_width, fmt=file_format, hash_bits=hash_bits)
     else:
-        X, y, w = read_data(data, zero_based=zero_based, n_features=n_features,
-                            width_of=f"--n-features {n_features}", fmt=file_format, hash_bits=hash_bits)
+        X, y, w, base = read_data(data, zero_based=zero_based, n_features=n_features,
+                                  width_of=f"--n-features {n_features}", fmt=file_format, hash_bits=hash_bits,
+                                  return_zero_based=True)
         if test_path is not None:  # read before fitting: a bad test file fails fast
-            Xt, yt, _ = read_data(test_path, zero_based=zero_based, n_features=X.shape[1],
+            Xt, yt, _ = read_data(test_path, zero_based=zero_based if base is None else base, n_features=X.shape[1],
                                   width_of=f"the {X.shape[1]} of the training data {data}",
                                   fmt=file_format, hash_bits=hash_bits)
     load_seconds = time.perf_counter() - t0
@@ -244,6 +287,8 @@ def _train(data, dataset, test_path, resolved, streamed, lam, lam_ratio, l1_rati
             click.echo(f"Warning: {message}", err=True)
 
     if streamed:
+        if dataset is None:
+            base = stream_zero_based(stream, data, zero_based, fmt)
         d, scan = int(est.n_features_in_), est.stream_scan_
         data_info = {"n_samples": int(scan.n_samples), "n_features": d, "nnz": int(scan.nnz)}
         train_report = None  # another pass over DATA: not made
@@ -265,7 +310,10 @@ def _train(data, dataset, test_path, resolved, streamed, lam, lam_ratio, l1_rati
                                        f"of the training data")
             if not quiet:
                 click.echo(f"Warning: {summary['warnings'][-1]}", err=True)
-    save_and_print(est, summary, output, as_json)
+    # The model records how svmlight indices were read, so that predict / evaluate read its
+    # test files alike (a zero-based file without index 0 is otherwise detected as one-based).
+    metadata = None if base is None else {"data": {"format": "svmlight", "zero_based": bool(base)}}
+    save_and_print(est, summary, output, as_json, metadata=metadata)
 
 
 def _check_flags(lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint, cache_dir, class_weight,

@@ -30,8 +30,9 @@ import lzma
 import math
 import numbers
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Iterator, NamedTuple
+from typing import IO, NamedTuple
 
 import numpy as np
 
@@ -39,12 +40,12 @@ from ..exceptions import DataFormatError
 from . import _svmlight_parse as _k
 from ._svmlight_write import SvmlightWriter, make_csr
 
-__all__ = ["load_svmlight", "iter_svmlight_chunks", "dump_svmlight"]
+__all__ = ["dump_svmlight", "iter_svmlight_chunks", "load_svmlight"]
 
 _MAGIC = (
     (b"\x1f\x8b", lambda raw: gzip.GzipFile(fileobj=raw, mode="rb")),
     (b"BZh", lambda raw: bz2.BZ2File(raw, mode="rb")),
-    (b"\xfd7zXZ\x00", lambda raw: lzma.LZMAFile(raw, mode="rb")),
+    (b"\xfd7zXZ\x00", lambda raw: lzma.LZMAFile(raw, mode="rb")),  # noqa: SIM115 - closed by _open_source
 )
 
 _MESSAGES = {
@@ -108,7 +109,7 @@ def _open_source(source) -> Iterator[IO[bytes]]:
         if isinstance(source, io.TextIOBase):
             raise TypeError(f"{_source_name(source)}: open svmlight files in binary mode ('rb')")
     else:
-        raw, owned = open(os.fspath(source), "rb"), True
+        raw, owned = open(os.fspath(source), "rb"), True  # noqa: SIM115 - closed in the finally below
     try:
         if hasattr(raw, "peek"):
             head = raw.peek(6)[:6]
@@ -378,7 +379,7 @@ def _iter_chunks(path, n_features, zero_based, dtype, chunk_bytes, chunk_rows):
 
 
 def load_svmlight(path, *, n_features=None, zero_based="auto", dtype=np.float64,
-                  return_line_numbers=False):
+                  return_line_numbers=False, return_zero_based=False):
     """Load a whole svmlight file.
 
     Parameters
@@ -394,6 +395,9 @@ def load_svmlight(path, *, n_features=None, zero_based="auto", dtype=np.float64,
         dtype of X's values.
     return_line_numbers : bool
         Also return the 1-based line number of each row.
+    return_zero_based : bool
+        Also return the index base the file was read with (``zero_based="auto"``
+        resolved): a model records it, so that its test files are read alike.
 
     Returns
     -------
@@ -401,6 +405,8 @@ def load_svmlight(path, *, n_features=None, zero_based="auto", dtype=np.float64,
     y : ndarray of float64, shape (n_samples,)
     line_numbers : ndarray of int64, shape (n_samples,)
         Only with ``return_line_numbers=True``.
+    zero_based : bool
+        Only with ``return_zero_based=True`` (after ``line_numbers`` when both are asked).
     """
     zero_based = _check_zero_based(zero_based)
     dtype, n_features = _check_dtype(dtype), _check_n_features(n_features)
@@ -415,7 +421,8 @@ def load_svmlight(path, *, n_features=None, zero_based="auto", dtype=np.float64,
     _to_columns(whole, 0 if zero_based else 1, n_features, _source_name(path))
     width = n_features if n_features is not None else (int(whole.indices.max()) + 1 if whole.indices.size else 0)
     X = make_csr(whole.data.astype(dtype, copy=False), whole.indices, whole.indptr, (whole.labels.size, width))
-    return (X, whole.labels, whole.line_nos) if return_line_numbers else (X, whole.labels)
+    out = (X, whole.labels) + ((whole.line_nos,) if return_line_numbers else ())
+    return out + ((bool(zero_based),) if return_zero_based else ())
 
 
 def dump_svmlight(X, y, path, *, zero_based=False, comment=None) -> None:
