@@ -80,10 +80,11 @@ class GeneratedProblem:
     def lam_max(self) -> float:
         """max_j |sum_i c_i loss'(y_i, b0) phi_j(x_i)|: one sweep over every block."""
         if not hasattr(self, "_lam_max"):
+            from .solvers._fcl_cache import slot_dtype
             from .solvers._fcl_kernels import screen_block
 
             r = self.c * self.loss.derivative(self.y, np.full(self.n_samples, self.intercept_only()))
-            never = np.full(self.n_features, -1, dtype=np.int32)
+            never = np.full(self.n_features, -1, dtype=slot_dtype(self.n_features))  # no column cached
             gmax = 0.0
             for k in range(self.space.n_blocks_):
                 j0, indptr, rows, vals = self.space.column_block(self.raw, k)

@@ -11,6 +11,7 @@
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from click.testing import CliRunner
 
 from l1scale import SparseLogisticRegression
@@ -130,3 +131,39 @@ def test_streaming_one_class_error_names_the_class():
     for data in ((X, y), (Stream.from_arrays(X, y),)):
         with pytest.raises(ValueError, match=r"only one class \[5.0\]"):
             SparseLogisticRegression(solver="rmmp").fit(*data)
+
+
+# ----------------------------------------------------------------------------- defect 9
+
+
+def test_generated_spaces_refuse_more_rows_than_int32_row_numbers_hold():
+    from l1scale.data import DNAPatterns
+    from l1scale.data.feature_spaces import MAX_ROWS, Prepared, check_row_count
+
+    assert MAX_ROWS == 2**31 - 1
+    assert check_row_count(MAX_ROWS) == MAX_ROWS
+    space = DNAPatterns(d=2).fit(np.zeros((3, 4), dtype=np.uint8))
+    with pytest.raises(ValueError, match="at most 2\\*\\*31 - 1"):
+        Prepared(space, 2**31, ())  # the one door to the block kernels: no array of that size is made
+    with pytest.raises(ValueError, match=str(2**40)):
+        check_row_count(2**40)
+
+
+def test_fcl_slot_map_widens_to_int64_past_int32_candidates():
+    from l1scale.solvers._fcl_cache import FeatureCache, slot_dtype
+
+    assert slot_dtype(2**31 - 1) == np.int32
+    assert slot_dtype(2**31) == np.int64  # an int32 slot number would wrap
+    assert FeatureCache(10, 1200).slot_of.dtype == np.int32
+
+
+def test_generated_space_block_rows_are_the_example_numbers():
+    # The int32 rows of a block, read back, are the rows of the materialised transform.
+    from l1scale.data import DNAPatterns, make_splice_sites
+
+    codes, _ = make_splice_sites(50, L=8, d_motif=2, random_state=0)
+    space = DNAPatterns(d=2).fit(codes)
+    full = space.transform(codes).tocsc()
+    j0, indptr, rows, vals = space.column_block(codes, 0)
+    block = sp.csc_matrix((vals, rows, indptr), shape=(50, indptr.shape[0] - 1))
+    np.testing.assert_array_equal(block.toarray(), full[:, j0:j0 + block.shape[1]].toarray())

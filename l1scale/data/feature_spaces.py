@@ -37,16 +37,32 @@ from ._svmlight_write import make_csr
 from .features import RandomFourierFeatures, _check_sigma
 from .sequences import ALPHABET, encode_sequences
 
-__all__ = ["FeatureSpace", "DNAPatterns", "Products", "RandomFourier", "Prepared"]
+__all__ = ["DNAPatterns", "FeatureSpace", "Prepared", "Products", "RandomFourier"]
+
+
+#: The most examples a generated feature space takes: its column blocks and FCL's cache store
+#: row numbers as int32 (12 bytes per cached nonzero instead of 16), which would wrap past it.
+MAX_ROWS = int(np.iinfo(np.int32).max)
+
+
+def check_row_count(n) -> int:
+    """``n`` as an int, or a ValueError when int32 row numbers cannot hold it (``MAX_ROWS``)."""
+    n = int(n)
+    if n > MAX_ROWS:
+        raise ValueError(f"a generated feature space takes at most 2**31 - 1 = {MAX_ROWS} examples (its column "
+                         f"blocks and feature cache hold int32 row numbers), got {n}: split the data")
+    return n
 
 
 class Prepared:
     """Validated input (``n`` examples, the ``arrays`` the kernels read) of one fit of one
-    space: a refit or another space refuses it, since its layout may differ."""
+    space: a refit or another space refuses it, since its layout may differ.
+
+    ``n`` is checked against ``MAX_ROWS`` here, the one door to the block kernels."""
 
     def __init__(self, space, n, arrays):
         self.token = space._token
-        self.n = int(n)
+        self.n = check_row_count(n)
         self.arrays = arrays
 
 

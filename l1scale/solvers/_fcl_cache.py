@@ -38,25 +38,33 @@ def parse_bytes(value) -> int:
         except ValueError:
             raise ValueError(f"cannot read a memory size from {value!r} (e.g. 2GB, 512MiB, 1000000)") from None
     else:
-        raise ValueError(f"a memory size is an int or a string such as '2GB', got {value!r}")
+        raise ValueError(f"a memory size is an int or a string such as '2GB', got {value!r}")  # noqa: TRY004 - one error type for every bad size (the CLI reports ValueError)
     if size < _ENTRY_BYTES:
         raise ValueError(f"memory size {value!r} is too small")
     return size
+
+
+def slot_dtype(n_candidates):
+    """dtype of the candidate -> slot map: int32 (4 bytes per candidate) while a slot number
+    (at most one slot per candidate) fits, int64 beyond 2**31 - 1 candidates, where int32
+    slot numbers would wrap."""
+    return np.int32 if int(n_candidates) <= np.iinfo(np.int32).max else np.int64
 
 
 class FeatureCache:
     """The trainer's columns: an arena of ``cache_bytes`` (12 bytes per nonzero) and one slot
     per cached column (see ``_fcl_kernels``). Lock it (``with cache.lock``) to change it.
 
-    Besides the arena, the cache keeps 4 bytes per candidate (the slot map) and 32 per
-    cached column.
+    Besides the arena, the cache keeps 4 bytes per candidate (the slot map; 8 past 2**31 - 1
+    candidates) and 32 per cached column. Row numbers are int32: the feature space refuses
+    more than 2**31 - 1 examples (``feature_spaces.check_row_count``).
     """
 
     def __init__(self, n_candidates: int, cache_bytes: int, random_state=None):
         self.capacity = int(cache_bytes) // _ENTRY_BYTES
         self.rows = np.empty(self.capacity, dtype=np.int32)
         self.vals = np.empty(self.capacity, dtype=np.float64)
-        self.slot_of = np.full(int(n_candidates), -1, dtype=np.int32)
+        self.slot_of = np.full(int(n_candidates), -1, dtype=slot_dtype(n_candidates))
         self._slots(1024)
         self.counts = np.zeros(5, dtype=np.int64)  # n_slots, live nonzeros, updates, evicted, nonzeros read
         self.end = 0  # the arena is used up to here (live columns and holes)
