@@ -9,12 +9,14 @@
 """
 
 
+import json
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from click.testing import CliRunner
 
-from l1scale import SparseLogisticRegression
+from l1scale import SparseLogisticRegression, load
 from l1scale.cli import main
 from l1scale.data import Stream, dump_svmlight, load_sequences, load_svmlight, load_vw
 from l1scale.exceptions import DataFormatError
@@ -167,3 +169,144 @@ def test_generated_space_block_rows_are_the_example_numbers():
     j0, indptr, rows, vals = space.column_block(codes, 0)
     block = sp.csc_matrix((vals, rows, indptr), shape=(50, indptr.shape[0] - 1))
     np.testing.assert_array_equal(block.toarray(), full[:, j0:j0 + block.shape[1]].toarray())
+
+
+# ----------------------------------------------------------------------------- defect 4
+
+
+def _zero_based_files(tmp_path):
+    """The reproducer: zero-based training data (index 0 used) and a zero-based test file that
+    never uses index 0 (detected alone, it would read as one-based: every column shifted)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((500, 20)) * (rng.random((500, 20)) < 0.5)
+    y = np.where(X[:, 1] - X[:, 2] + X[:, 5] > 0, 1.0, -1.0)
+    X[0, 0] = 1.0
+    Xt = X.copy()
+    Xt[:, 0] = 0.0
+    train, test = tmp_path / "train0.svm", tmp_path / "test0.svm"
+    dump_svmlight(X, y, train, zero_based=True)
+    dump_svmlight(Xt, y, test, zero_based=True)
+    return train, test, sp.csr_matrix(Xt), y
+
+
+def _model_data(model):
+    from l1scale.model_io import load_model
+
+    return load_model(model)[2].get("data")
+
+
+@pytest.mark.parametrize("solver", ["cd", "rmmp"])
+def test_model_records_the_index_base_and_predict_reads_test_files_with_it(tmp_path, solver):
+    train, test, Xt, y = _zero_based_files(tmp_path)
+    model = tmp_path / "m.bin"
+    ok("train", train, "--solver", solver, "--lam-ratio", "0.01", "-q", "-o", model)
+    assert _model_data(model) == {"format": "svmlight", "zero_based": True}
+    est = load(model)
+    expected = est.predict(Xt)
+    shifted = est.predict(load_svmlight(test, n_features=20)[0])  # what detection alone gives
+    assert (expected != shifted).sum() > 50  # the defect: many predictions change
+    result = ok("predict", model, test)
+    assert "Warning" not in result.stderr
+    np.testing.assert_array_equal(np.array(result.stdout.split(), dtype=float), expected)
+    report = json.loads(ok("evaluate", model, test, "--json").stdout)
+    assert report["accuracy"] == pytest.approx(np.mean(expected == y))
+    # read from standard input: the model's base too
+    piped = CliRunner().invoke(main, ["predict", str(model), "-"], input=test.read_bytes())
+    np.testing.assert_array_equal(np.array(piped.stdout.split(), dtype=float), expected)
+
+
+def test_an_explicit_base_that_contradicts_the_model_is_obeyed_with_a_warning(tmp_path):
+    train, test, _, _ = _zero_based_files(tmp_path)
+    model = tmp_path / "m.bin"
+    ok("train", train, "--lam-ratio", "0.01", "-q", "-o", model)
+    result = ok("predict", model, test, "--one-based")
+    assert "Warning" in result.stderr and "zero-based" in result.stderr and str(model) in result.stderr
+    shifted = load(model).predict(load_svmlight(test, n_features=20, zero_based=False)[0])
+    np.testing.assert_array_equal(np.array(result.stdout.split(), dtype=float), shifted)
+    report = json.loads(ok("evaluate", model, test, "--one-based", "--json").stdout)
+    assert any("zero-based" in w for w in report["warnings"])
+    assert "Warning" not in ok("predict", model, test, "--zero-based").stderr
+
+
+def test_a_model_without_the_recorded_base_keeps_detecting_it(tmp_path):
+    train, test, _, _ = _zero_based_files(tmp_path)
+    X, y = load_svmlight(train)
+    old = tmp_path / "old.bin"
+    SparseLogisticRegression(lam_ratio=0.01).fit(X, y).save(old)  # no "data" in its metadata
+    assert _model_data(old) is None
+    detected = load(old).predict(load_svmlight(test, n_features=20)[0])
+    result = ok("predict", old, test)
+    np.testing.assert_array_equal(np.array(result.stdout.split(), dtype=float), detected)
+
+
+def test_train_reads_its_test_file_with_the_training_base(tmp_path):
+    train, test, Xt, y = _zero_based_files(tmp_path)
+    for solver in ("cd", "rmmp"):
+        model = tmp_path / f"{solver}.bin"
+        summary = json.loads(ok("train", train, "--test", test, "--solver", solver, "--lam-ratio", "0.01",
+                                "-q", "--json", "-o", model).stdout)
+        assert summary["test"]["accuracy"] == pytest.approx(np.mean(load(model).predict(Xt) == y))
+
+
+def test_vw_and_cache_models_record_no_base(tmp_path):
+    train, _, _, _ = _zero_based_files(tmp_path)
+    cache = tmp_path / "c"
+    ok("convert", train, cache)
+    ok("train", cache, "-q", "-o", tmp_path / "c.bin")
+    assert _model_data(tmp_path / "c.bin") is None
+
+
+# ----------------------------------------------------------------------------- defect 5
+
+
+def test_predict_and_evaluate_read_a_cache_directory(tmp_path):
+    X, y = _problem(400, 12)
+    path, cache, model = tmp_path / "d.svm", tmp_path / "cache", tmp_path / "m.bin"
+    dump_svmlight(X, y, path)
+    ok("convert", path, cache)
+    ok("train", path, "-q", "--lam-ratio", "0.05", "-o", model)
+    from_file = ok("predict", model, path).stdout
+    assert ok("predict", model, cache).stdout == from_file
+    assert ok("predict", model, cache, "--proba").stdout == ok("predict", model, path, "--proba").stdout
+    out = tmp_path / "p.txt"
+    ok("predict", model, cache, "-o", out)
+    assert out.read_text() == from_file
+    a = json.loads(ok("evaluate", model, cache, "--json").stdout)
+    b = json.loads(ok("evaluate", model, path, "--json").stdout)
+    assert {k: v for k, v in a.items() if k != "data"} == {k: v for k, v in b.items() if k != "data"}
+    result = run("predict", model, cache, "--format", "svmlight")  # a directory is no svmlight file
+    assert result.exit_code == 2 and "cache directory" in result.stderr
+
+
+def test_predict_widens_a_narrower_cache_and_rejects_a_wider_one(tmp_path):
+    X, y = _problem(300, 12)
+    model = tmp_path / "m.bin"
+    dump_svmlight(X, y, tmp_path / "d.svm")
+    ok("train", tmp_path / "d.svm", "-q", "-o", model)
+    est = load(model)
+    dump_svmlight(X[:, :8], y, tmp_path / "narrow.svm")
+    ok("convert", tmp_path / "narrow.svm", tmp_path / "narrow")
+    labels = ok("predict", model, tmp_path / "narrow").stdout.split()
+    Xn = X.copy()
+    Xn[:, 8:] = 0
+    np.testing.assert_array_equal(np.array(labels, dtype=float), est.predict(Xn))
+    dump_svmlight(np.hstack([X, X[:, :3]]), y, tmp_path / "wide.svm")
+    ok("convert", tmp_path / "wide.svm", tmp_path / "wide")
+    result = run("evaluate", model, tmp_path / "wide")
+    assert result.exit_code == 1 and "15 features" in result.stderr and "12" in result.stderr
+
+
+def test_predict_streams_chunk_by_chunk(tmp_path):
+    # Bounded memory: iter_data yields chunks of about chunk_bytes of text, widened to the
+    # model's width, that together are the whole file.
+    from l1scale.cli._data import iter_data
+
+    X, y = _problem(2000, 12)
+    path = tmp_path / "d.svm"
+    dump_svmlight(X, y, path)
+    chunks = list(iter_data(path, n_features=15, width_of="15", chunk_bytes=4096))
+    assert len(chunks) > 10
+    assert all(c[0].shape[1] == 15 and c[0].shape[0] < 200 for c in chunks)
+    whole = sp.vstack([c[0] for c in chunks]).toarray()
+    np.testing.assert_array_equal(whole[:, :12], X)
+    np.testing.assert_array_equal(np.concatenate([c[1] for c in chunks]), y)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 
 import click
@@ -31,7 +32,7 @@ def is_stdin(path):
 
 def stdin_bytes():
     """Standard input as a binary file object (compressed input is detected by its magic bytes)."""
-    return click.get_binary_stream("stdin")
+    return sys.stdin.buffer
 
 
 def data_format(path, requested="auto"):
