@@ -35,6 +35,11 @@ _STREAMING = tuple(name for name, cls in SOLVERS.items() if cls.data_access == "
 _DEFAULT_MAX_ACTIVE = 2000
 
 
+def resumable_solvers() -> list:
+    """The names of the solvers that take ``checkpoint=`` (the multi-pass ones; sorted)."""
+    return sorted(name for name, cls in SOLVERS.items() if getattr(cls, "resumable", False))
+
+
 def _is_stream_input(X) -> bool:
     """A Stream, or a path to an svmlight file or a chunk cache: read in passes, never loaded."""
     return isinstance(X, (Stream, str, os.PathLike))
@@ -123,6 +128,9 @@ class _SparseLinearModel(BaseEstimator):
             raise ValueError(f"solver={solver!r} needs the data in memory; a path or Stream is read by "
                              f"one of {list(_STREAMING)} (or load it with l1scale.data.load_svmlight)")
         _check_n_jobs(getattr(self, "n_jobs", None))
+        if getattr(self, "checkpoint", None) is not None and solver not in resumable_solvers():
+            raise ValueError(f"checkpoint= is not supported by solver={solver!r}; the resumable (multi-pass) solvers "
+                             f"are {resumable_solvers()}")
         return solver
 
     def _ignore_n_jobs(self, how, stacklevel):
@@ -133,10 +141,25 @@ class _SparseLinearModel(BaseEstimator):
             warnings.warn(f"n_jobs={n_jobs} has no effect on {how}: the binary problems are solved one after "
                           "the other (n_jobs applies to in-memory solvers)", UserWarning, stacklevel=stacklevel + 1)
 
-    def _make_solver(self, k=0, n_problems=1):
-        """The Solver instance for binary problem k."""
+    def _make_solver(self, k=0, n_problems=1, stage=""):
+        """The Solver instance for binary problem k (of ``n_problems``); ``stage`` names a second
+        solve of the same problem (two_stage), which keeps its own checkpoint file."""
+        # One checkpoint file per binary problem (PATH.k) and per stage (PATH.stage2).
+        checkpoint = self.checkpoint
+        if checkpoint is not None and n_problems > 1:
+            checkpoint = f"{os.fspath(checkpoint)}.{k}"
+        if checkpoint is not None and stage:
+            checkpoint = f"{os.fspath(checkpoint)}.{stage}"
         if isinstance(self.solver, Solver):
-            return self.solver
+            solver = self.solver
+            if checkpoint is None and getattr(solver, "checkpoint", None) is not None and (n_problems > 1 or stage):
+                # the instance's own checkpoint, one file per problem and stage
+                checkpoint = os.fspath(solver.checkpoint) + (f".{k}" if n_problems > 1 else "") + \
+                    (f".{stage}" if stage else "")
+            if checkpoint is not None and getattr(solver, "resumable", False):
+                solver = copy.copy(solver)  # the estimator's checkpoint= applies to a solver instance too
+                solver.checkpoint = checkpoint
+            return solver
         common = {"callback": self.callback, "verbose": self.verbose}
         cache_bytes = "1GB" if getattr(self, "cache_bytes", None) is None else self.cache_bytes
         if self.solver_ == "fcl":
@@ -150,20 +173,21 @@ class _SparseLinearModel(BaseEstimator):
         if issubclass(SOLVERS[self.solver_], OnlineSolver):
             # Online first-order solvers: max_iter passes, their own default rates; tune
             # them by passing a solver instance (e.g. solver=TruncatedGradient(eta0=...)).
-            return SOLVERS[self.solver_](max_iter=self.max_iter, **common)
-        checkpoint = self.checkpoint
-        if checkpoint is not None and n_problems > 1:
-            checkpoint = f"{os.fspath(checkpoint)}.{k}"
+            return SOLVERS[self.solver_](max_iter=self.max_iter, checkpoint=checkpoint, **common)
         if self.solver_ == "mp":
             return SOLVERS["mp"](tol=self.tol, max_iter=self.max_iter, checkpoint=checkpoint, **common)
         if self.solver_ == "rmmp":
             k_max = _DEFAULT_MAX_ACTIVE if self.max_active is None else self.max_active
             return SOLVERS["rmmp"](tol=self.tol, max_iter=self.max_iter, max_active=k_max, checkpoint=checkpoint,
                                    **common)
-        return SOLVERS[self.solver_](tol=self.tol, max_iter=self.max_iter, random_state=self.random_state, **common)
+        cls = SOLVERS[self.solver_]
+        if checkpoint is not None and getattr(cls, "resumable", False):
+            common["checkpoint"] = checkpoint
+        return cls(tol=self.tol, max_iter=self.max_iter, random_state=self.random_state, **common)
 
-    def _solve(self, X, y, sample_weight, coef_init, intercept_init):
-        """One binary (or regression) problem held in memory; returns (Result, lam)."""
+    def _solve(self, X, y, sample_weight, coef_init, intercept_init, k=0, n_problems=1):
+        """One binary (or regression) problem held in memory (problem k of ``n_problems``);
+        returns (Result, lam)."""
         if self.lam is not None:
             problem = Problem(X, y, self.loss, self.lam, l1_ratio=self.l1_ratio,
                               fit_intercept=self.fit_intercept, sample_weight=sample_weight)
@@ -171,15 +195,15 @@ class _SparseLinearModel(BaseEstimator):
             ratio = _DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio
             problem = Problem(X, y, self.loss, lam_ratio=ratio, l1_ratio=self.l1_ratio,
                               fit_intercept=self.fit_intercept, sample_weight=sample_weight)
-        result = self._own_solver().solve(problem, coef_init, intercept_init)
+        result = self._own_solver(k, n_problems).solve(problem, coef_init, intercept_init)
         if self.two_stage is not None:
-            result = self._second_stage(X, y, sample_weight, problem.lam, result)
+            result = self._second_stage(X, y, sample_weight, problem.lam, result, k, n_problems)
         return result, problem.lam
 
-    def _own_solver(self):
+    def _own_solver(self, k=0, n_problems=1, stage=""):
         """The solver of one in-memory solve: a copy of a Solver instance given as ``solver``,
         since solvers keep per-solve state (scd's generator) and solves may run in threads."""
-        solver = self._make_solver()
+        solver = self._make_solver(k, n_problems, stage)
         return copy.copy(solver) if solver is self.solver else solver
 
     def _solve_all(self, X, targets, sample_weight, coef_init, intercept_init):
@@ -194,9 +218,9 @@ class _SparseLinearModel(BaseEstimator):
             return [self._solve(X, targets[0], sample_weight, *warm(0))]
         X = column_matrix(X)  # shared by every problem: Problem(X, ...) copies nothing
         return Parallel(n_jobs=getattr(self, "n_jobs", None), prefer="threads")(
-            delayed(self._solve)(X, y_k, sample_weight, *warm(k)) for k, y_k in enumerate(targets))
+            delayed(self._solve)(X, y_k, sample_weight, *warm(k), k, len(targets)) for k, y_k in enumerate(targets))
 
-    def _second_stage(self, X, y, sample_weight, lam, first):
+    def _second_stage(self, X, y, sample_weight, lam, first, k=0, n_problems=1):
         """Qin et al.'s two-stage active set (sec. 3.2): re-solve on the first solution's
         support only, at lam2 = two_stage * lam (warm-started); the coefficients off the
         support stay 0. The Result is the second solve's, in the full width."""
@@ -205,7 +229,7 @@ class _SparseLinearModel(BaseEstimator):
             return first
         sub = Problem(X[:, support], y, self.loss, self.two_stage * lam, l1_ratio=self.l1_ratio,
                       fit_intercept=self.fit_intercept, sample_weight=sample_weight)
-        second = self._own_solver().solve(sub, first.coef[support], first.intercept)
+        second = self._own_solver(k, n_problems, "stage2").solve(sub, first.coef[support], first.intercept)
         coef = np.zeros_like(first.coef)
         coef[support] = second.coef
         return dataclasses.replace(second, coef=coef)

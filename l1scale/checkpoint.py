@@ -40,7 +40,7 @@ from ._atomic import atomic_file
 from .exceptions import CheckpointError
 
 __all__ = ["DEFAULT_INTERVAL", "FORMAT_VERSION", "Checkpoint", "CheckpointState", "problem_fingerprint",
-           "solver_fingerprint"]
+           "solver_fingerprint", "start"]
 
 FORMAT_VERSION = 2
 #: Seconds between two writes of an in-memory solver's checkpoint (its iterations may take
@@ -102,6 +102,17 @@ def problem_fingerprint(problem) -> dict:
             "data_crc32": int(crc)}
 
 
+def start(solver, problem, **extra):
+    """(Checkpoint, loaded state or None) for ``solver``'s solve of ``problem``, or (None, None)
+    when the solver has no ``checkpoint``; ``extra`` joins the fingerprint."""
+    path = getattr(solver, "checkpoint", None)
+    if path is None:
+        return None, None
+    ck = Checkpoint(path, {**solver_fingerprint(solver, **extra), **problem_fingerprint(problem)},
+                    getattr(solver, "checkpoint_interval", DEFAULT_INTERVAL))
+    return ck, ck.load()
+
+
 def _canonical(fingerprint: dict) -> dict:
     """The fingerprint as it reads back from JSON (tuples become lists, keys strings)."""
     return json.loads(json.dumps(fingerprint, sort_keys=True))
@@ -140,6 +151,20 @@ class CheckpointState(dict):
         if a.ndim != 1 or (a.size and (a.min() < low or a.max() >= high)):
             raise CheckpointError(f"entry {name!r} holds indices outside [{low}, {high})", self.path)
         return a
+
+    def optional_indices(self, name, high, low=0):
+        """None when the saved value is None, else :meth:`indices`."""
+        return None if self._get(name) is None else self.indices(name, high, low)
+
+    def optional_scalar(self, name, kind=float):
+        """None when the saved value is None, else :meth:`scalar`."""
+        return None if self._get(name) is None else self.scalar(name, kind)
+
+    def into(self, name, target: np.ndarray):
+        """Copy the saved array ``name`` into ``target`` (same shape, same dtype kind), in place."""
+        kind = "f" if target.dtype.kind == "f" else "iu" if target.dtype.kind in "iu" else target.dtype.kind
+        target[...] = self.array(name, target.shape, kind)
+        return target
 
     def scalar(self, name, kind=float, low=None, high=None):
         """A float, int or bool (``kind``), optionally within [low, high]."""

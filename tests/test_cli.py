@@ -349,7 +349,6 @@ def test_streamed_data_errors(files, tmp_path, no_loading):
     (["--max-active", "5", "--solver", "mp"], ["--max-active", "mp"]),
     (["--max-active", "5", "--solver", "online"], ["--max-active"]),
     (["--max-active", "0"], ["--max-active"]),
-    (["--checkpoint", "CK", "--solver", "cd"], ["--checkpoint", "cd"]),
     (["--checkpoint", "CK", "--solver", "online"], ["--checkpoint", "online"]),
     (["--checkpoint", "MISSING/ck"], ["--checkpoint", "does not exist"]),
     (["--checkpoint", "DIR"], ["--checkpoint", "is a directory"]),

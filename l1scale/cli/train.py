@@ -56,8 +56,9 @@ from .apply import report, unknown_labels
 @click.option("--max-active", type=click.IntRange(min=1), metavar="K",
               help="rmmp: the most features in the active set (the sketch is K x K).  [default: 2000]")
 @click.option("--checkpoint", type=click.Path(dir_okay=False), metavar="PATH",
-              help="mp, rmmp: save the state here after each pass; a run given an existing "
-                   "checkpoint resumes from it.")
+              help="The multi-pass solvers (all but online, fcl, dcl_sgd): save the state here after each "
+                   "pass or iteration (in-memory solvers: at most every 5 s); a run given an existing "
+                   "checkpoint resumes from it and ends with the model of an uninterrupted run.")
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False), metavar="DIR|SIZE",
               help="The streaming solvers: binary chunk cache of DATA, written by the first pass and "
                    "read by the later ones (and by later runs). With --features: the memory budget of "
@@ -333,8 +334,8 @@ def _check_flags(lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint,
     if max_active is not None and resolved != "rmmp":
         raise click.BadParameter(f"is RMMP's active-set size; it does not apply to --solver {resolved}",
                                  param_hint="--max-active")
-    if checkpoint is not None and resolved not in ("mp", "rmmp"):
-        raise click.BadParameter(f"applies to --solver mp or rmmp, not to --solver {resolved}",
+    if checkpoint is not None and not getattr(_solver_class(resolved), "resumable", False):
+        raise click.BadParameter(f"applies to the multi-pass solvers, not to --solver {resolved}",
                                  param_hint="--checkpoint")
     if cache_dir is not None and not _streaming_solver(resolved):
         raise click.BadParameter(f"applies to the streaming solvers ({_names(_streaming_solver)}), not "

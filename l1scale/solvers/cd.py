@@ -52,6 +52,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import checkpoint as checkpoints
+from ..exceptions import CheckpointError
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
 from . import _cd_kernels as kernels
 from ._dual import DualPoints, columns_nnz
@@ -144,9 +146,20 @@ class CoordinateDescent(Solver):
     support_newton : bool, default True
         When the certificate misses tol, offer the dual point of a Newton step on the
         support (and take the step when it lowers P); False: the rescaled residual only.
+    checkpoint : str or path-like, optional
+        File holding the complete state of the solve (iterate, margins, working set,
+        screened features, best dual point, the coordinate order's random state, History),
+        written atomically at the start of an iteration, at most every
+        ``checkpoint_interval`` seconds; an existing one is resumed, and the resumed run
+        ends with the coefficients of an uninterrupted one, bit for bit. One written for
+        other data or parameters is refused (:mod:`l1scale.checkpoint`). Without it the
+        solve does no checkpoint work at all.
+    checkpoint_interval : float, default 5
+        Least seconds between two checkpoint writes (each costs O(n + d) bytes).
     """
 
     name = "cd"
+    resumable = True  # takes checkpoint= (l1scale.checkpoint)
     data_access = "columns"
     requires = ("smooth", "curvature_kernel")
     # Armijo constant and the most step halvings (liblinear's sigma, max_num_linesearch).
@@ -167,7 +180,8 @@ class CoordinateDescent(Solver):
     working_set_fraction = 0.3
 
     def __init__(self, tol=1e-6, max_iter=200, max_inner=1000, random_state=0, callback=None, verbose=0,
-                 working_set=True, screening=True, support_newton=True):
+                 working_set=True, screening=True, support_newton=True, checkpoint=None,
+                 checkpoint_interval=checkpoints.DEFAULT_INTERVAL):
         self.tol = tol
         self.max_iter = max_iter
         self.max_inner = max_inner
@@ -177,6 +191,8 @@ class CoordinateDescent(Solver):
         self.working_set = working_set
         self.screening = screening
         self.support_newton = support_newton
+        self.checkpoint = checkpoint
+        self.checkpoint_interval = checkpoint_interval
 
     def solve(self, problem, coef_init=None, intercept_init=None, *, gradient_init=None):
         """Minimise P from (coef_init, intercept_init) (zero by default).
@@ -210,6 +226,9 @@ class CoordinateDescent(Solver):
         stop_reason, converged, failed, stalled, cert = "max_iter", False, False, False, None
         it, recorded, last_support, last_gap, full_newton_step = 0, -1, None, np.inf, True
         stall_cert = np.inf
+        ck, saved = checkpoints.start(self, problem)
+        if saved is not None:
+            gradient_init = None  # the saved state says where the solve stands
         if gradient_init is not None and self.working_set:
             # The first working set from the given gradient: the nonzero weights, then the
             # features closest to violating optimality. The first full pass certifies.
@@ -222,7 +241,22 @@ class CoordinateDescent(Solver):
                 ws = self._working_set(kept, w, g_loss, norms, lam1, ws_size)
                 ws_target = self.working_set_fraction * max(float(viol.max()), 0.0)
                 full_pass, first_step = False, True
+        if saved is not None:
+            (ws, ws_size, ws_target, full_pass, first_step, vmax_prev, vsum_init, inner_eps, failed, stalled, it,
+             recorded, last_support, last_gap, full_newton_step, stall_cert, kept) = _restore(
+                saved, problem, pt, wpd, g, H, active, dual, history, timer)
         while True:
+            if ck is not None and ck.due():  # the state at the top of an iteration says all that follows
+                ck.save({"w": w, "b": pt.b, "z": pt.z, "lv": pt.lv, "z_new": pt.z_new, "lv_new": pt.lv_new,
+                         "r": pt.r, "D": pt.D, "xTd": pt.xTd, "loss_sum": pt.loss_sum, "pen": pt.pen,
+                         "reads": pt.reads, "centered": bool(getattr(pt, "centered", False)), "wpd": wpd, "g": g,
+                         "H": H, "active": active, "kept": kept, "ws": ws, "ws_size": ws_size,
+                         "ws_target": ws_target, "full_pass": full_pass, "first_step": first_step,
+                         "vmax_prev": vmax_prev, "vsum_init": vsum_init, "inner_eps": inner_eps, "failed": failed,
+                         "stalled": stalled, "it": it, "recorded": recorded, "last_support": last_support,
+                         "last_gap": last_gap, "full_newton_step": full_newton_step, "stall_cert": stall_cert,
+                         "best_dual": dual.best_dual, "best_corr": dual.best_corr, "history": history.as_dict(),
+                         "rng": _numba_random_state(), "elapsed": timer()})
             everything = not self.working_set or kept.shape[0] <= ws_size
             if fit_intercept and not pt.centered and (full_pass or everything):
                 pt.recenter()  # b optimal for w before a certificate (sum_i c_i u_i = 0)
@@ -399,6 +433,53 @@ class CoordinateDescent(Solver):
                 return step, loss_change, pen_change
             step *= 0.5
         return None, 0.0, 0.0
+
+
+def _restore(saved, problem, pt, wpd, g, H, active, dual, history, timer):
+    """Load a checkpoint into the iterate, the arrays and the coordinate order's random state
+    (in place); returns the driver's loop variables, every value checked (shapes, index ranges)."""
+    d = problem.n_features
+    for name in ("z", "lv", "z_new", "lv_new", "r", "D", "xTd"):
+        saved.into(name, getattr(pt, name))
+    saved.into("w", pt.w)
+    pt.b = saved.scalar("b")
+    pt.loss_sum, pt.pen = saved.scalar("loss_sum"), saved.scalar("pen")
+    pt.reads, pt.centered = saved.scalar("reads", int, 0), saved.scalar("centered", bool)
+    for name, target in (("wpd", wpd), ("g", g), ("H", H), ("best_corr", dual.best_corr)):
+        saved.into(name, target)
+    saved.into("active", active)
+    if active.size and (active.min() < 0 or active.max() >= d):
+        raise CheckpointError("entry 'active' holds indices outside [0, d)", saved.path)
+    dual.best_dual = saved.scalar("best_dual")
+    saved.history(history)
+    timer.exclude(-saved.scalar("elapsed"))
+    _set_numba_random_state(saved)
+    return (saved.optional_indices("ws", d), saved.scalar("ws_size", int, 1), saved.scalar("ws_target"),
+            saved.scalar("full_pass", bool), saved.scalar("first_step", bool), saved.scalar("vmax_prev"),
+            saved.optional_scalar("vsum_init"), saved.scalar("inner_eps"), saved.scalar("failed", bool),
+            saved.scalar("stalled", bool), saved.scalar("it", int, 0), saved.scalar("recorded", int, -1),
+            saved.optional_indices("last_support", d), saved.scalar("last_gap"),
+            saved.scalar("full_newton_step", bool), saved.scalar("stall_cert"), saved.indices("kept", d))
+
+
+def _numba_random_state():
+    """The state of this thread's Numba generator (``np.random`` inside jitted code, which
+    draws the coordinate order): Mersenne Twister's position and 624 words."""
+    from numba import _helperlib  # Numba's own accessors (what its tests use)
+
+    index, words = _helperlib.rnd_get_state(_helperlib.rnd_get_np_state_ptr())
+    return {"index": int(index), "words": [int(x) for x in words]}
+
+
+def _set_numba_random_state(saved):
+    from numba import _helperlib
+
+    state = saved.value("rng", dict)
+    index, words = state.get("index"), state.get("words")
+    if not (isinstance(index, int) and 0 <= index <= 624 and isinstance(words, list) and len(words) == 624
+            and all(isinstance(x, int) and 0 <= x < 2**32 for x in words)):
+        raise CheckpointError("entry 'rng' is not a Mersenne Twister state", saved.path)
+    _helperlib.rnd_set_state(_helperlib.rnd_get_np_state_ptr(), (index, words))
 
 
 @compiled_once

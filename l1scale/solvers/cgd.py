@@ -49,6 +49,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .. import checkpoint as checkpoints
 from ..data.memory import column, column_moments
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
 from .base import History, Result, Solver, Timer, certified_result, compiled_once
@@ -168,9 +169,18 @@ class CoordinateGradientDescent(Solver):
     verbose : int, default 0
     random_state : ignored
         CGD is deterministic; accepted so that every solver takes the same arguments.
+    checkpoint : str or path-like, optional
+        File holding the complete state (iterate, margins, loss terms, best dual value,
+        History), written atomically at the start of an iteration, at most every
+        ``checkpoint_interval`` seconds; an existing one is resumed and the resumed run
+        ends with the coefficients of an uninterrupted one, bit for bit. One written for
+        other data or parameters is refused (:mod:`l1scale.checkpoint`).
+    checkpoint_interval : float, default 5
+        Least seconds between two checkpoint writes.
     """
 
     name = "cgd"
+    resumable = True  # takes checkpoint= (l1scale.checkpoint)
     data_access = "columns"
     requires = ("smooth", "curvature_kernel")
     # Weight of d^T H d in Delta (Tseng & Yun's 0 <= gamma < 1; ALGORITHMS.md: 0) and the most halvings.
@@ -178,7 +188,8 @@ class CoordinateGradientDescent(Solver):
     max_line_search = 50
 
     def __init__(self, tol=1e-6, max_iter=10000, upsilon=0.5, sigma=0.1, callback=None, verbose=0,
-                 random_state=None):
+                 random_state=None, checkpoint=None, checkpoint_interval=checkpoints.DEFAULT_INTERVAL):
+        self.checkpoint, self.checkpoint_interval = checkpoint, checkpoint_interval
         self.tol = tol
         self.max_iter = max_iter
         self.upsilon = upsilon
@@ -218,7 +229,20 @@ class CoordinateGradientDescent(Solver):
         stop_reason, converged, failed, it = "max_iter", False, False, 0
         loss_sum, reads = self._fresh_margins(problem, w, b, z, lv, r, D, reads)
         exact = True
+        ck, saved = checkpoints.start(self, problem)
+        if saved is not None:
+            for name, target in (("w", w), ("z", z), ("lv", lv), ("r", r), ("D", D), ("xd", xd)):
+                saved.into(name, target)
+            b, loss_sum, best_dual = saved.scalar("b"), saved.scalar("loss_sum"), saved.scalar("best_dual")
+            reads, it = saved.scalar("reads", int, 0), saved.scalar("it", int, 0)
+            failed, exact = saved.scalar("failed", bool), saved.scalar("exact", bool)
+            saved.history(history)
+            timer.exclude(-saved.scalar("elapsed"))
         while True:
+            if ck is not None and ck.due():  # the state at the top of an iteration says all that follows
+                ck.save({"w": w, "z": z, "lv": lv, "r": r, "D": D, "xd": xd, "b": b, "loss_sum": loss_sum,
+                         "best_dual": best_dual, "reads": reads, "it": it, "failed": failed, "exact": exact,
+                         "history": history.as_dict(), "elapsed": timer()})
             if exact_b:
                 # The intercept made optimal for w (a descent step the dual needs).
                 b_opt = problem.optimal_intercept(z - b, b)

@@ -36,6 +36,10 @@ from queue import Empty, Queue
 import numpy as np
 from numba import njit
 
+from ..checkpoint import Checkpoint, problem_fingerprint, solver_fingerprint
+from ..exceptions import DivergenceError
+from ..losses import loss_value
+from ..penalties import ElasticNet
 from .base import History, Result, Solver
 
 _PREFETCH = 2  # chunks read ahead by the reader thread
@@ -140,17 +144,35 @@ class OnlineSolver(Solver):
         Seed of the shuffling.
     compute_objective : bool, default False
         Evaluate P(w, b) on all the rows after the last pass (one more pass).
+    checkpoint : str or path-like, optional
+        File holding the state after each pass (weights, lazy-update book-keeping, random
+        generator, History; written atomically): an existing one is resumed, and the resumed
+        run ends with the weights of an uninterrupted one; one written for other data or
+        other parameters is refused (:mod:`l1scale.checkpoint`).
+    checkpoint_interval : float, default 0
+        Least seconds between two checkpoint writes (0: after every pass).
     callback : callable, optional
-        ``callback(pass, history)`` after each pass.
+        ``callback(pass, history)`` after each pass (after the pass's checkpoint is written).
     verbose : int
+
+    Raises
+    ------
+    DivergenceError
+        From :meth:`solve`, when a pass leaves non-finite weights or a progressive loss more than
+        ``diverged_factor`` (10^4) times that of the zero model: the learning rate is too large for
+        the scale of the features (an entry of 1e300, unscaled counts). Scale the features or
+        lower the rate.
     """
 
     data_access = "stream"
+    resumable = True  # takes checkpoint= (l1scale.checkpoint)
+    #: A pass whose mean progressive loss exceeds this multiple of the zero model's has diverged.
+    diverged_factor = 1e4
     requires = ()
     pure_l1 = False  # True: the solver has no L2 (elastic-net) part; l1_ratio must be 1
 
     def __init__(self, *, max_iter=1, holdout=None, n_iter_no_change=3, compute_objective=False, shuffle=False,
-                 random_state=None, callback=None, verbose=0):
+                 random_state=None, checkpoint=None, checkpoint_interval=0.0, callback=None, verbose=0):
         if int(max_iter) < 1:
             raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
         if holdout is not None and int(holdout) < 0:
@@ -161,6 +183,7 @@ class OnlineSolver(Solver):
         self.compute_objective = bool(compute_objective)
         self.shuffle, self.random_state = bool(shuffle), random_state
         self.callback, self.verbose = callback, verbose
+        self.checkpoint, self.checkpoint_interval = checkpoint, float(checkpoint_interval)
 
     # -- subclass API
     def new_state(self, n_features: int, fit_intercept: bool):  # pragma: no cover - interface
@@ -180,6 +203,10 @@ class OnlineSolver(Solver):
     def _start(self, problem, state, fresh: bool):
         """Before the first pass of ``solve``: what the solver takes from the problem
         (``fresh``: a new state, no warm start). Default: nothing (w = 0, b = 0, as the papers)."""
+
+    def _check_restored(self, state, saved):
+        """Check what a checkpoint restored into ``state`` beyond shapes and types (index
+        ranges the kernels rely on); raise ``saved``'s CheckpointError. Default: nothing."""
 
     def check_problem(self, problem):
         super().check_problem(problem)
@@ -203,12 +230,20 @@ class OnlineSolver(Solver):
     def solve(self, problem, coef_init=None, intercept_init=None, *, state=None) -> Result:
         """``max_iter`` passes over a StreamProblem; the state reached is left in ``self.state_``."""
         self.check_problem(problem)
+        ck = saved = None
+        if self.checkpoint is not None:
+            ck = Checkpoint(self.checkpoint, {**solver_fingerprint(self), **problem_fingerprint(problem)},
+                            self.checkpoint_interval)
+            saved = ck.load()
         if problem.penalty is None:
-            problem.resolve_lam(problem.gradient_at_start())  # lam_ratio: one pass for lam_max
+            if saved is not None:  # lam_ratio: lam as the saved run resolved it (no pass for lam_max)
+                problem.penalty = ElasticNet(saved.scalar("lam", float, 0.0), problem.l1_ratio)
+            else:
+                problem.resolve_lam(problem.gradient_at_start())  # lam_ratio: one pass for lam_max
         pen, kind = problem.penalty, problem.loss.kernel_id
-        fresh = state is None and coef_init is None and intercept_init is None
+        fresh = state is None and coef_init is None and intercept_init is None and saved is None
         state = self.new_state(problem.n_features, problem.fit_intercept) if state is None else state
-        if not fresh and (coef_init is not None or intercept_init is not None):
+        if saved is None and not fresh and (coef_init is not None or intercept_init is not None):
             state.set_weights(np.zeros(problem.n_features) if coef_init is None
                               else np.asarray(coef_init, dtype=np.float64),
                               0.0 if intercept_init is None else float(intercept_init))
@@ -218,42 +253,127 @@ class OnlineSolver(Solver):
         mean_scale = problem.n_samples / problem.weight_sum
         best, waited, stop_reason = None, 0, "max_iter"
         totals = np.zeros(len(STATS))
-        z = 0
-        for z in range(1, self.max_iter + 1):
+        first_pass = 1
+        if saved is not None:
+            first_pass, best, waited, totals = self._restore(saved, state, history, problem)
+            t0 -= saved.scalar("elapsed", float, 0.0)
+        zero_loss = _zero_model_loss(problem)
+        last_pass = self.max_iter
+        if saved is not None and self.holdout > 0 and waited >= self.n_iter_no_change:
+            stop_reason, last_pass = "early_stopping", 0  # the checkpoint of a run that stopped early
+        z = first_pass - 1
+        for z in range(first_pass, last_pass + 1):
             sums = np.zeros(len(STATS))
-            for rows, y, s, first in prefetched(problem.chunks()):
-                # Weights scaled to mean 1: example i's stochastic gradient of the mean-form
-                # objective is s_i/mean(s) loss'_i x_i plus the penalty's.
-                sums += self._learn(state, rows, y, s * mean_scale, first, z - 1, kind=kind, l1=pen.l1,
-                                    l2=pen.l2, holdout=self.holdout)
-            self._catch_up(state)
+            try:
+                for rows, y, s, first in prefetched(problem.chunks()):
+                    # Weights scaled to mean 1: example i's stochastic gradient of the mean-form
+                    # objective is s_i/mean(s) loss'_i x_i plus the penalty's.
+                    sums += self._learn(state, rows, y, s * mean_scale, first, z - 1, kind=kind, l1=pen.l1,
+                                        l2=pen.l2, holdout=self.holdout)
+                self._catch_up(state)
+            except (ZeroDivisionError, FloatingPointError) as exc:  # a kernel's scale (norm) overflowed to 0 or inf
+                raise DivergenceError(f"{self.name}: the weights diverged in pass {z} ({exc}): {_REMEDY}") from exc
             totals += sums
             progressive = sums[0] / max(sums[1], 1e-300)
             held = sums[2] / sums[3] if sums[3] > 0 else np.nan
-            history.append(objective=np.nan, certificate=np.nan, nnz=np.count_nonzero(state.coef),
+            coef_now = state.coef
+            self._check_diverged(z, coef_now, state.intercept, progressive, held, zero_loss)
+            history.append(objective=np.nan, certificate=np.nan, nnz=np.count_nonzero(coef_now),
                            time=time.perf_counter() - t0, data_accesses=int(totals[5]), examples=int(totals[4]),
                            progressive_loss=progressive, holdout_loss=held)
             if self.verbose:
                 print(f"{self.name} pass {z:3d}  examples {int(totals[4]):10d}  progressive {progressive:.6f}  "
                       f"holdout {held:.6f}  nnz {history.nnz[-1]:7d}  {history.time[-1]:7.2f}s", flush=True)
-            if self.callback is not None:
-                self.callback(z, history)
+            stop = False
             if self.holdout > 0 and np.isfinite(held):
                 if best is None or held < best[0]:
-                    best, waited = (held, state.coef.copy(), state.intercept, z), 0
+                    best, waited = (held, coef_now.copy(), state.intercept, z), 0
                 else:
                     waited += 1
                     if waited >= self.n_iter_no_change:
-                        stop_reason = "early_stopping"
-                        break
+                        stop_reason, stop = "early_stopping", True
+            if ck is not None and (ck.due() or z == self.max_iter or stop):
+                self._save(ck, state, z + 1, best, waited, totals, history, problem, time.perf_counter() - t0)
+            if self.callback is not None:
+                self.callback(z, history)
+            if stop:
+                break
         coef, intercept = state.coef.copy(), state.intercept
         if stop_reason == "early_stopping":
             coef, intercept = best[1], best[2]  # the weights of the pass with the best holdout loss
         coef = self._final_weights(state, coef)
         objective = problem.objective(coef, intercept) if self.compute_objective else np.nan
-        if self.compute_objective:
+        if self.compute_objective and len(history):
             history.objective[-1] = objective
         return Result(coef=coef, intercept=float(intercept), objective=float(objective), n_iter=int(z),
                       converged=stop_reason == "early_stopping", stop_reason=stop_reason, certificate_name="none",
                       certificate=np.nan, relative_certificate=np.nan, history=history,
                       timings={"solve": time.perf_counter() - t0, "compile": 0.0})
+
+    # -- divergence
+    def _check_diverged(self, z, coef, intercept, progressive, held, zero_loss):
+        """Raise a DivergenceError when pass ``z`` left non-finite weights or a loss far above the
+        zero model's (``zero_loss``, the mean loss at w = 0, b = 0; None: unknown)."""
+        finite = np.isfinite(progressive) and np.isfinite(intercept) and bool(np.isfinite(coef).all())
+        big = float(np.max(np.abs(coef), initial=0.0)) if finite else np.inf
+        if finite and (zero_loss is None or zero_loss <= 0.0 or progressive <= self.diverged_factor * zero_loss):
+            return
+        what = ("non-finite weights or losses" if not finite else
+                f"a progressive loss of {progressive:.3g}, {progressive / zero_loss:.2g} times that of the zero "
+                f"model ({zero_loss:.3g})")
+        raise DivergenceError(f"{self.name}: the weights diverged in pass {z} ({what}; largest |w_j| = {big:.3g}): "
+                              + _REMEDY)
+
+    # -- checkpoints
+    def _save(self, ck, state, next_pass, best, waited, totals, history, problem, elapsed):
+        out = {"next_pass": next_pass, "waited": waited, "totals": totals, "lam": problem.penalty.lam,
+               "elapsed": elapsed, "has_best": best is not None, "history": history.as_dict()}
+        if best is not None:
+            out.update(best_loss=best[0], best_coef=best[1], best_intercept=best[2], best_pass=best[3])
+        for k, v in vars(state).items():
+            if isinstance(v, np.random.Generator):
+                out[f"rng.{k}"] = v.bit_generator.state
+            elif isinstance(v, (np.ndarray, bool, int, float, np.generic)) or v is None:
+                out[f"state.{k}"] = v
+        ck.save(out)
+
+    def _restore(self, saved, state, history, problem):
+        """Load the checkpoint ``saved`` into ``state`` and ``history`` (every array checked for
+        the shape and dtype of the fresh state's); returns (first pass, best, waited, totals)."""
+        for k, cur in list(vars(state).items()):
+            if isinstance(cur, np.random.Generator):
+                saved.generator(f"rng.{k}", cur)
+            elif isinstance(cur, np.ndarray):
+                kind = "f" if cur.dtype.kind == "f" else "iu" if cur.dtype.kind in "iu" else cur.dtype.kind
+                cur[...] = saved.array(f"state.{k}", cur.shape, kind)  # in place: views stay views
+            elif isinstance(cur, (bool, int, float)):
+                setattr(state, k, saved.scalar(f"state.{k}", type(cur)))
+            elif cur is None and f"state.{k}" in saved:
+                value = saved[f"state.{k}"]
+                setattr(state, k, None if value is None else saved.scalar(f"state.{k}", float if np.asarray(
+                    value).dtype.kind == "f" else int))
+        self._check_restored(state, saved)
+        saved.history(history)
+        best = None
+        if saved.scalar("has_best", bool):
+            best = (saved.scalar("best_loss"), saved.array("best_coef", (problem.n_features,)),
+                    saved.scalar("best_intercept"), saved.scalar("best_pass", int))
+        totals = saved.array("totals", (len(STATS),))
+        return (saved.scalar("next_pass", int, 1), best, saved.scalar("waited", int, 0), totals)
+
+
+_REMEDY = ("the learning rate is too large for the scale of the features. Scale the features (e.g. rows of unit "
+           "norm, or columns to [-1, 1] with sklearn's MaxAbsScaler) or lower the learning rate")
+
+
+def _zero_model_loss(problem):
+    """The mean (weighted) loss at w = 0, b = 0: loss(+-1, 0) for the classification losses (the
+    same for both labels), sum_v W_v v^2 / 2 / W for the squared loss when the label scan kept a
+    class table; None when unknown."""
+    name = problem.loss.name
+    if name != "squared":
+        return float(loss_value(problem.loss.kernel_id, 1.0, 0.0))
+    scan = getattr(problem, "scan", None)
+    if scan is None or scan.classes.shape[0] == 0 or problem.weight_sum <= 0:
+        return None
+    return float(np.sum(scan.weights * scan.classes.astype(np.float64) ** 2) / 2.0 / problem.weight_sum)

@@ -64,7 +64,9 @@ import time
 import numpy as np
 from numba import njit
 
+from .. import checkpoint as checkpoints
 from ..data.memory import column_moments
+from ..exceptions import DivergenceError
 from ..losses import loss_terms, loss_value, weighted_conjugate, weighted_derivatives, weighted_value
 from ..problem import newton_intercept
 from .base import History, Result, Solver, Timer, certified_result, compiled_once
@@ -168,11 +170,27 @@ class ProximalGradient(Solver):
     verbose : int, default 0
     random_state : ignored
         The methods are deterministic; accepted for a uniform solver signature.
+    checkpoint : str or path-like, optional
+        File holding the complete state (iterates, their margins, step size, momentum,
+        History), written atomically at the start of an iteration, at most every
+        ``checkpoint_interval`` seconds; an existing one is resumed and the resumed run
+        ends with the coefficients of an uninterrupted one, bit for bit. One written for
+        other data or parameters is refused (:mod:`l1scale.checkpoint`). In-memory data only.
+    checkpoint_interval : float, default 5
+        Least seconds between two checkpoint writes.
+
+    Raises
+    ------
+    DivergenceError
+        From :meth:`solve`, when the step size 1/L cannot be formed because the curvature of
+        the loss along a column overflows (features on a scale such as 1e300).
     """
 
     data_access = "columns"
+    resumable = True  # takes checkpoint= (l1scale.checkpoint)
     requires = ("smooth", "curvature_kernel")
     momentum = False
+
     # The most step shrinkings in one iteration before the solver gives up.
     max_backtrack = 60
     # Floor of the diagonal scaling, relative to its value at the start point.
@@ -181,7 +199,8 @@ class ProximalGradient(Solver):
     intercept_tol = 1e-13
 
     def __init__(self, tol=1e-6, max_iter=10000, check_every=1, backtrack=0.5, callback=None, verbose=0,
-                 random_state=None):
+                 random_state=None, checkpoint=None, checkpoint_interval=checkpoints.DEFAULT_INTERVAL):
+        self.checkpoint, self.checkpoint_interval = checkpoint, checkpoint_interval
         self.tol = tol
         self.max_iter = max_iter
         self.check_every = check_every
@@ -233,7 +252,25 @@ class ProximalGradient(Solver):
         history = History()
         stop_reason, converged, failed, cert = "max_iter", False, False, None
         it, last = 0, time.perf_counter()
+        ck, saved = checkpoints.start(self, problem)
+        if ck is not None and not isinstance(passes, InMemoryPasses):
+            raise ValueError(f"{self.name}: checkpoint= needs the data in memory (a distributed solve keeps its "
+                             "margins on the workers); use rmmp for resumable distributed runs")
+        if saved is not None:
+            x, zx, x_prev, zx_prev, w, zw = (saved.array(k, (n,)) for k, n in (
+                ("x", dim), ("zx", problem.n_samples), ("x_prev", dim), ("zx_prev", problem.n_samples),
+                ("w", dim), ("zw", problem.n_samples)))
+            b, t, it = saved.scalar("b"), saved.scalar("t"), saved.scalar("it", int, 0)
+            reads, failed, mu = saved.scalar("reads", int, 0), saved.scalar("failed", bool), saved.optional_scalar("mu")
+            saved.into("H", H)
+            floor = None if saved.value("floor", (type(None), np.ndarray)) is None else saved.array("floor", (dim,))
+            saved.history(history)
+            timer.exclude(-saved.scalar("elapsed"))
         while True:
+            if ck is not None and ck.due():  # the state at the top of an iteration says all that follows
+                ck.save({"x": x, "zx": zx, "x_prev": x_prev, "zx_prev": zx_prev, "w": w, "zw": zw, "b": b, "t": t,
+                         "it": it, "reads": reads, "failed": failed, "mu": mu, "H": H, "floor": floor,
+                         "history": history.as_dict(), "elapsed": timer()})
             # 1. At the gradient point: optimal intercept, loss terms, gradient (+ curvature).
             want_h = scaling is not None or mu is None
             if fit_b:
@@ -273,6 +310,8 @@ class ProximalGradient(Solver):
                 h = h + lam2
             if mu is None:
                 top = float(h.max(initial=0.0))
+                if not np.isfinite(top):
+                    raise DivergenceError(_overflow_message(self.name, problem, top))
                 if scaling is None:
                     mu = 1.0 / top if top > 0.0 else 1.0
                 else:
@@ -312,6 +351,17 @@ class ProximalGradient(Solver):
                                 cert=cert, history=history, timer=timer, compile_seconds=compile_seconds,
                                 line_search_failed=failed,
                                 line_search_message="backtracking found no step satisfying the quadratic model")
+
+
+def _overflow_message(name, problem, top):
+    """Why the first step size cannot be formed: the curvature along a column overflowed."""
+    columns = getattr(problem, "columns", None)
+    scale = ""
+    if columns is not None and columns.data.size:
+        scale = f"; X has entries as large as {float(np.max(np.abs(columns.data))):.3g}"
+    return (f"{name}: the step size 1/L cannot be formed: the curvature of the loss along a column, "
+            f"sum_i c_i loss''(z_i) x_ij^2, is {top} (it overflows){scale}. Scale the features (e.g. with "
+            "sklearn's MaxAbsScaler or StandardScaler) so that their squares stay finite")
 
 
 class InMemoryPasses:
@@ -397,9 +447,10 @@ class MultiscaleFISTA(ProximalGradient):
     momentum = True
 
     def __init__(self, tol=1e-6, max_iter=10000, check_every=1, backtrack=0.5, hessian="eq7", callback=None,
-                 verbose=0, random_state=None):
+                 verbose=0, random_state=None, checkpoint=None, checkpoint_interval=checkpoints.DEFAULT_INTERVAL):
         super().__init__(tol=tol, max_iter=max_iter, check_every=check_every, backtrack=backtrack,
-                         callback=callback, verbose=verbose, random_state=random_state)
+                         callback=callback, verbose=verbose, random_state=random_state, checkpoint=checkpoint,
+                         checkpoint_interval=checkpoint_interval)
         self.hessian = hessian
 
     def _scaling(self):

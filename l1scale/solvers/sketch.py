@@ -224,6 +224,7 @@ class MultiPass(Solver):
     """
 
     name = "mp"
+    resumable = True  # takes checkpoint= (l1scale.checkpoint)
     data_access = "stream"
     requires = ("smooth", "curvature_kernel")
 

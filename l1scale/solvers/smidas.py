@@ -56,6 +56,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..exceptions import CheckpointError
 from ..losses import loss_derivative, loss_value
 from .online_base import STATS, OnlineSolver, OnlineState, score_example
 
@@ -237,6 +238,18 @@ class SMIDAS(OnlineSolver):
 
     def new_state(self, n_features, fit_intercept) -> SMIDASState:
         return SMIDASState(n_features, fit_intercept, self.p, self.random_state)
+
+    def _check_restored(self, state, saved):
+        """The support list and its inverse, which the kernel indexes with, are consistent:
+        ``active[:counts[0]]`` in [0, d) and ``where[active[k]] == k``, every other ``where`` -1."""
+        d, m = state.n_features, int(state.counts[0])
+        ok = 0 <= m <= d and state.counts[1] >= 0
+        if ok:
+            support = state.active[:m]
+            ok = bool(((support >= 0) & (support < d)).all()) and bool(((state.where >= -1) & (state.where < d)).all())
+            ok = ok and bool((state.where[support] == np.arange(m)).all()) and int((state.where >= 0).sum()) == m
+        if not ok:
+            raise CheckpointError("the SMIDAS support list is inconsistent (corrupted state)", saved.path)
 
     def _start(self, problem, state, fresh):
         """A fresh state starts at w = 0 and the intercept-only optimum b0 (from the problem's

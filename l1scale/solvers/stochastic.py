@@ -58,6 +58,7 @@ import warnings
 import numpy as np
 from numba import njit
 
+from .. import checkpoint as checkpoints
 from ..data.memory import column
 from ..exceptions import ConvergenceWarning
 from ..losses import loss_derivative, weighted_conjugate, weighted_value
@@ -201,9 +202,12 @@ class _DuplicatedCD(Solver):
     a History row and a certificate after each epoch."""
 
     data_access = "columns"
+    resumable = True  # takes checkpoint= (l1scale.checkpoint)
     requires = ("smooth", "curvature_bound")
 
-    def __init__(self, tol=1e-6, max_iter=1000, random_state=0, curvature="column", callback=None, verbose=0):
+    def __init__(self, tol=1e-6, max_iter=1000, random_state=0, curvature="column", callback=None, verbose=0,
+                 checkpoint=None, checkpoint_interval=checkpoints.DEFAULT_INTERVAL):
+        self.checkpoint, self.checkpoint_interval = checkpoint, checkpoint_interval
         self.tol = tol
         self.max_iter = max_iter
         self.random_state = random_state
@@ -246,7 +250,21 @@ class _DuplicatedCD(Solver):
         self._start(problem, v)
         history, it = History(), 0
         stop_reason, converged = "max_iter", False
+        ck, saved = checkpoints.start(self, problem)
+        if saved is not None:
+            saved.into("v", v)
+            saved.into("z", z)
+            reads, it = saved.scalar("reads", int, 0), saved.scalar("it", int, 0)
+            rng = getattr(self, "_rng", None)
+            if rng is not None:
+                saved.generator("rng", rng)
+            saved.history(history)
+            timer.exclude(-saved.scalar("elapsed"))
         while True:
+            if ck is not None and ck.due():  # the state at the top of an epoch says all that follows
+                rng = getattr(self, "_rng", None)
+                ck.save({"v": v, "z": z, "reads": reads, "it": it, "history": history.as_dict(),
+                         "rng": None if rng is None else rng.bit_generator.state, "elapsed": timer()})
             cert = self._record(problem, v, z, r, it, reads, history, timer)
             if cert.relative <= self.tol:
                 stop_reason, converged = cert.name, True
@@ -347,6 +365,14 @@ class StochasticCD(_DuplicatedCD):
     callback : callable, optional
         Called as ``callback(epoch, history)`` after each epoch.
     verbose : int, default 0
+    checkpoint : str or path-like, optional
+        File holding the state at the start of an epoch (v, margins, the generator's state,
+        History), written atomically at most every ``checkpoint_interval`` seconds; an
+        existing one is resumed and the resumed run ends with the coefficients of an
+        uninterrupted one, bit for bit. One written for other data or parameters is refused
+        (:mod:`l1scale.checkpoint`).
+    checkpoint_interval : float, default 5
+        Least seconds between two checkpoint writes.
     """
 
     name = "scd"
@@ -382,14 +408,17 @@ class GreedyCD(_DuplicatedCD):
     curvature : {"column", "paper"}, default "column"
     callback : callable, optional
     verbose : int, default 0
+    checkpoint, checkpoint_interval
+        As for :class:`StochasticCD`.
     """
 
     name = "detcd"
 
     def __init__(self, tol=1e-6, max_iter=1000, epoch_size=None, random_state=0, curvature="column",
-                 callback=None, verbose=0):
+                 callback=None, verbose=0, checkpoint=None, checkpoint_interval=checkpoints.DEFAULT_INTERVAL):
         super().__init__(tol=tol, max_iter=max_iter, random_state=random_state, curvature=curvature,
-                         callback=callback, verbose=verbose)
+                         callback=callback, verbose=verbose, checkpoint=checkpoint,
+                         checkpoint_interval=checkpoint_interval)
         self.epoch_size = epoch_size
 
     def _start(self, problem, v):
