@@ -2,7 +2,8 @@
 
 Every command reads svmlight files (plain, .gz, .bz2, .xz) or binary chunk-cache
 directories made by ``l1scale convert``; train, predict, evaluate and info also read
-Vowpal Wabbit text (``.vw`` names or ``--format vw``, features hashed into 2**b columns).
+Vowpal Wabbit text (``.vw`` names or ``--format vw``, features hashed into 2**b columns);
+train, predict and evaluate read ``-`` as standard input (``_data.iter_data``, ``_stream.spool_stdin``).
 Flags map onto estimator parameters (``--lam`` -> ``lam``, ``--no-intercept`` ->
 ``fit_intercept=False``, ...; the online solvers' ``--passes``, ``--holdout`` and
 ``--learning-rate`` onto a solver instance, ``train.online_solver``); the estimators
@@ -39,8 +40,8 @@ def main():
 
     DATA is an svmlight file (plain, .gz, .bz2 or .xz), a binary cache
     directory made by `l1scale convert`, or (train, predict, evaluate, info)
-    Vowpal Wabbit text: a name ending in .vw (.vw.gz, ...) or --format vw.  Results go to stdout; progress,
-    warnings and errors to stderr.
+    Vowpal Wabbit text: a name ending in .vw (.vw.gz, ...) or --format vw; train, predict and
+    evaluate read - as standard input.  Results go to stdout; progress, warnings and errors to stderr.
     """
 
 

@@ -93,7 +93,8 @@ from .apply import report, unknown_labels
               help="Seed of the solver's coordinate order.")
 @click.option("--n-features", type=click.IntRange(min=1),
               help="Width of X (default: largest feature index); a wider file is an error.")
-@zero_based_option()
+@zero_based_option(help="Feature indices of svmlight files start at 0 / at 1 (recorded in the model).  "
+                        "[default: auto; DATA -: one-based]")
 @format_option("DATA and --test")
 @click.option("--hash-bits", type=click.IntRange(1, 31), metavar="B",
               help="Vowpal Wabbit data: features hashed into 2**B columns (predict and evaluate "
@@ -121,6 +122,12 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, c
     DATA may be Vowpal Wabbit text (a name ending in .vw, or --format vw), its
     features hashed into 2**--hash-bits columns; the saved model then has
     2**B features, and predict / evaluate hash VW data with the model's B.
+
+    DATA - reads standard input (svmlight, or VW with --format vw; one-based unless
+    --zero-based): `zcat big.gz | l1scale train - --solver truncated_gradient -o m`.
+    The streaming solvers read it from a chunk cache spooled in one pass (--cache DIR,
+    else a temporary directory removed at the end); the others load it. The model
+    records the svmlight index base, which predict and evaluate then use.
     """
     if any(is_stdin(d) for d in data) and (features is not None or dask_address is not None):
         raise click.UsageError(f"DATA - (standard input) is not read with {'--features' if features else '--dask'}: "
