@@ -14,9 +14,9 @@ import click
 import numpy as np
 
 from ._data import check_output
+from ._progress import run_fit
+from ._report import report
 from ._summary import save_and_print, train_summary
-from .apply import report
-from .train import _fit
 
 FEATURE_SPECS = "dna:D, products:DEGREE or rff:N[:SIGMA]"
 
@@ -96,7 +96,7 @@ def train_generated(data, *, features, cache, solver, test_path, lam, lam_ratio,
         est = SparseLinearRegression(**common)
     else:
         est = SparseLogisticRegression(loss, class_weight=class_weight, **common)
-    messages, fit_seconds = _fit(est, data, (X, y), None)
+    messages, fit_seconds = run_fit(est, data, (X, y), None)
     info = {"n_samples": len(y), "n_features": int(est.features_.n_features_), "nnz": None,
             "features": features, "n_inputs": int(est.features_.n_inputs_)}
     summary = train_summary(est, data, info, report(est, X, y), load_seconds, fit_seconds, messages)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
+import warnings
 
 import click
 
@@ -155,3 +157,22 @@ class Progress:
         for row in self.rows:
             table.add_row(*(row if self.classes is not None else row[1:]))
         return table
+
+
+def run_fit(est, data, args, progress):
+    """``est.fit(*args)`` under the progress display; returns (warning messages, seconds)."""
+    from ..exceptions import ConvergenceWarning, DataFormatError
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        t0 = time.perf_counter()
+        with progress if progress is not None else contextlib.nullcontext():
+            try:
+                est.fit(*args)
+            except DataFormatError:
+                raise  # names the file and line already
+            except ValueError as exc:  # labels unfit for the loss, one class only, ...
+                raise click.ClickException(f"{data}: {exc}") from None
+        fit_seconds = time.perf_counter() - t0
+    messages = [str(m.message) for m in caught if not issubclass(m.category, DeprecationWarning)]
+    return messages, fit_seconds

@@ -1,4 +1,4 @@
-"""``predict`` and ``evaluate``: a saved model applied to data; the metrics ``train`` reports too."""
+"""``predict`` and ``evaluate``: a saved model applied to data, read chunk by chunk (metrics: ``_report``)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,8 @@ from ._data import (
     text_file_atomically,
 )
 from ._format import echo_json, fmt, key_value_table, label, stdout_console
-from ._params import (
-    CLASSIFICATION_LOSSES,
-    format_option,
-    handle_errors,
-    zero_based_option,
-)
+from ._params import format_option, handle_errors, zero_based_option
+from ._report import is_classifier, model_outputs, report_from, unknown_labels
 
 #: --format of predict and evaluate: a Vowpal Wabbit DATA is hashed as the model's training data was.
 _FORMAT = format_option(b="the model's: its width is 2**b")
@@ -95,53 +91,6 @@ def _chunks_for(est, meta, model, data, zero_based, file_format, warnings):
         raise click.ClickException(f"{data}: no examples")
 
 
-def is_classifier(est):
-    return hasattr(est, "classes_") or getattr(est, "loss", None) in CLASSIFICATION_LOSSES
-
-
-def report(est, X, y):
-    """classification_report (plus log loss) for a classifier; R^2 / MSE / MAE for a regressor."""
-    return report_from(est, y, *_outputs(est, X))
-
-
-def _outputs(est, X):
-    """What the metrics need of the model on X: (predictions, scores or None, probabilities or None)."""
-    pred = est.predict(X)
-    if not is_classifier(est):
-        return pred, None, None
-    scores = est.decision_function(X) if est.classes_.shape[0] == 2 else None
-    proba = est.predict_proba(X) if hasattr(est, "predict_proba") else None
-    return pred, scores, proba
-
-
-def report_from(est, y, pred, scores, proba):
-    """:func:`report` from the model's outputs on the rows of y (gathered chunk by chunk)."""
-    from ..metrics import classification_report, log_loss
-
-    if not is_classifier(est):
-        resid = np.asarray(y, dtype=np.float64) - pred
-        ss_tot = float(np.sum((y - np.mean(y)) ** 2))
-        return {"n_samples": int(y.shape[0]),
-                "r2": (1.0 - float(resid @ resid) / ss_tot) if ss_tot > 0 else None,
-                "mse": float(np.mean(resid ** 2)), "mae": float(np.mean(np.abs(resid)))}
-    classes = est.classes_
-    labels = np.unique(np.concatenate([np.unique(y), classes]))
-    pos = classes[1] if classes.shape[0] == 2 and labels.shape[0] == 2 else None
-    result = classification_report(y, pred, scores, pos_label=pos)
-    result["log_loss"] = None
-    if proba is not None and np.isin(y, classes).all():
-        result["log_loss"] = log_loss(y, proba, labels=classes)
-    result["labels"] = [label(v) for v in result["labels"]]
-    result["pos_label"] = label(result["pos_label"])
-    return result
-
-
-def unknown_labels(est, y):
-    if not is_classifier(est):
-        return []
-    return [label(v) for v in np.setdiff1d(np.unique(y), est.classes_)]
-
-
 @click.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False, readable=True))
 @_DATA
@@ -211,7 +160,7 @@ def evaluate(model, data, zero_based, file_format, as_json):
     ys, outputs = [], []
     for X, y, _ in _chunks_for(est, meta, model, data, zero_based, file_format, warnings):
         ys.append(y)
-        outputs.append(_outputs(est, X))
+        outputs.append(model_outputs(est, X))
     y = np.concatenate(ys)
     pred, scores, proba = (None if parts[0] is None else np.concatenate(parts) for parts in zip(*outputs))
     result = {"model": model, "data": data, **report_from(est, y, pred, scores, proba)}

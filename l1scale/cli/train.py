@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
-import warnings
 
 import click
 import numpy as np
@@ -29,9 +27,9 @@ from ._params import (
     handle_errors,
     zero_based_option,
 )
-from ._progress import Progress
+from ._progress import Progress, run_fit
+from ._report import report, unknown_labels
 from ._summary import save_and_print, train_summary
-from .apply import report, unknown_labels
 
 
 @click.command()
@@ -289,7 +287,7 @@ def _train_and_report(data, dataset, test_path, resolved, streamed, params, max_
     if _online_first_order(resolved):  # the estimator has no holdout or rate: the solver is built here
         est.set_params(solver=online_solver(resolved, passes=max_iter, holdout=holdout,
                                             learning_rate=learning_rate, callback=progress))
-    messages, fit_seconds = _fit(est, data, (stream,) if streamed else (X, y, w), progress)
+    messages, fit_seconds = run_fit(est, data, (stream,) if streamed else (X, y, w), progress)
     if not quiet:
         for message in messages:
             click.echo(f"Warning: {message}", err=True)
@@ -417,22 +415,3 @@ def _check_solver_takes_loss(solver, loss):
 def _one_vs_rest(classes):
     """The classes of the one-vs-rest problems (more than two), or None: the progress's class column."""
     return classes if classes.shape[0] > 2 else None
-
-
-def _fit(est, data, args, progress):
-    """``est.fit(*args)`` under the progress display; returns (warning messages, seconds)."""
-    from ..exceptions import ConvergenceWarning, DataFormatError
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        t0 = time.perf_counter()
-        with progress if progress is not None else contextlib.nullcontext():
-            try:
-                est.fit(*args)
-            except DataFormatError:
-                raise  # names the file and line already
-            except ValueError as exc:  # labels unfit for the loss, one class only, ...
-                raise click.ClickException(f"{data}: {exc}") from None
-        fit_seconds = time.perf_counter() - t0
-    messages = [str(m.message) for m in caught if not issubclass(m.category, DeprecationWarning)]
-    return messages, fit_seconds
