@@ -134,8 +134,10 @@ def test_predict_and_evaluate_from_stdin(data, tmp_path):
 def test_predict_vw_from_stdin(data, tmp_path):
     model = tmp_path / "m.bin"
     l1scale("train", data["vw"], "-q", "--hash-bits", "12", "-o", model)
-    assert l1scale("predict", model, "-", "--format", "vw", stdin=data["vw"].read_bytes()).stdout == \
-        l1scale("predict", model, data["vw"]).stdout
+    expected = l1scale("predict", model, data["vw"]).stdout
+    assert l1scale("predict", model, "-", "--format", "vw", stdin=data["vw"].read_bytes()).stdout == expected
+    # the model records that it was trained on VW text: stdin is then read as VW without --format
+    assert l1scale("predict", model, "-", stdin=data["vw"].read_bytes()).stdout == expected
 
 
 def test_predict_from_stdin_wider_than_the_model_names_the_line(data, tmp_path):

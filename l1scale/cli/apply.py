@@ -40,6 +40,12 @@ def trained_zero_based(meta):
     return value if isinstance(value, bool) else None
 
 
+def trained_format(meta):
+    """The text format ("svmlight" or "vw") of a model's training data, None when not recorded."""
+    data = meta.get("data") if isinstance(meta, dict) else None
+    return data.get("format") if isinstance(data, dict) else None
+
+
 def _base(flag):
     return "zero-based" if flag else "one-based"
 
@@ -78,6 +84,8 @@ def _chunks_for(est, meta, model, data, zero_based, file_format, warnings):
         X, y = read_raw(data, est.features_)
         yield X, y, None
         return
+    if is_stdin(data) and file_format == "auto" and trained_format(meta) == "vw":
+        file_format = "vw"  # standard input has no name to tell: the model's training data do
     fmt = data_format(data, file_format)
     hash_bits = hash_bits_of_model(est, model) if fmt == "vw" else None
     zero_based = zero_based_for(meta, model, data, zero_based, fmt, warnings)

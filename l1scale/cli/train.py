@@ -319,6 +319,8 @@ def _train_and_report(data, dataset, test_path, resolved, streamed, params, max_
     # The model records how svmlight indices were read, so that predict / evaluate read its
     # test files alike (a zero-based file without index 0 is otherwise detected as one-based).
     metadata = None if base is None else {"data": {"format": "svmlight", "zero_based": bool(base)}}
+    if fmt == "vw":  # predict / evaluate then read standard input as VW without --format vw
+        metadata = {"data": {"format": "vw", "hash_bits": DEFAULT_HASH_BITS if hash_bits is None else hash_bits}}
     save_and_print(est, summary, output, as_json, metadata=metadata)
 
 
