@@ -244,13 +244,13 @@ class CoordinateDescent(Solver):
         if saved is not None:
             (ws, ws_size, ws_target, full_pass, first_step, vmax_prev, vsum_init, inner_eps, failed, stalled, it,
              recorded, last_support, last_gap, full_newton_step, stall_cert, kept) = _restore(
-                saved, problem, pt, wpd, g, H, active, dual, history, timer)
+                saved, problem, pt, wpd, g, H, dual, history, timer)
         while True:
             if ck is not None and ck.due():  # the state at the top of an iteration says all that follows
                 ck.save({"w": w, "b": pt.b, "z": pt.z, "lv": pt.lv, "z_new": pt.z_new, "lv_new": pt.lv_new,
                          "r": pt.r, "D": pt.D, "xTd": pt.xTd, "loss_sum": pt.loss_sum, "pen": pt.pen,
                          "reads": pt.reads, "centered": bool(getattr(pt, "centered", False)), "wpd": wpd, "g": g,
-                         "H": H, "active": active, "kept": kept, "ws": ws, "ws_size": ws_size,
+                         "H": H, "kept": kept, "ws": ws, "ws_size": ws_size,
                          "ws_target": ws_target, "full_pass": full_pass, "first_step": first_step,
                          "vmax_prev": vmax_prev, "vsum_init": vsum_init, "inner_eps": inner_eps, "failed": failed,
                          "stalled": stalled, "it": it, "recorded": recorded, "last_support": last_support,
@@ -435,7 +435,7 @@ class CoordinateDescent(Solver):
         return None, 0.0, 0.0
 
 
-def _restore(saved, problem, pt, wpd, g, H, active, dual, history, timer):
+def _restore(saved, problem, pt, wpd, g, H, dual, history, timer):
     """Load a checkpoint into the iterate, the arrays and the coordinate order's random state
     (in place); returns the driver's loop variables, every value checked (shapes, index ranges)."""
     d = problem.n_features
@@ -447,9 +447,8 @@ def _restore(saved, problem, pt, wpd, g, H, active, dual, history, timer):
     pt.reads, pt.centered = saved.scalar("reads", int, 0), saved.scalar("centered", bool)
     for name, target in (("wpd", wpd), ("g", g), ("H", H), ("best_corr", dual.best_corr)):
         saved.into(name, target)
-    saved.into("active", active)
-    if active.size and (active.min() < 0 or active.max() >= d):
-        raise CheckpointError("entry 'active' holds indices outside [0, d)", saved.path)
+    # ``active`` is not restored: each pass writes active[:m] before any step reads it (its tail
+    # is scratch), so the saved copy would only be garbage to check.
     dual.best_dual = saved.scalar("best_dual")
     saved.history(history)
     timer.exclude(-saved.scalar("elapsed"))
