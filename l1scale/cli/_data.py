@@ -9,11 +9,11 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import tempfile
 
 import click
 import numpy as np
 
+from .._atomic import atomic_file
 from ._params import DEFAULT_HASH_BITS, check_no_layout_flag, zero_based_value
 
 #: Names read as Vowpal Wabbit text by ``--format auto``: those of ``Stream.open``
@@ -251,26 +251,8 @@ def write_text_atomically(path, text):
         fh.write(text)
 
 
-@contextlib.contextmanager
 def text_file_atomically(path):
     """A text file to write piece by piece (predictions chunk by chunk), under a temporary
-    name renamed to ``path`` only when the block completes: a failure leaves no partial file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def _umask():
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+    name renamed to ``path`` only when the block completes: a failure leaves no partial file,
+    a full disk raises DiskFullError naming ``path`` (``l1scale._atomic``)."""
+    return atomic_file(path, text=True)
