@@ -111,7 +111,7 @@ def scan_stream(stream: Stream) -> StreamScan:
                       np.array([found[k][1] for k in keys], dtype=np.float64), weight_sum, label_sum, nnz)
 
 
-def _check_class_labels(classes, where):
+def _check_class_labels(classes, stream):
     """The labels of a classifier as the in-memory estimators take them.
 
     In memory, scikit-learn's ``check_classification_targets`` rejects float labels that are
@@ -126,7 +126,8 @@ def _check_class_labels(classes, where):
         check_classification_targets(classes)
     except ValueError as exc:
         odd = classes[classes != np.round(classes)]
-        raise ValueError(f"{exc} (labels that are not integers: {odd[:5].tolist()}; in {where})") from None
+        raise ValueError(f"{exc} (labels that are not integers: {odd[:5].tolist()}; in "
+                         f"{_source_name(stream)})") from None
 
 
 class StreamProblem:
@@ -182,7 +183,7 @@ class StreamProblem:
             self.positive_class = None
             self.weight_sum = scan.weight_sum
             return
-        _check_class_labels(scan.classes, _source_name(self.stream))
+        _check_class_labels(scan.classes, self.stream)
         if scan.classes.shape[0] < 2:
             raise ValueError(f"the labels have only one class ({scan.classes[:1].tolist()}); "
                              "a classifier needs two")
