@@ -64,7 +64,12 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
     max_active : int, optional
         RMMP's k, the most features in its active set (default 2000).
     checkpoint : str or path-like, optional
-        MP / RMMP: state saved after each pass, resumed when it exists.
+        Every multi-pass solver (all but "online", "fcl", "dcl_sgd"): its complete state is
+        written there atomically (streaming solvers after each pass, in-memory ones at most
+        every 5 s), and a fit given an existing checkpoint resumes from it and ends with the
+        model of an uninterrupted fit. One-vs-rest uses PATH.0, PATH.1, ...; ``two_stage``
+        PATH.stage2. A checkpoint of other data or parameters, or a damaged one, raises
+        :class:`~l1scale.exceptions.CheckpointError` naming it (see :mod:`l1scale.checkpoint`).
     two_stage : float in (0, 1], optional
         Qin et al.'s two-stage active set: after the solve at lam, re-solve on its support
         only at lam2 = two_stage * lam (0.1 in the paper). In-memory solvers only.
