@@ -136,11 +136,12 @@ def _space_left(path):
     return st.f_bavail * st.f_frsize
 
 
-def disk_full_error(path, exc: BaseException):
+def disk_full_error(path, exc: BaseException, *, intact=True):
     """The error to raise for ``exc``, a failure writing ``path``: a
     :class:`~l1scale.exceptions.DiskFullError` naming ``path`` when it means the disk is full
     (ENOSPC, EDQUOT, EFBIG, or a short write: NumPy's "N requested and M written"), else
-    ``exc`` itself. Use as ``raise disk_full_error(path, exc) from exc``."""
+    ``exc`` itself. Use as ``raise disk_full_error(path, exc) from exc``. ``intact``: the
+    message adds that the previous file is intact (true of atomic writes only)."""
     path = os.fspath(path)
     if isinstance(exc, DiskFullError):
         return exc
@@ -160,19 +161,20 @@ def disk_full_error(path, exc: BaseException):
             why = f"short write ({exc}): no space left on device (the disk is full)"
         if free is not None:
             why += f"; {free:,} bytes free there"
-    err = DiskFullError(code if code is not None else errno.ENOSPC,
-                        f"cannot write {path}: {why}; the previous file, if any, is intact", path)
-    return err
+    tail = "; the previous file, if any, is intact" if intact else ""
+    return DiskFullError(code if code is not None else errno.ENOSPC, f"cannot write {path}: {why}{tail}", path)
 
 
 @contextmanager
-def translate_write_errors(path):
-    """Context manager: an OSError meaning the disk is full inside it becomes a
-    :class:`~l1scale.exceptions.DiskFullError` naming ``path`` (see :func:`disk_full_error`)."""
+def translate_write_errors(path, *, intact=False):
+    """Context manager for writers that do not use :func:`atomic_file` (the chunk-cache
+    writer's ``np.save``): an OSError meaning the disk is full inside it becomes a
+    :class:`~l1scale.exceptions.DiskFullError` naming ``path`` (see :func:`disk_full_error`;
+    ``intact``: say the previous file is intact, false by default)."""
     try:
         yield
     except OSError as exc:
-        new = disk_full_error(path, exc)
+        new = disk_full_error(path, exc, intact=intact)
         if new is exc:
             raise
         raise new from exc

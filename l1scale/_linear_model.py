@@ -131,6 +131,9 @@ class _SparseLinearModel(BaseEstimator):
         if getattr(self, "checkpoint", None) is not None and solver not in resumable_solvers():
             raise ValueError(f"checkpoint= is not supported by solver={solver!r}; the resumable (multi-pass) solvers "
                              f"are {resumable_solvers()}")
+        if getattr(self, "checkpoint", None) is not None and streaming == "dask" and solver not in ("mp", "rmmp"):
+            # the distributed drivers of the other solvers keep their state on the workers
+            raise ValueError(f"checkpoint= with a DaskDataset applies to solver='mp' or 'rmmp', not {solver!r}")
         return solver
 
     def _ignore_n_jobs(self, how, stacklevel):
