@@ -304,3 +304,57 @@ def test_text_and_compressed_modes(tmp_path):
     with gzip.open(tmp_path / "a.txt.gz", "rt") as f:
         assert f.read() == "zipped\n"
     assert _temporaries(tmp_path) == []
+
+
+_SMALL_FS = textwrap.dedent("""
+    import os, sys
+    sys.path.insert(0, sys.argv[2])
+    import numpy as np
+    from test_atomic_writes import KINDS
+    from l1scale.exceptions import DiskFullError
+    from l1scale.model_io import save_model
+    root = sys.argv[1]
+    for kind, (write, read) in sorted(KINDS.items()):
+        path = os.path.join(root, "target." + kind)
+        write(path, 1)
+        ballast = os.path.join(root, "ballast")
+        with open(ballast, "wb", buffering=0) as f:  # fill the file system up
+            try:
+                while True:
+                    f.write(b"x" * 4096)
+            except OSError:
+                pass
+        os.truncate(ballast, max(0, os.path.getsize(ballast) - 8192))
+        try:
+            write(path, 2)
+        except DiskFullError as e:
+            assert path in str(e) and "no space left" in str(e), str(e)
+        else:
+            raise AssertionError(kind + ": no DiskFullError")
+        assert read(path) == 1.0, kind
+        assert not [f for f in os.listdir(root) if f.endswith(".tmp")], os.listdir(root)
+        os.unlink(ballast)
+        write(path, 3)  # room again: the write succeeds
+        assert read(path) == 3.0
+        print("ok", kind)
+""")
+
+
+@posix_only
+def test_a_real_full_file_system(tmp_path):
+    """A real ENOSPC: a 1 MiB tmpfs mounted in a private user and mount namespace
+    (``unshare -rm``, no privileges needed where user namespaces are enabled), filled up."""
+    import shutil
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare")
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    shell = (f"mount -t tmpfs -o size=1m tmpfs {mnt} || exit 77; "
+             f"exec {sys.executable} -c '{_SMALL_FS}' {mnt} {os.path.dirname(os.path.abspath(__file__))}")
+    out = subprocess.run(["unshare", "-rm", "sh", "-c", shell], env=_env(), cwd=ROOT, capture_output=True,
+                         text=True, timeout=300, check=False)
+    if out.returncode == 77 or (out.returncode != 0 and "unshare" in out.stderr):
+        pytest.skip(f"cannot mount a tmpfs here: {out.stderr.strip()}")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.split() == ["ok", "checkpoint", "ok", "model", "ok", "svmlight"]
