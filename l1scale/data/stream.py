@@ -30,6 +30,7 @@ from typing import Callable, Iterator, NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from .._atomic import translate_write_errors
 from ..exceptions import DataFormatError
 from . import svmlight as _svm
 from ._svmlight_write import SvmlightWriter, atomic_file, make_csr
@@ -478,7 +479,9 @@ class _CacheWriter:
         for name, array in arrays.items():
             if array is not None:
                 array = np.ascontiguousarray(array)
-                np.save(_chunk_file(self.directory, self.n_chunks, name), array, allow_pickle=False)
+                path = _chunk_file(self.directory, self.n_chunks, name)
+                with translate_write_errors(path):  # a full disk: DiskFullError naming the file
+                    np.save(path, array, allow_pickle=False)
                 checksums[name] = zlib.crc32(_bytes_of(array))
         self.checksums.append(checksums)
         self.n_chunks += 1
