@@ -3,7 +3,10 @@
 Every multi-pass solver (CD, ISTA / FISTA / multi-scale FISTA, CGD, SCD / DetCD, MP,
 RMMP, SMIDAS, truncated gradient, SGD-C) takes ``checkpoint=PATH``. With it, the
 solver writes its complete state to PATH after a pass, epoch or outer iteration (at
-most once every ``checkpoint_interval`` seconds), and a solve started with an existing
+most once every ``checkpoint_interval`` seconds: by default after every pass for the
+streaming solvers, whose passes read the whole data, and at most every
+:data:`DEFAULT_INTERVAL` = 5 s for the in-memory ones, whose iterations may take
+milliseconds while a write costs O(n + d)), and a solve started with an existing
 PATH resumes from it: the resumed run ends with the same coefficients, bit for bit,
 as an uninterrupted run (the state includes the random generators of the seeded
 solvers). A checkpoint is kept when the solve ends; resuming a finished run redoes at
@@ -20,8 +23,8 @@ File format (version 2): a NumPy ``.npz`` archive (zip, no pickles) with
 - one array per array-valued part of the state (the numeric scalars as 0-d arrays).
 
 Version 1 (MP / RMMP before this module, without the ``l1scale_checkpoint`` member) is
-recognised and refused with a CheckpointError (delete it to restart). Writes are atomic (:mod:`l1scale._atomic`): a kill or a full disk leaves the
-previous checkpoint. Every way a checkpoint can fail to load (truncated, corrupted,
+recognised and refused with a CheckpointError (delete it to restart). Writes are atomic
+(:mod:`l1scale._atomic`): a kill or a full disk leaves the previous checkpoint. Every way a checkpoint can fail to load (truncated, corrupted,
 random bytes, an empty file, a directory in its place, a newer version, arrays of the
 wrong shape, or another run's fingerprint) raises
 :class:`~l1scale.exceptions.CheckpointError` naming the file.
