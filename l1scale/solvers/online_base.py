@@ -363,7 +363,8 @@ class OnlineSolver(Solver):
 
 
 _REMEDY = ("the learning rate is too large for the scale of the features. Scale the features (e.g. rows of unit "
-           "norm, or columns to [-1, 1] with sklearn's MaxAbsScaler) or lower the learning rate")
+           "norm, or columns to [-1, 1] with sklearn's MaxAbsScaler) or lower the learning rate (eta0, or eta for "
+           "SMIDAS; the CLI's --learning-rate)")
 
 
 def _zero_model_loss(problem):
