@@ -1,5 +1,5 @@
 """Fuzz targets (hypothesis) for everything that reads bytes from outside: the svmlight,
-Vowpal Wabbit and sequence parsers, the chunk-cache reader, and the model loader.
+Vowpal Wabbit and sequence parsers, the chunk-cache reader, the model and checkpoint loaders.
 
 The property of every target: an input either parses to what a reference gives
 (scikit-learn's svmlight parser; the writer's own data for round trips) or raises the
@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from l1scale.checkpoint import Checkpoint
 from l1scale.data import (
     Stream,
     dump_sequences,
@@ -30,7 +31,7 @@ from l1scale.data import (
     write_cache,
 )
 from l1scale.data.validation import check_compressed
-from l1scale.exceptions import DataFormatError, ModelFormatError
+from l1scale.exceptions import CheckpointError, DataFormatError, ModelFormatError
 from l1scale.model_io import load_model, save_model
 
 _EXAMPLES = int(os.environ.get("L1SCALE_FUZZ_EXAMPLES", "40"))
@@ -344,3 +345,43 @@ def test_the_fuzz_helpers_do_mutate():
     changed = []
     check()
     assert sum(changed) >= 25
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+@pytest.fixture(scope="module")
+def checkpoint_file(workdir):
+    import json
+
+    from l1scale import SparseLogisticRegression
+
+    X, y = _random_matrix(80, 15, 5)
+    path = os.path.join(workdir, "fit.ckpt")
+    SparseLogisticRegression(solver="cd", lam_ratio=0.05, max_iter=3, checkpoint=path).fit(X, y)
+    with np.load(path) as z:
+        fingerprint = json.loads(bytes(z["fingerprint"]).decode())
+    with open(path, "rb") as f:
+        content = f.read()
+    return _Quiet((content, fingerprint, Checkpoint(path, fingerprint).load()))
+
+
+@fuzz
+@given(data=st.data())
+def test_a_damaged_checkpoint_loads_the_same_or_is_an_error(workdir, checkpoint_file, data):
+    content, fingerprint, reference = checkpoint_file
+    path = _path(workdir, "damaged.ckpt", data.draw(mutated(content)))
+    try:
+        state = Checkpoint(path, fingerprint).load()
+    except Exception as e:  # noqa: BLE001
+        event("rejected")
+        assert isinstance(e, CheckpointError), f"{type(e).__name__}: {e}"
+        assert path in str(e)
+        return
+    event("loaded the same")
+    assert sorted(state) == sorted(reference)
+    for key, value in reference.items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(state[key], value)
+        else:
+            assert state[key] == value
