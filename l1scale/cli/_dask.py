@@ -37,11 +37,32 @@ def dask_dataset(address, paths, *, n_features=None, zero_based=None):
     except OSError as exc:
         raise click.ClickException(f"--dask {address}: cannot reach the scheduler ({exc})") from None
     try:
+        _wait_for_a_worker(client, address)
         return client, DaskDataset.from_files(list(paths), client, n_features=n_features,
                                               zero_based=zero_based_value(zero_based))
     except BaseException:
         close(client)
         raise
+
+
+def _wait_for_a_worker(client, address):
+    """A running scheduler without workers takes the tasks and waits for workers for ever, in
+    silence: wait for a first one as long as for the scheduler itself (distributed's connect
+    timeout, ``distributed.comm.timeouts.connect``: 30 s unless configured, e.g. by
+    ``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=10s``), then say so."""
+    if getattr(client, "_l1scale_cluster", None) is not None:  # local:N starts its own workers
+        return
+    import dask
+    from dask.utils import parse_timedelta
+
+    timeout = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="s")
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except TimeoutError:
+        raise click.ClickException(
+            f"--dask {address}: the scheduler has no workers (none joined in {timeout:g} s, "
+            "distributed.comm.timeouts.connect); start them with `dask worker "
+            f"{address} --nworkers 1 --nthreads 1` on the machines that see the partition files") from None
 
 
 def close(client):
