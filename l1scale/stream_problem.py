@@ -78,13 +78,12 @@ def scan_stream(stream: Stream) -> StreamScan:
     found: dict | None = {}
     n = nnz = 0
     weight_sum = label_sum = 0.0
-    for chunk in stream:
-        y = chunk.y
+    for y, s, chunk_nnz in stream.label_pass():
         bad = ~np.isfinite(y)
         if bad.any():
             raise DataFormatError(f"label of row {n + int(np.flatnonzero(bad)[0])} is NaN or infinite",
                                   path=_source_name(stream))
-        s = np.ones_like(y) if chunk.sample_weight is None else chunk.sample_weight
+        s = np.ones_like(y) if s is None else s
         if not np.isfinite(s).all() or (s < 0).any():
             raise DataFormatError(f"sample weights of rows {n}..{n + y.shape[0] - 1} must be finite and "
                                   "non-negative", path=_source_name(stream))
@@ -100,7 +99,7 @@ def scan_stream(stream: Stream) -> StreamScan:
         weight_sum += float(s.sum())
         label_sum += float(s @ y)
         n += y.shape[0]
-        nnz += int(chunk.X.nnz) if sp.issparse(chunk.X) else int(np.count_nonzero(chunk.X))
+        nnz += chunk_nnz
     if n == 0:
         raise DataFormatError("the stream has no rows", path=_source_name(stream))
     if weight_sum <= 0:

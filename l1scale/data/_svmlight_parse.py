@@ -480,3 +480,42 @@ def scan_indices(buf, need_max):
             pos = _skip_token(buf, pos, n)
         pos = _next_line(buf, pos, n)
     return lo, hi
+
+
+@njit(cache=True)
+def scan_labels(buf, first_line, labels, line_nos, st, slow):
+    """The labels of whole lines of svmlight text, and a count of their features, without
+    parsing the features: the label pass of a streaming fit (classes, counts, weights, n,
+    nnz) at close to memory speed. A feature token is counted as one nonzero (a ``qid:``
+    token first on the line is not, as in :func:`parse_block`); its syntax is left to the
+    passes that parse it.
+
+    Returns ``(n_rows, line, slow)`` as :func:`parse_block`; ``st[S_NNZ]`` holds the count
+    of feature tokens and ``st[S_ERR]`` a label error (``line`` is then the offending line).
+    """
+    n = buf.shape[0]
+    pos, line, row = 0, first_line, 0
+    tokens = st[S_NNZ]
+    while pos < n:
+        line += 1
+        pos = _skip_spaces(buf, pos, n)
+        if pos < n and buf[pos] != _NL and buf[pos] != _HASH:
+            slow = _parse_label(buf, pos, n, row, st, labels, slow)
+            if st[S_ERR] != ERR_NONE:
+                st[S_NNZ] = tokens
+                return row, line, slow
+            pos = st[S_POS]
+            line_nos[row] = line
+            row += 1
+            first = True
+            while True:
+                pos = _skip_spaces(buf, pos, n)
+                if pos >= n or buf[pos] == _NL or buf[pos] == _HASH:
+                    break
+                if not (first and _is_qid(buf, pos, n)):
+                    tokens += 1
+                first = False
+                pos = _skip_token(buf, pos, n)
+        pos = _next_line(buf, pos, n)
+    st[S_NNZ] = tokens
+    return row, line, slow

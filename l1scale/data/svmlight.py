@@ -203,6 +203,34 @@ def _iter_blocks(source, chunk_bytes: int, strict: bool) -> Iterator[tuple[_Bloc
             yield block, lo, hi
 
 
+def scan_labels(source, chunk_bytes: int = 16 << 20) -> Iterator[tuple[np.ndarray, int]]:
+    """The labels of an svmlight file, block by block, with the number of feature tokens
+    of each block, parsing labels only (about 5x faster than a parse): ``(labels, nnz)``.
+
+    Labels are checked exactly as the parser checks them (a bad, missing or non-finite
+    label is a DataFormatError naming the file and line); feature tokens are counted, not
+    checked: the passes that parse them report their errors.
+    """
+    name = _source_name(source)
+    line = 0
+    with _open_source(source) as f:
+        for buf in _iter_text(f, chunk_bytes):
+            n_lines = _k.count_bytes(buf)[0] + 1
+            labels = np.empty(n_lines, dtype=np.float64)
+            line_nos = np.empty(n_lines, dtype=np.int64)
+            st = np.zeros(_k.N_SLOTS, dtype=np.int64)
+            n_rows, line, slow = _k.scan_labels(buf, line, labels, line_nos, st,
+                                                np.empty((0, 3), dtype=np.int64))
+            for target, start, end in slow[: st[_k.S_NSLOW]].tolist():  # labels of more than 19 digits
+                value = float(buf[start:end].tobytes())
+                if not math.isfinite(value):
+                    raise DataFormatError("label is NaN or infinite", path=name, line=int(line_nos[-target - 1]))
+                labels[-target - 1] = value
+            if st[_k.S_ERR] != _k.ERR_NONE:
+                raise DataFormatError(_MESSAGES[int(st[_k.S_ERR])], path=name, line=int(line))
+            yield labels[:n_rows], int(st[_k.S_NNZ])
+
+
 def _prescan(source, chunk_bytes: int, need_max: bool) -> tuple[int, int]:
     """Smallest and largest raw index in the file (early stop at 0 unless need_max)."""
     is_object = hasattr(source, "read")
