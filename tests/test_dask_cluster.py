@@ -176,48 +176,63 @@ def wait_for(condition, what, proc=None, processes=None):
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("kill", ["worker", "machine"])
-def test_a_worker_killed_mid_pass_gives_the_single_machine_model(earn, processes, tmp_path, kill):
-    """``worker``: SIGKILL to the worker process (as the kernel's OOM killer does); its nanny
-    starts a new one. ``machine``: SIGKILL to the whole ``dask worker`` process group (nanny
-    and worker: a lost machine); the fit ends on the other worker. Either way the persisted
-    partitions and the tasks of the victim are recomputed on the workers left, and the
-    saved model is the single-machine one."""
-    X, y, paths, ref = earn
+def start_fit_and_hold(processes, tmp_path, paths, n_workers):
+    """A scheduler, ``n_workers`` workers whose passes hold (``_hold_passes``) and the CLI's
+    fit on them; returns (address, worker process groups, the CLI, the pid of a worker
+    holding a task of the second pass, the directory whose ``release`` ends the hold)."""
     address = start_scheduler(processes, str(tmp_path))
-    workers = {start_worker(processes, address, f"worker-{i}").pid: i for i in range(2)}
+    groups = {start_worker(processes, address, f"worker-{i}").pid for i in range(n_workers)}
     hold = tmp_path / "hold"
     hold.mkdir()
     with Client(address, timeout=WAIT) as client:
-        client.wait_for_workers(2, timeout=WAIT)
+        client.wait_for_workers(n_workers, timeout=WAIT)
         pids = set(client.run(_hold_passes, str(hold), PARTS).values())
-    assert len(pids) == 2 and all(os.getpgid(p) in workers for p in pids)
-
-    model = tmp_path / "model.l1m"
+    assert len(pids) == n_workers and {os.getpgid(p) for p in pids} == groups
     cli = processes.start("cli", [*L1SCALE, "train", *paths, "--dask", address, "--solver", "rmmp",
-                                  "--max-active", "300", "--lam", repr(LAM), "--json", "-o", str(model)])
+                                  "--max-active", "300", "--lam", repr(LAM), "--json", "-o",
+                                  str(tmp_path / "model.l1m")])
 
     def running():
         return [int(name.split("-")[1]) for name in os.listdir(hold) if name.startswith("running-")]
 
     victim = wait_for(running, "no worker started a task of the second pass", cli, processes)[0]
     assert victim in pids
-    if kill == "worker":
-        os.kill(victim, signal.SIGKILL)
-    else:
+    return address, groups, cli, victim, hold
+
+
+def finish(processes, cli):
+    try:
+        return cli.wait(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the CLI did not finish:\n{processes.log('cli')}") from None
+
+
+@pytest.mark.parametrize("kill", ["worker", "machine", "only-worker"])
+def test_a_worker_killed_mid_pass_gives_the_single_machine_model(earn, processes, tmp_path, kill):
+    """``worker``: SIGKILL to a worker process (as the kernel's OOM killer does); its nanny
+    starts a new one. ``machine``: SIGKILL to a whole ``dask worker`` process group (nanny and
+    worker: a lost machine); the fit ends on the other worker. Either way the persisted
+    partitions and the tasks of the victim are recomputed on the workers left. ``only-worker``:
+    a cluster of one worker, killed and restarted by its nanny: the pass's broadcast point died
+    with it (scattered data cannot be recomputed), so the scheduler cancels the pass and RMMP
+    broadcasts the point again and repeats the pass on the new worker. The saved model is the
+    single-machine one."""
+    X, y, paths, ref = earn
+    address, groups, cli, victim, hold = start_fit_and_hold(processes, tmp_path, paths,
+                                                            1 if kill == "only-worker" else 2)
+    if kill == "machine":
         os.killpg(os.getpgid(victim), signal.SIGKILL)
+    else:
+        os.kill(victim, signal.SIGKILL)
     wait_for(lambda: not _alive(victim), "the killed worker is still there")
     (hold / "release").touch()
 
-    try:
-        rc = cli.wait(timeout=WAIT)
-    except subprocess.TimeoutExpired:
-        raise AssertionError(f"the CLI did not finish:\n{processes.log('cli')}") from None
+    rc = finish(processes, cli)
     assert rc == 0, processes.log("cli")
     summary = json.loads(processes.stdout("cli"))
     assert summary["converged"] and summary["n_iter"] == ref.n_iter > 2, summary
     assert summary["objective"] == pytest.approx(ref.objective, rel=1e-10, abs=0)
-    coef, intercept, meta = load_model(model)
+    coef, intercept, meta = load_model(tmp_path / "model.l1m")
     assert meta["n_features"] == EARN_D and meta["classes"] == [-1.0, 1.0]
     coef = coef.ravel()
     objective = Problem(X, y, "logistic", LAM).objective(coef, float(np.ravel(intercept)[0]))
@@ -226,11 +241,27 @@ def test_a_worker_killed_mid_pass_gives_the_single_machine_model(earn, processes
     np.testing.assert_allclose(coef, ref.coef, rtol=0, atol=1e-8)
 
     with Client(address, timeout=WAIT) as client:  # the cluster after the fault
-        if kill == "worker":
-            client.wait_for_workers(2, timeout=WAIT)  # the nanny's new worker
-            assert victim not in client.run(os.getpid).values()
-        else:
+        if kill == "machine":
             assert len(client.scheduler_info()["workers"]) == 1
+        else:
+            client.wait_for_workers(len(groups), timeout=WAIT)  # the nanny's new worker
+            assert victim not in client.run(os.getpid).values()
+
+
+def test_the_scheduler_killed_mid_pass_is_a_clear_cli_error(earn, processes, tmp_path):
+    """The scheduler SIGKILLed while a pass runs: the CLI ends at once with one ``Error:`` line
+    saying that the connection to the scheduler was lost (distributed's client logs its
+    reconnection attempts above it), not an l1scale traceback nor a hang."""
+    address, _, cli, _, hold = start_fit_and_hold(processes, tmp_path, earn[2], 2)
+    scheduler = processes.started[0]
+    os.killpg(scheduler.pid, signal.SIGKILL)
+    (hold / "release").touch()
+    rc = finish(processes, cli)
+    err = processes.log("cli")
+    last = err.strip().splitlines()[-1]
+    assert rc == 1 and last.startswith("Error: the cluster cancelled the task of partition"), err
+    assert f"the connection to the scheduler {address} was lost" in last, err
+    assert os.path.join("l1scale", "distributed") not in err, err  # no traceback through l1scale
 
 
 def _alive(pid):

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..stream_problem import StreamScan
 from . import _tasks
-from ._errors import DistributedError
+from ._errors import DistributedError, TasksCancelled
 
 __all__ = ["DaskDataset"]
 
@@ -246,8 +246,26 @@ class DaskDataset:
             if f.status == "cancelled":
                 m = _KEY.search(str(f.key))
                 which = self.partitions[int(m.group(1))].describe() if m else f"task {f.key}"
-                raise DistributedError(f"the cluster cancelled the task of {which}")
+                raise TasksCancelled(f"the cluster cancelled the task of {which}{_why_cancelled(self.client)}")
         return time.perf_counter() - start
+
+    def worker_back(self) -> bool:
+        """After a pass's tasks were cancelled: whether the client still has its scheduler and
+        the cluster has (again) a worker, waiting for one up to ``timeout`` (default:
+        distributed's connect timeout, ``distributed.comm.timeouts.connect``)."""
+        if str(self.client.status) != "running":
+            return False
+        timeout = self.timeout
+        if timeout is None:
+            import dask
+            from dask.utils import parse_timedelta
+
+            timeout = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="s")
+        try:
+            self.client.wait_for_workers(1, timeout=timeout)
+        except TimeoutError:
+            return False
+        return True
 
     def _load(self):
         """Read every partition into the memory of a worker (futures held here)."""
@@ -270,6 +288,16 @@ class DaskDataset:
         self.persisted = False
 
 
+def _why_cancelled(client) -> str:
+    """Why the cluster cancels tasks: the client lost its scheduler, or data they needed died."""
+    status = str(getattr(client, "status", "running"))
+    if status == "running":
+        return (": data it needed died with every worker that held them (a broadcast point cannot be "
+                "recomputed), or the task was cancelled by another client")
+    address = getattr(getattr(client, "scheduler", None), "address", None) or "?"
+    return f": the connection to the scheduler {address} was lost (client {status}); is the scheduler still running?"
+
+
 def _client(client):
     if client is not None:
         return client
@@ -290,9 +318,16 @@ def _gather(client, futures, timeout, partitions=None):
     """Gather; a worker killed while running a partition's task (out of memory, or again and
     again) becomes a :class:`DistributedError` naming the partition instead of a bare KilledWorker."""
     from distributed import KilledWorker
+    from distributed.client import FutureCancelledError
 
     try:
         return client.gather(futures) if timeout is None else _gather_timeout(client, futures, timeout)
+    except FutureCancelledError as exc:
+        m = _KEY.search(str(getattr(exc, "key", "")))
+        which = f"the task {getattr(exc, 'key', '?')}"
+        if m is not None and partitions is not None and int(m.group(1)) < len(partitions):
+            which = f"the task of {partitions[int(m.group(1))].describe()}"
+        raise TasksCancelled(f"the cluster cancelled {which}{_why_cancelled(client)}") from None
     except KilledWorker as exc:
         key = str(exc.args[0]) if exc.args else ""
         m = _KEY.search(key)

@@ -28,6 +28,7 @@ import numpy as np
 from ..data.stream import Stream
 from ..stream_problem import StreamProblem
 from . import _tasks
+from ._errors import TasksCancelled
 
 __all__ = ["DaskProblem"]
 
@@ -59,6 +60,8 @@ class DaskProblem(StreamProblem):
     scan : ignored
         The data set's own scan is used (accepted for the StreamProblem signature).
     """
+
+    PASS_RETRIES = 2  # run_pass: repeats of a pass cancelled because its broadcast point died
 
     def __init__(self, dataset, loss="logistic", lam=None, *, lam_ratio=None, l1_ratio=1.0, fit_intercept=True,
                  positive_class=None, class_weight=None, scan=None):
@@ -95,9 +98,19 @@ class DaskProblem(StreamProblem):
 
     def run_pass(self, beta, b, active, *, sparse_sketch=False):
         """MP / RMMP's pass: the PassStatistics summed over every row, at (beta, b), with the
-        sketch on ``active``; the point is broadcast once."""
-        point = self.broadcast((np.asarray(beta, dtype=np.float64), float(b), np.asarray(active)))
-        return self.map_reduce(_tasks.sketch_pass, point, sparse_sketch)
+        sketch on ``active``; the point is broadcast once.
+
+        When every worker holding the broadcast point dies (the only worker, killed and
+        restarted by its nanny), the scheduler cancels the pass (scattered data cannot be
+        recomputed): once a worker is there again, the point is broadcast again and the pass
+        repeated (its sums are the same), up to ``PASS_RETRIES`` times."""
+        point = (np.asarray(beta, dtype=np.float64), float(b), np.asarray(active))
+        for retry in range(self.PASS_RETRIES + 1):
+            try:
+                return self.map_reduce(_tasks.sketch_pass, self.broadcast(point), sparse_sketch)
+            except TasksCancelled:
+                if retry == self.PASS_RETRIES or not self.dataset.worker_back():
+                    raise
 
     def gradient_at_start(self) -> np.ndarray:
         """One pass: the mean-form loss gradient at (0, b0) (for lam_ratio)."""
