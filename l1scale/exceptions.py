@@ -6,8 +6,8 @@ data files, the parameter for estimator and solver options.
 
 from __future__ import annotations
 
-__all__ = ["CheckpointError", "ConvergenceWarning", "DataFormatError", "DiskFullError", "DivergenceError",
-           "ModelFormatError"]
+__all__ = ["CheckpointError", "ConvergenceWarning", "DataFormatError", "DiskFullError", "DistributedError",
+           "DivergenceError", "ModelFormatError"]
 
 from sklearn.exceptions import ConvergenceWarning
 
@@ -83,3 +83,9 @@ class DivergenceError(ValueError, ArithmeticError):
     because the features are on a huge scale (an entry of 1e300) or the learning rate is too
     large for them. The message names the solver and suggests the remedy (scale the features,
     lower the learning rate)."""
+
+
+class DistributedError(RuntimeError):
+    """A pass could not be completed on a Dask cluster (a worker died too often, a timeout,
+    the scheduler lost): the environment failed, not the data. The command line reports it
+    as one ``Error:`` line."""

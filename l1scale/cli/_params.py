@@ -96,13 +96,13 @@ def handle_errors(fn):
     def wrapper(*args, **kwargs):
         if os.environ.get("L1SCALE_DEBUG"):
             return fn(*args, **kwargs)
-        from ..exceptions import DataFormatError, ModelFormatError
+        from ..exceptions import DataFormatError, DistributedError, ModelFormatError
 
         try:
             return fn(*args, **kwargs)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
-        except (DataFormatError, ModelFormatError) as exc:
+        except (DataFormatError, ModelFormatError, DistributedError) as exc:
             raise click.ClickException(str(exc)) from None
         except OSError as exc:
             raise click.ClickException(_os_message(exc)) from None

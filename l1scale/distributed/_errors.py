@@ -1,10 +1,9 @@
-"""The error the distributed backend raises for failures of the cluster itself."""
+"""The errors the distributed backend raises for failures of the cluster itself
+(:class:`~l1scale.exceptions.DistributedError`, defined with the library's other errors)."""
 
+from ..exceptions import DistributedError
 
-class DistributedError(RuntimeError, OSError):
-    """A pass could not be completed on the cluster (a worker died too often, a timeout, the
-    scheduler lost). Also an OSError, as ConnectionError and TimeoutError are: the environment
-    failed, not the data (the command line reports it as one ``Error:`` line)."""
+__all__ = ["DistributedError", "TasksCancelled"]
 
 
 class TasksCancelled(DistributedError):
