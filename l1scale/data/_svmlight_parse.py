@@ -400,7 +400,7 @@ def count_bytes(buf):
     return newlines, colons
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # text is parsed in threads (svmlight._parse_in_threads)
 def parse_block(buf, first_line, strict, data, indices, indptr, labels, line_nos, slow):
     """Parse whole lines of svmlight text.
 

@@ -19,11 +19,17 @@ streaming :func:`iter_svmlight_chunks` must decide before its first chunk, so it
 pre-scans the whole file once (a fast scan, but compressed files are decompressed
 twice) and learns the width at the same time. Pass ``zero_based`` and
 ``n_features`` to stream in a single pass.
+
+Parsing is what a streamed pass waits for, so text is parsed in two threads where the
+process may use two CPUs (:func:`parse_threads`; ``L1SCALE_PARSE_THREADS`` overrides),
+a bounded few blocks ahead of the reader, in order.
 """
 
 from __future__ import annotations
 
 import bz2
+import collections
+import concurrent.futures
 import gzip
 import io
 import lzma
@@ -193,14 +199,56 @@ def _convert_slow(buf, slow, block: _Block, last_line: int, name: str) -> None:
             block.data[target] = value
 
 
+def parse_threads() -> int:
+    """Threads that parse svmlight text: ``$L1SCALE_PARSE_THREADS``, else 2 when this process
+    may run on two CPUs or more (parsing is what a streamed pass waits for: a learning
+    kernel takes a few percent of it), else 1."""
+    value = os.environ.get("L1SCALE_PARSE_THREADS")
+    if value:
+        try:
+            return max(1, int(value))
+        except ValueError:
+            raise ValueError(f"L1SCALE_PARSE_THREADS must be a positive integer, got {value!r}") from None
+    return 2 if len(os.sched_getaffinity(0)) >= 2 else 1
+
+
 def _iter_blocks(source, chunk_bytes: int, strict: bool) -> Iterator[tuple[_Block, int, int]]:
-    """Parse a file block by block: (block with raw indices, min index, max index)."""
+    """Parse a file block by block, in order: (block with raw indices, min index, max index)."""
     name = _source_name(source)
-    line = 0
     with _open_source(source) as f:
-        for buf in _iter_text(f, chunk_bytes):
-            block, line, lo, hi = _parse_text(buf, line, strict, name)
-            yield block, lo, hi
+        texts = _iter_text(f, chunk_bytes)
+        threads = parse_threads()
+        if threads == 1:
+            line = 0
+            for buf in texts:
+                block, line, lo, hi = _parse_text(buf, line, strict, name)
+                yield block, lo, hi
+        else:
+            yield from _parse_in_threads(texts, threads, strict, name)
+
+
+def _parse_in_threads(texts, threads: int, strict: bool, name: str):
+    """The blocks of ``texts`` parsed in ``threads`` threads (the kernel releases the GIL),
+    yielded in order, at most ``threads + 1`` buffers ahead of the consumer (bounded
+    memory). Each buffer's first line number is counted before it is parsed, so errors
+    name the same line as a sequential parse; an error is raised when its block's turn
+    comes, after every block before it."""
+    pending: collections.deque = collections.deque()
+    line = 0
+    with concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="l1scale-parse") as pool:
+        try:
+            for buf in texts:
+                pending.append(pool.submit(_parse_text, buf, line, strict, name))
+                line += int(_k.count_bytes(buf)[0])
+                if len(pending) > threads:
+                    block, _, lo, hi = pending.popleft().result()
+                    yield block, lo, hi
+            while pending:
+                block, _, lo, hi = pending.popleft().result()
+                yield block, lo, hi
+        finally:  # the consumer stopped early, or an error: parse nothing more
+            for future in pending:
+                future.cancel()
 
 
 def scan_labels(source, chunk_bytes: int = 16 << 20) -> Iterator[tuple[np.ndarray, int]]:
