@@ -275,26 +275,22 @@ def l1scale_run(solver, data, test, model, cgroup, passes=1, lam=LAM, tol=None):
         cmd += ["--holdout", "0"]
     result = run_capped(cmd, cgroup, label=f"l1scale {solver}")
     if result["returncode"] == 0:
-        summary = json.loads(result["stdout"])
-        result["certificate"] = _certificate(summary)
-        result["passes"] = summary.get("passes", passes) if isinstance(summary, dict) else passes
+        _read_summary(result)
         evaluation = subprocess.run(CLI + ["evaluate", str(model), test["path"], "--one-based", "--json"],
                                     capture_output=True, text=True, check=False)
         result["test"] = json.loads(evaluation.stdout) if evaluation.returncode == 0 else evaluation.stderr[-500:]
     return result
 
 
-def _certificate(summary):
-    """The relative gap (or KKT) the CLI's JSON summary reports, wherever it keeps it."""
-    if isinstance(summary, dict):
-        for key in ("relative_gap", "certificate", "gap"):
-            if key in summary:
-                return summary[key]
-        for value in summary.values():
-            found = _certificate(value)
-            if found is not None:
-                return found
-    return None
+def _read_summary(result):
+    """The solver's passes (the label pass of a streamed fit is in the wall time, not
+    counted as a pass: it learns nothing) and the relative certificate, from the CLI's
+    JSON summary."""
+    summary = json.loads(result["stdout"])
+    result["passes"] = int(summary["n_iter"])
+    if summary.get("relative_certificate") is not None:
+        result["certificate"] = f"{summary['certificate_name']} {summary['relative_certificate']:.2g}" + (
+            " (met)" if summary.get("converged") else "")
 
 
 def vw_run(data, test, workdir, cgroup):
@@ -350,12 +346,12 @@ def markdown(report) -> str:
              f"({data['bytes'] / GB:.1f} GB, written in {data['seconds']:.0f} s); held out: {TEST_ROWS:,} rows. "
              f"lam = {LAM:g} (VW: --l1 {LAM:g}); RMMP: lam = {report['rmmp_lam']:g}, tol = {report['rmmp_tol']:g}, "
              "at most 1000 active features."), "",
-             ("| run | passes | wall (s) | examples/s | peak RSS (MiB) | cgroup peak (MiB) | exit | certificate "
+             ("| run | learning passes | wall (s) | examples/s | peak RSS (MiB) | cgroup peak (MiB) | exit | certificate "
              "| test log loss | test accuracy |"),
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in report["runs"].items():
         passes = r.get("passes", 1)
-        rate = data["rows"] * passes / r["seconds"]
+        rate = data["rows"] * passes / r["seconds"]  # learning passes; the label pass is overhead
         loss, acc = test_scores(r)
         cert = r.get("certificate")
         group = "n/a" if r["cgroup_peak_mib"] is None else f"{r['cgroup_peak_mib']:.0f}"
@@ -406,7 +402,10 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep (and reuse) the generated data")
     parser.add_argument("--only", help="comma-separated runs: tg,sgdc,rmmp,vw")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--render", type=Path, help="only rewrite the .md and .png of this results .json")
     args = parser.parse_args()
+    if args.render:
+        return render(args.render)
     size = args.size or (4e9 if args.quick else 40e9)
     args.workdir.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(args.workdir).free
@@ -454,13 +453,26 @@ def main():
     args.out.mkdir(parents=True, exist_ok=True)
     plot(report, args.out / plot_name)
     (args.out / f"past_ram{suffix}.json").write_text(json.dumps(
-        {**report, "runs": {k: {**v, "stdout": v["stdout"][-2000:], "stderr": v["stderr"][-2000:]}
+        {**report, "runs": {k: {**v, "stdout": v["stdout"][-20000:], "stderr": v["stderr"][-2000:]}
                             for k, v in runs.items()}}, indent=1, default=str))
     (args.out / f"past_ram{suffix}.md").write_text(markdown(report))
     print(markdown(report))
     if not args.keep:
         for path in (data_path, described):
             path.unlink(missing_ok=True)
+
+
+def render(path: Path):
+    """The markdown and plot of a results JSON again (after a change of the report's format)."""
+    report = json.loads(path.read_text())
+    for run in report["runs"].values():
+        if run["returncode"] == 0 and run["stdout"].lstrip().startswith("{"):
+            _read_summary(run)
+    report["runs"] = {k: {**v, "rss_samples": [tuple(x) for x in v["rss_samples"]]} for k, v in report["runs"].items()}
+    path.write_text(json.dumps(report, indent=1, default=str))
+    plot(report, path.parent / report["plot"])
+    path.with_suffix(".md").write_text(markdown(report))
+    print(markdown(report))
 
 
 if __name__ == "__main__":
