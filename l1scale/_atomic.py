@@ -246,6 +246,15 @@ class AtomicFile:
         self.file = stream
         self._done = False
 
+    def _fail(self, exc: BaseException):
+        """Remove the temporary and raise ``exc`` (a full disk as DiskFullError naming the file)."""
+        self.abort()
+        if isinstance(exc, OSError):
+            new = disk_full_error(self.path, exc)
+            if new is not exc:
+                raise new from exc
+        raise exc
+
     def commit(self):
         """Flush, sync and rename into place; a full disk raises DiskFullError (temporary removed)."""
         if self._done:
@@ -265,13 +274,8 @@ class AtomicFile:
             except OSError:
                 pass
             os.replace(self.tmp, self.path)
-        except BaseException as exc:
-            self.abort()
-            if isinstance(exc, OSError):
-                new = disk_full_error(self.path, exc)
-                if new is not exc:
-                    raise new from exc
-            raise
+        except BaseException as exc:  # noqa: BLE001 - _fail re-raises it
+            self._fail(exc)
         self._done = True
         _fsync_directory(self._directory)
 
@@ -309,11 +313,6 @@ def atomic_file(path, *, text=False, compress=False, what="file"):
     out = AtomicFile(path, text=text, compress=compress, what=what)
     try:
         yield out.file
-    except BaseException as exc:
-        out.abort()
-        if isinstance(exc, OSError):
-            new = disk_full_error(out.path, exc)
-            if new is not exc:
-                raise new from exc
-        raise
+    except BaseException as exc:  # noqa: BLE001 - _fail re-raises it
+        out._fail(exc)
     out.commit()

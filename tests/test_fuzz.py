@@ -311,6 +311,19 @@ def test_a_damaged_chunk_cache_reads_the_same_or_is_an_error(cache, data):
 # --------------------------------------------------------------------------- model files
 
 
+def loaded_or_refused(load, path, error):
+    """``load(path)``, or None when it raised ``error`` naming the file (anything else fails)."""
+    try:
+        loaded = load(path)
+    except Exception as e:  # noqa: BLE001 - the property is about which exception
+        event("rejected")
+        assert isinstance(e, error), f"{type(e).__name__}: {e}"
+        assert path in str(e)
+        return None
+    event("loaded the same")
+    return loaded
+
+
 @pytest.fixture(scope="module")
 def model_file(workdir):
     rng = np.random.default_rng(3)
@@ -326,14 +339,9 @@ def model_file(workdir):
 def test_a_damaged_model_file_loads_the_same_or_is_an_error(workdir, model_file, data):
     content, reference = model_file
     path = _path(workdir, "damaged.l1m", data.draw(mutated(content)))
-    try:
-        loaded = load_model(path)
-    except Exception as e:  # noqa: BLE001
-        event("rejected")
-        assert isinstance(e, ModelFormatError), f"{type(e).__name__}: {e}"
-        assert path in str(e)
+    loaded = loaded_or_refused(load_model, path, ModelFormatError)
+    if loaded is None:
         return
-    event("loaded the same")
     np.testing.assert_array_equal(loaded[0], reference[0])
     np.testing.assert_array_equal(loaded[1], reference[1])
     assert loaded[2] == reference[2]
@@ -379,14 +387,9 @@ def checkpoint_file(workdir):
 def test_a_damaged_checkpoint_loads_the_same_or_is_an_error(workdir, checkpoint_file, data):
     content, fingerprint, reference = checkpoint_file
     path = _path(workdir, "damaged.ckpt", data.draw(mutated(content)))
-    try:
-        state = Checkpoint(path, fingerprint).load()
-    except Exception as e:  # noqa: BLE001
-        event("rejected")
-        assert isinstance(e, CheckpointError), f"{type(e).__name__}: {e}"
-        assert path in str(e)
+    state = loaded_or_refused(lambda p: Checkpoint(p, fingerprint).load(), path, CheckpointError)
+    if state is None:
         return
-    event("loaded the same")
     assert sorted(state) == sorted(reference)
     for key, value in reference.items():
         if isinstance(value, np.ndarray):
