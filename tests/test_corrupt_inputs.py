@@ -251,3 +251,16 @@ def test_a_parquet_partition_wider_than_the_data_set_is_an_error(tmp_path):
         os.replace(first, target)
         with pytest.raises(DataFormatError, match="59"):
             ReducedMemoryMultiPass(max_active=30).solve(DaskProblem(ds, "logistic", 0.01))
+
+
+@pytest.mark.parametrize("checksums", [True, False])
+def test_a_chunk_array_of_another_shape_is_an_error(cache, checksums):
+    """Found by the fuzzer: a header declaring shape (n, 0) made the checksum itself fail
+    (a TypeError from memoryview), not a DataFormatError."""
+    if not checksums:
+        drop_checksums(cache)
+    path = cache / "chunk-000000.data.npy"
+    np.save(path, np.zeros((np.load(path).shape[0], 0)))
+    with pytest.raises(DataFormatError, match="CRC-32" if checksums else "one-dimensional") as e:
+        list(Stream.from_cache(cache))
+    assert e.value.path == str(path)

@@ -467,6 +467,8 @@ def _load_chunk(directory, i, width, checksums) -> Chunk:
         if checksums is not None and zlib.crc32(_bytes_of(array)) != checksums.get(name):
             raise DataFormatError("cache chunk is corrupted (its CRC-32 differs from meta.json's); "
                                   "rebuild the cache", path=path)
+        if array.ndim != 1:
+            raise DataFormatError(f"cache chunk array must be one-dimensional, got shape {array.shape}", path=path)
         arrays[name] = array
     data, indices, indptr, y, w = (arrays[name] for name in _CHUNK_ARRAYS)
     path = _chunk_file(directory, i, "indices")
@@ -489,8 +491,9 @@ def _load_chunk(directory, i, width, checksums) -> Chunk:
 
 
 def _bytes_of(array):
-    """The array's memory as bytes (without a copy when contiguous), for its checksum."""
-    return memoryview(np.ascontiguousarray(array)).cast("B")
+    """The array's memory as bytes (without a copy when contiguous), for its checksum; any
+    shape and dtype a damaged header may declare (a zero-length axis, a record type)."""
+    return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
 
 
 class _CacheWriter:
