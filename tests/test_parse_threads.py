@@ -1,4 +1,4 @@
-"""svmlight text parsed in threads (``svmlight._parse_in_threads``) gives what one thread
+"""svmlight text parsed in threads (``svmlight._in_order``) gives what one thread
 gives: the same chunks, in order, and the same error on the same line."""
 
 import numpy as np
@@ -68,3 +68,21 @@ def test_the_thread_count_is_checked(monkeypatch):
         svm.parse_threads()
     monkeypatch.setenv("L1SCALE_PARSE_THREADS", "1")
     assert svm.parse_threads() == 1
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_label_pass_in_threads_gives_the_sequential_labels_and_errors(text_file, threads, monkeypatch):
+    monkeypatch.setenv("L1SCALE_PARSE_THREADS", "1")
+    one = list(svm.scan_labels(text_file, chunk_bytes=4096))
+    monkeypatch.setenv("L1SCALE_PARSE_THREADS", str(threads))
+    many = list(svm.scan_labels(text_file, chunk_bytes=4096))
+    assert len(one) == len(many) > 10
+    for (a, nnz_a), (b, nnz_b) in zip(one, many, strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert nnz_a == nnz_b
+    lines = text_file.read_bytes().splitlines(keepends=True)
+    lines[2700] = b"x 3:1\n"
+    text_file.write_bytes(b"".join(lines))
+    with pytest.raises(DataFormatError, match="label is not a number") as e:
+        list(svm.scan_labels(text_file, chunk_bytes=4096))
+    assert e.value.line == 2701

@@ -400,7 +400,7 @@ def count_bytes(buf):
     return newlines, colons
 
 
-@njit(cache=True, nogil=True)  # text is parsed in threads (svmlight._parse_in_threads)
+@njit(cache=True, nogil=True)  # run in threads (svmlight._in_order)
 def parse_block(buf, first_line, strict, data, indices, indptr, labels, line_nos, slow):
     """Parse whole lines of svmlight text.
 
@@ -482,7 +482,7 @@ def scan_indices(buf, need_max):
     return lo, hi
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # run in threads (svmlight._in_order)
 def scan_labels(buf, first_line, labels, line_nos, st, slow):
     """The labels of whole lines of svmlight text, and a count of their features, without
     parsing the features: the label pass of a streaming fit (classes, counts, weights, n,
