@@ -12,9 +12,13 @@ as an uninterrupted run (the state includes the random generators of the seeded
 solvers). A checkpoint is kept when the solve ends; resuming a finished run redoes at
 most its last interval and returns the same model.
 
-File format (version 2): a NumPy ``.npz`` archive (zip, no pickles) with
+File format (version 3): a NumPy ``.npz`` archive (zip, no pickles) with
 
 - ``l1scale_checkpoint``: the format version (int);
+- ``manifest``: JSON of every other member's name, dtype and shape. The zip format
+  checks each member's bytes (CRC-32) but not its name in the central directory: a
+  damaged name would load as a different state, so the loader compares the
+  archive's members with the manifest;
 - ``fingerprint``: JSON (UTF-8 bytes) identifying the run: the solver and the
   parameters that change its iterates, and the problem (loss, lam or lam_ratio,
   l1_ratio, intercept, shape, nnz and, for data in memory, a CRC-32 of X, y and the
@@ -22,8 +26,9 @@ File format (version 2): a NumPy ``.npz`` archive (zip, no pickles) with
 - ``json``: JSON of the state's non-array values (History, generator states, ...);
 - one array per array-valued part of the state (the numeric scalars as 0-d arrays).
 
-Version 1 (MP / RMMP before this module, without the ``l1scale_checkpoint`` member) is
-recognised and refused with a CheckpointError (delete it to restart). Writes are atomic
+Older versions (1: MP / RMMP before this module, without the ``l1scale_checkpoint``
+member; 2: without the manifest) are recognised and refused with a CheckpointError
+(delete the file to restart). Writes are atomic
 (:mod:`l1scale._atomic`): a kill or a full disk leaves the previous checkpoint. Every way a checkpoint can fail to load (truncated, corrupted,
 random bytes, an empty file, a directory in its place, a newer version, arrays of the
 wrong shape, or another run's fingerprint) raises
@@ -45,11 +50,11 @@ from .exceptions import CheckpointError
 __all__ = ["DEFAULT_INTERVAL", "FORMAT_VERSION", "Checkpoint", "CheckpointState", "problem_fingerprint",
            "solver_fingerprint", "start"]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: Seconds between two writes of an in-memory solver's checkpoint (its iterations may take
 #: milliseconds; a write costs O(n + d)). Streaming solvers write after every pass.
 DEFAULT_INTERVAL = 5.0
-_RESERVED = ("l1scale_checkpoint", "fingerprint", "json", "history")
+_RESERVED = ("l1scale_checkpoint", "manifest", "fingerprint", "json", "history")
 # Solver attributes that do not change the iterates: a run may resume with other values.
 _NOT_FINGERPRINTED = {"tol", "max_iter", "callback", "verbose", "checkpoint", "checkpoint_interval",
                       "compute_objective", "state_"}
@@ -254,6 +259,8 @@ class Checkpoint:
         arrays["l1scale_checkpoint"] = np.asarray(FORMAT_VERSION)
         arrays["fingerprint"] = np.frombuffer(json.dumps(self.fingerprint, sort_keys=True).encode(), dtype=np.uint8)
         arrays["json"] = np.frombuffer(json.dumps(other, default=_plain).encode(), dtype=np.uint8)
+        manifest = {k: [a.dtype.str, list(a.shape)] for k, a in arrays.items()}
+        arrays["manifest"] = np.frombuffer(json.dumps(manifest, sort_keys=True).encode(), dtype=np.uint8)
         with atomic_file(self.path, what="checkpoint") as f:
             np.savez(f, **arrays)
         self._last = time.monotonic()
@@ -315,12 +322,24 @@ def _read(fh):
         if version > FORMAT_VERSION:
             raise CheckpointError(f"format version {version} is newer than this library reads "
                                   f"({FORMAT_VERSION}); upgrade l1scale", "")
-        if version < 2:
-            raise CheckpointError(f"invalid format version {version}", "")
-        saved = json.loads(bytes(z["fingerprint"]).decode("utf-8"))
-        values = {k: z[k] for k in names if k not in _RESERVED}
-        if "json" in names:
-            other = json.loads(bytes(z["json"]).decode("utf-8"))
+        if version < FORMAT_VERSION:
+            raise CheckpointError(f"written by an older l1scale (format version {version}), which this "
+                                  "version does not resume; delete it", "")
+        if "manifest" not in names:
+            raise CheckpointError("not a readable l1scale checkpoint (no manifest)", "")
+        manifest = json.loads(bytes(z["manifest"]).decode("utf-8"))
+        if not isinstance(manifest, dict) or set(manifest) != names - {"manifest"}:
+            raise CheckpointError("not a readable l1scale checkpoint (its members differ from its "
+                                  "manifest: a damaged archive)", "")
+        arrays = {k: z[k] for k in names - {"manifest"}}
+        for k, a in arrays.items():
+            if manifest[k] != [a.dtype.str, list(a.shape)]:
+                raise CheckpointError(f"not a readable l1scale checkpoint (member {k!r} is "
+                                      f"{a.dtype.str}{list(a.shape)}, its manifest says {manifest[k]})", "")
+        saved = json.loads(bytes(arrays["fingerprint"]).decode("utf-8"))
+        values = {k: a for k, a in arrays.items() if k not in _RESERVED}
+        if "json" in arrays:
+            other = json.loads(bytes(arrays["json"]).decode("utf-8"))
             if not isinstance(other, dict):
                 raise CheckpointError("not an l1scale checkpoint (state is not a mapping)", "")
             values.update(other)

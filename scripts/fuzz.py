@@ -41,7 +41,10 @@ def run(target, minutes):
     args = [f"{TESTS}::{target}", "-x", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics"]
     # SIGINT as KeyboardInterrupt in the child: a shell's background job inherits it
     # ignored, and Python installs its handler only when it is not.
-    child = ("import signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    # SIGUSR1 makes the child print every thread's stack (faulthandler): the script sends
+    # it to a child that does not stop after the interrupt, to show where it sits.
+    child = ("import faulthandler, signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "faulthandler.register(signal.SIGUSR1, all_threads=True); "
              f"sys.exit(pytest.main({args!r}))")
     cmd = [sys.executable, "-c", child]
     start = time.perf_counter()
@@ -53,12 +56,16 @@ def run(target, minutes):
         try:
             output, _ = proc.communicate(timeout=120)
         except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(5)
             proc.kill()
             output, _ = proc.communicate()
+            output += "\n[fuzz.py: no exit within 120 s of SIGINT; the stacks above are from SIGUSR1]"
     seconds = time.perf_counter() - start
     # 1: a test failed (a finding); 2: interrupted at the time limit; 0: cannot happen
     # with an unbounded example count, but is no finding either.
-    outcome = "FINDING" if proc.returncode == 1 else "none" if proc.returncode in (0, 2) else f"rc {proc.returncode}"
+    outcome = ("FINDING" if proc.returncode == 1 else "none" if proc.returncode in (0, 2)
+               else "no exit after SIGINT (killed)" if proc.returncode == -signal.SIGKILL else f"rc {proc.returncode}")
     return target, seconds, outcome, output[-4000:]
 
 
@@ -79,8 +86,10 @@ def main(argv=None):
              "| target | minutes | finding |", "|---|---|---|"]
     for target, seconds, outcome, tail in results:
         lines.append(f"| {target} | {seconds / 60:.1f} | {outcome} |")
+    for target, _, outcome, tail in results:
         if outcome != "none":
             print(f"\n=== {target}\n{tail}", file=sys.stderr)
+            lines += ["", f"## {target}: {outcome}", "", "```", tail.strip(), "```"]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.report:

@@ -172,6 +172,11 @@ def test_checkpoint_directory_newer_version_and_foreign_files(tmp_path):
     os.replace(str(path) + ".npz", path)
     with pytest.raises(CheckpointError, match="older l1scale"):
         Checkpoint(path, fingerprint).load()
+    # a checkpoint of format version 2 (before the manifest)
+    np.savez(path, l1scale_checkpoint=np.asarray(2), fingerprint=np.frombuffer(b'{"run": 1}', dtype=np.uint8))
+    os.replace(str(path) + ".npz", path)
+    with pytest.raises(CheckpointError, match="older l1scale"):
+        Checkpoint(path, fingerprint).load()
     # a plain .npy array, a model file
     np.save(path, np.arange(3))
     os.replace(str(path) + ".npy", path)
@@ -182,3 +187,21 @@ def test_checkpoint_directory_newer_version_and_foreign_files(tmp_path):
         Checkpoint(path, fingerprint).load()
     # and a missing file is simply a fresh start
     assert Checkpoint(tmp_path / "none.ckpt", fingerprint).load() is None
+
+
+@pytest.mark.parametrize("member", ["an array", "a scalar"])
+def test_checkpoint_whose_member_names_were_damaged_is_refused(tmp_path, member):
+    # Fuzzing finding: the zip format checks each member's bytes (CRC-32), not its name, so a
+    # byte changed in a name (local header and central directory alike) loaded as another state.
+    checkpoint = Checkpoint(tmp_path / "run.ckpt", {"run": 1})
+    checkpoint.save({"coef": np.arange(4.0), "next_epoch": 3})
+    blob = (tmp_path / "run.ckpt").read_bytes()
+    assert blob.count(b"coef.npy") == 2  # the local header and the central directory
+    if member == "an array":
+        blob = blob.replace(b"coef.npy", b"ceof.npy")
+    else:
+        blob = blob.replace(b"next_epoch.npy", b"next_epocX.npy")
+    (tmp_path / "run.ckpt").write_bytes(blob)
+    with pytest.raises(CheckpointError, match="manifest") as info:
+        checkpoint.load()
+    assert str(tmp_path / "run.ckpt") in str(info.value)
