@@ -254,6 +254,30 @@ def test_many_random_numbers_parse_exactly_like_python_float(tmp_path):
     assert bad.size == 0, [(texts[i], X.data[i], expected[i]) for i in bad[:5]]
 
 
+def test_plain_decimals_parse_exactly_like_python_float(tmp_path):
+    # The kernel's one-scan path for the common token (no exponent, at most 15 digits) and
+    # its hand-over to the general path (16+ digits, more than 22 after the point): random
+    # digit strings with the point anywhere (or absent), signs and leading zeros, many per
+    # line, agree with float bit for bit.
+    rng = np.random.default_rng(7)
+    texts = []
+    for n in rng.integers(1, 26, 20_000):
+        s = "".join(map(str, rng.integers(0, 10, n)))
+        point = int(rng.integers(0, n + 2))
+        s = s if point > n else f"{s[:point]}.{s[point:]}"
+        texts.append(str(rng.choice(["", "-", "+"])) + s)
+    texts += ["0", "-0", "-0.0", "5.", ".5", "000.000", "0.0558", "123456789012345", "1234567890123456",
+              "0." + "0" * 21 + "7", "0." + "0" * 22 + "7", "9007199254740993", "-.25"]
+    expected = np.array([float(t) for t in texts])
+    lines = ("0 " + " ".join(f"{j + 1}:{t}" for j, t in enumerate(texts[i : i + 50])) + "\n"
+             for i in range(0, len(texts), 50))
+    X, _ = load_svmlight(write(tmp_path / "decimals.svm", "".join(lines)))
+    got = X.data  # every token in file order, explicit (signed) zeros included
+    assert got.size == len(texts)
+    bad = np.flatnonzero(got.view(np.uint64) != expected.view(np.uint64))
+    assert bad.size == 0, [(texts[i], got[i], expected[i]) for i in bad[:5]]
+
+
 def test_float32_agrees_with_sklearn(tmp_path):
     path = write(tmp_path / "f.svm", "1 1:0.1 3:1e-40 4:3.4028235e38\n-1 2:16777217\n")
     X, y = load_svmlight(path, dtype=np.float32)

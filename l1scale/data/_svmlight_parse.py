@@ -351,6 +351,50 @@ def _index_error(idx, prev, strict):
     return ERR_NONE
 
 
+@njit(cache=True, inline="always")
+def _fast_feature(buf, pos, n):
+    """The common ``idx:value`` token (decimal index; value ``[-+]digits[.digits]`` of at
+    most 19 digits, exactly convertible by one IEEE operation, then a delimiter) in one
+    scan: returns (idx, value, end, ok). ``ok`` False leaves the token to the general
+    path (parse_index, parse_number), which checks and reports everything.
+
+    Nearly every token of real files takes this path, at about twice the speed of the
+    general one. Its result is exact: at most 15 digits make an integer mantissa below
+    2**53 and at most 22 fraction digits an exact power of ten, so the one division
+    rounds correctly (Clinger), as ``float`` does."""
+    p, idx = pos, 0
+    while p < n and p - pos < 17:
+        d = np.int64(buf[p]) - 48
+        if d < 0 or d > 9:
+            break
+        idx = idx * 10 + d
+        p += 1
+    if p == pos or p >= n or buf[p] != _COLON:
+        return 0, 0.0, pos, False
+    p += 1
+    neg = False
+    if p < n and (buf[p] == _MINUS or buf[p] == _PLUS):
+        neg = buf[p] == _MINUS
+        p += 1
+    start, man, frac, dot = p, np.int64(0), 0, False
+    while p < n:
+        c = buf[p]
+        d = np.int64(c) - 48
+        if d >= 0 and d <= 9:
+            man = man * 10 + d
+            frac += dot
+        elif c == _DOT and not dot:
+            dot = True
+        else:
+            break
+        p += 1
+    digits = p - start - dot
+    if digits == 0 or digits > 15 or frac > 22 or (p < n and not _is_delim(buf[p])):
+        return 0, 0.0, pos, False  # an exponent, long mantissa or any oddity: the general path
+    value = float(man) / _P10_EXACT[frac] if frac else float(man)
+    return idx, (-value if neg else value), p, True
+
+
 @njit(cache=True)
 def _parse_features(buf, pos, n, strict, st, data, indices, slow):
     """Parse ``idx:value`` tokens up to the end of the line (or a comment)."""
@@ -364,6 +408,12 @@ def _parse_features(buf, pos, n, strict, st, data, indices, slow):
             pos, first = _skip_token(buf, pos, n), False
             continue
         first = False
+        idx, value, end, ok = _fast_feature(buf, pos, n)
+        if ok and idx > prev and (idx > 0 or not strict):
+            data[nnz], indices[nnz] = value, idx
+            nnz += 1
+            prev, pos = idx, end
+            continue
         idx, pos, err = parse_index(buf, pos, n)
         if err == ERR_NONE:
             err = _index_error(idx, prev, strict)
