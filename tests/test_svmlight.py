@@ -130,8 +130,8 @@ def decimal_text(max_exp_digits):
 # Always finite: the exponent has at most 2 digits.
 value_text = st.one_of(
     finite.map(repr),
-    finite.map(lambda v: "%.17g" % v),
-    finite.map(lambda v: "%.6e" % v),
+    finite.map(lambda v: f"{v:.17g}"),
+    finite.map(lambda v: f"{v:.6e}"),
     st.integers(-10**6, 10**6).map(str),
     decimal_text(2),
 )
@@ -238,8 +238,8 @@ def test_many_random_numbers_parse_exactly_like_python_float(tmp_path):
     bits = rng.integers(0, 2**63, size=20_000, dtype=np.uint64) | (rng.integers(0, 2, 20_000, dtype=np.uint64) << np.uint64(63))
     floats = bits.view(np.float64)
     floats = floats[np.isfinite(floats)]
-    texts = [repr(v) for v in floats[:5000].tolist()] + ["%.17g" % v for v in floats[5000:10000].tolist()]
-    texts += ["%.*e" % (int(p), v) for p, v in zip(rng.integers(0, 20, 5000), floats[10000:15000].tolist())]
+    texts = [repr(v) for v in floats[:5000].tolist()] + [f"{v:.17g}" for v in floats[5000:10000].tolist()]
+    texts += [f"{v:.{int(p)}e}" for p, v in zip(rng.integers(0, 20, 5000), floats[10000:15000].tolist())]
     digits = rng.integers(0, 10, size=(10_000, 25))
     for row, n, point, exp in zip(digits, rng.integers(1, 26, 10_000), rng.integers(0, 26, 10_000),
                                   rng.integers(-340, 300, 10_000)):
