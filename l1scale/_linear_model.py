@@ -237,17 +237,20 @@ class _SparseLinearModel(BaseEstimator):
         coef[support] = second.coef
         return dataclasses.replace(second, coef=coef)
 
-    def _fit_stream(self, stream, positives, class_weight, scan):
-        """Each binary problem (one per positive class; [None] for regression) over the stream."""
+    def _fit_stream(self, stream, positives, class_weight, scan, classes=None):
+        """Each binary problem (one per positive class; [None] for regression) over the stream;
+        ``classes``: declared instead of ``scan`` (no label pass; ``stream_scan_`` is then the
+        one the first pass counted)."""
         self._ignore_n_jobs("streamed data or a DaskDataset", stacklevel=4)
         self.stream_scan_ = scan  # before any solving: a callback may read it
         results, lams, states = [], [], []
-        coef_init, intercept_init = self._warm(len(positives), scan.n_features)
+        coef_init, intercept_init = self._warm(len(positives), stream.n_features)
         for k, positive in enumerate(positives):
             lam_ratio = (_DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio) if self.lam is None else None
             problem = _stream_problem(stream, self.loss, self.lam, lam_ratio=lam_ratio, l1_ratio=self.l1_ratio,
-                                    fit_intercept=self.fit_intercept, positive_class=positive,
-                                    class_weight=class_weight, scan=scan)
+                                      fit_intercept=self.fit_intercept, positive_class=positive,
+                                      class_weight=class_weight, scan=scan,
+                                      **({} if classes is None else {"classes": classes}))
             solver = self._make_solver(k, len(positives))
             if _is_dask_dataset(stream):
                 from .distributed import distributed_solver
@@ -264,6 +267,8 @@ class _SparseLinearModel(BaseEstimator):
                 states.append(solver.state_)
             results.append(result)
             lams.append(problem.lam)
+            if scan is None:
+                self.stream_scan_ = problem.scan  # counted by the first pass (declared classes)
         # partial_fit after fit continues the Online algorithm from where fit left it.
         self.__dict__.pop("_online_states", None)
         if states:
@@ -303,7 +308,7 @@ class _SparseLinearModel(BaseEstimator):
 
     def _set_stream_width(self, stream, scan):
         """n_features_in_ for data given as a path or Stream (arrays set it in validate_data)."""
-        self.n_features_in_ = scan.n_features
+        self.n_features_in_ = scan.n_features if scan is not None else stream.n_features
         self.__dict__.pop("feature_names_in_", None)
 
     def _stream_for(self, X, y, sample_weight):

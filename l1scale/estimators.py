@@ -25,7 +25,7 @@ from .data.stream import Stream
 from .data.validation import validate_data
 from .model_io import load_model
 
-__all__ = ["SparseLogisticRegression", "SparseLinearRegression", "load"]
+__all__ = ["SparseLinearRegression", "SparseLogisticRegression", "load"]
 
 
 class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
@@ -137,12 +137,17 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         self.cache_bytes = cache_bytes
         self.n_jobs = n_jobs
 
-    def fit(self, X, y=None, sample_weight=None):
+    def fit(self, X, y=None, sample_weight=None, classes=None):
         """Fit on X (dense or sparse) and labels y (any two or more values).
 
         X may also be a path (svmlight file, plain or compressed, or a chunk-cache
         directory) or a :class:`~l1scale.data.stream.Stream`, with y=None: the data
         are then read in passes by a streaming solver ("auto": RMMP), never loaded.
+        Such a fit first reads the labels (a label pass: classes, n, weights); with
+        ``classes`` (the two labels, declared as ``partial_fit`` takes them) it makes none,
+        so that ``solver="truncated_gradient"`` or ``"online"`` with one pass reads the data
+        once (a stream that can be read once: a pipe). A row with another label is then
+        an error; ``lam`` is needed (lam_ratio needs a pass for lam_max).
 
         With ``features`` set, X is the raw input of the feature space (e.g. DNA
         sequences) and the model is fitted over the generated features phi(X).
@@ -152,8 +157,13 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
             self._ignore_n_jobs("features= fits", stacklevel=2)
             return _generated_fit.fit(self, X, y, sample_weight, classifier=True)
         stream = self._stream_for(X, y, sample_weight)
+        if classes is not None and (stream is None or _is_dask_dataset(stream)):
+            raise ValueError("classes= declares the labels of a Stream or path X (no label pass); arrays and "
+                             "DaskDatasets give their labels")
         self.solver_ = self._check_params(streaming="dask" if _is_dask_dataset(stream) else stream is not None)
         self.__dict__.pop("stream_scan_", None)  # set again by a streamed fit
+        if classes is not None:
+            return self._fit_declared(stream, classes)
         if stream is None and self.solver_ in _STREAMING:
             X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
             check_classification_targets(y)
@@ -205,6 +215,21 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         if labels is None:
             self._set_stream_width(stream, scan)
         self._set_fitted(names, results, lams)
+        return self
+
+    def _fit_declared(self, stream, classes):
+        """A binary fit over a stream whose two classes are declared: no label pass."""
+        declared = np.unique(np.asarray(classes, dtype=np.float64))
+        if declared.shape[0] != 2:
+            raise ValueError(f"classes: declare the two labels of a binary problem, got {declared.tolist()} "
+                             "(one-vs-rest reads the data once per class: leave classes=None)")
+        class_weight = self.class_weight
+        if class_weight == "balanced":
+            raise ValueError(f"class_weight={class_weight!r} needs the class counts, which only a label pass "
+                             "finds: give a dict, or classes=None")
+        results, lams = self._fit_stream(stream, [declared[1]], class_weight, None, classes=declared)
+        self._set_stream_width(stream, self.stream_scan_)
+        self._set_fitted(declared, results, lams)
         return self
 
     def _set_fitted(self, classes, results, lams):

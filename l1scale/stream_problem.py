@@ -12,6 +12,13 @@ A first pass, :func:`scan_stream`, reads the labels and weights (and counts the
 nonzeros of X): it finds the classes, n, W and the intercept-only optimum b0 (closed
 form for every loss solved here), so that the solver's first real pass starts at
 (0, b0) and lam_max comes from that pass's gradient.
+
+A classifier given its ``classes`` (declared, as scikit-learn's ``partial_fit`` takes
+them) skips that pass: the first pass of the solver counts what the scan would have
+(``scan`` is set at its end), so a one-pass solver reads the data once, which is what
+a pipe allows. Only the solvers that need nothing before their first pass take such a
+problem (``Solver.needs_label_pass`` False: truncated gradient, the Online algorithm):
+no lam_ratio (lam_max needs a pass), no b0, no n or W up front.
 """
 
 from __future__ import annotations
@@ -152,10 +159,14 @@ class StreamProblem:
         Multiplier of the sample weight per label.
     scan : StreamScan, optional
         A scan already made of this stream (saves its pass).
+    classes : array-like of two labels, optional
+        Classification only: the labels, declared instead of scanned (no label pass; needs
+        ``lam``). A row with another label is a DataFormatError. Until the first pass
+        ends, ``scan``, ``n_samples`` and ``weight_sum`` are None.
     """
 
     def __init__(self, stream, loss="logistic", lam=None, *, lam_ratio=None, l1_ratio=1.0,
-                 fit_intercept=True, positive_class=None, class_weight=None, scan=None):
+                 fit_intercept=True, positive_class=None, class_weight=None, scan=None, classes=None):
         self.stream = Stream.open(stream)
         self.loss = get_loss(loss)
         if (lam is None) == (lam_ratio is None):
@@ -168,14 +179,41 @@ class StreamProblem:
         self.lam_ratio = lam_ratio
         self.penalty = None if lam is None else ElasticNet(lam, l1_ratio)
         self.fit_intercept = bool(fit_intercept)
-        self.scan = scan_stream(self.stream) if scan is None else scan
-        self.n_samples, self.n_features = self.scan.n_samples, self.scan.n_features
         self.class_weight = dict(class_weight or {})
         self._checked = False  # chunks() checks values and labels until one pass completes
+        if classes is not None:
+            self._declare(classes, scan, positive_class)
+            return
+        self.scan = scan_stream(self.stream) if scan is None else scan
+        self.n_samples, self.n_features = self.scan.n_samples, self.scan.n_features
         self._set_labels(positive_class)
+
+    def _declare(self, classes, scan, positive_class):
+        """Declared classes: the labels without a label pass (see the module docstring)."""
+        if scan is not None:
+            raise ValueError("give classes or scan, not both")
+        if not self.loss.is_classification:
+            raise ValueError(f"classes apply to classification losses, not {self.loss.name!r}")
+        if self.penalty is None:
+            raise ValueError("declared classes need lam: lam_ratio needs lam_max, a pass over the data first")
+        classes = np.unique(np.asarray(classes, dtype=np.float64))
+        if classes.shape[0] != 2:
+            raise ValueError(f"declare two classes (a binary problem), got {classes.tolist()}")
+        _check_class_labels(classes, self.stream)
+        if self.stream.n_features is None:
+            raise ValueError(f"declared classes need the width of {_source_name(self.stream)} before the first pass: "
+                             "give n_features (e.g. Stream.from_svmlight(path, n_features=...))")
+        self.scan = self.n_samples = self.weight_sum = None
+        self.n_features = int(self.stream.n_features)
+        self.classes = classes
+        self.positive_class = classes[1] if positive_class is None else positive_class
+        if self.positive_class not in classes:
+            raise ValueError(f"positive_class={positive_class!r} is not among the classes {classes.tolist()}")
+        self._class_multiplier = np.array([self.class_weight.get(c, 1.0) for c in classes.tolist()])
 
     def _set_labels(self, positive_class):
         scan = self.scan
+        self.classes = scan.classes
         if not self.loss.is_classification:
             if self.class_weight:
                 raise ValueError("class_weight applies to classification losses only")
@@ -231,6 +269,9 @@ class StreamProblem:
         """b0: the optimal intercept when w = 0 (0 without an intercept)."""
         if not self.fit_intercept:
             return 0.0
+        if self.scan is None:
+            raise ValueError("b0 needs the label pass: this problem's classes are declared (a solver with "
+                             "needs_label_pass=False starts at b = 0)")
         name = self.loss.name
         if name == "squared":
             return self.scan.label_weighted_sum / self.scan.weight_sum
@@ -247,14 +288,16 @@ class StreamProblem:
 
         ``rows`` is a :class:`~l1scale.data.memory.Matrix` in row layout, ``y`` in {-1, +1}
         (classification) or the targets, ``s`` the raw weights (sample x class weight).
+        With declared classes, the first complete pass also makes the scan.
         """
         first = 0
         where = _source_name(self.stream)
         classification = self.loss.is_classification
-        classes = self.scan.classes
+        classes = self.classes
         # Every pass yields the same chunks (the Stream contract; caches are rebuilt when their
         # source changes), so the values and labels are checked during the first complete pass only.
         check = not self._checked
+        tally = _Tally(classes) if self.scan is None else None
         for chunk in self.stream:
             X, y = chunk.X, chunk.y
             rows = y.shape[0]
@@ -269,14 +312,29 @@ class StreamProblem:
             if classification:
                 known = np.isin(y, classes) if check else None
                 if check and not known.all():
-                    raise DataFormatError(f"row {first + int(np.flatnonzero(~known)[0])} has a label not seen "
-                                          "by the first pass (the stream changed between passes)", path=where)
-                if self.class_weight:  # labels are among the scan's classes (checked above, first pass)
+                    bad = int(np.flatnonzero(~known)[0])
+                    raise DataFormatError(
+                        f"row {first + bad} has label {float(y[bad])!r}, not among the declared classes {classes.tolist()}"
+                        if tally is not None else
+                        f"row {first + bad} has a label not seen by the first pass (the stream changed between "
+                        "passes)", path=where)
+                if tally is not None:
+                    tally.add(X, y, s, first, where)
+                if self.class_weight:  # labels are among the classes (checked above, first pass)
                     s = s * self._class_multiplier[np.searchsorted(classes, y)]
                 y = np.where(y == self.positive_class, 1.0, -1.0)
             yield as_rows(X), np.ascontiguousarray(y, dtype=np.float64), s, first
             first += rows
         self._checked = True
+        if tally is not None:
+            self._set_scan(tally.scan(self.n_features, where))
+
+    def _set_scan(self, scan):
+        """The scan a declared-classes problem made during its first pass."""
+        self.scan, self.n_samples = scan, scan.n_samples
+        w = scan.weights * self._class_multiplier
+        self.weight_sum = float(w.sum())
+        self._positive_weight = float(w[scan.classes == self.positive_class].sum())
 
     def describe(self) -> dict:
         """What identifies this problem (for checkpoints)."""
@@ -288,3 +346,31 @@ class StreamProblem:
 
 def _plain(v):
     return v.item() if hasattr(v, "item") else v
+
+
+class _Tally:
+    """What :func:`scan_stream` counts, counted chunk by chunk during a pass over declared classes."""
+
+    def __init__(self, classes):
+        self.classes = classes
+        self.counts = np.zeros(classes.shape[0], dtype=np.int64)
+        self.weights = np.zeros(classes.shape[0])
+        self.label_sum = 0.0
+        self.nnz = 0
+
+    def add(self, X, y, s, first, where):
+        if not np.isfinite(s).all() or (s < 0).any():
+            raise DataFormatError(f"sample weights of rows {first}..{first + y.shape[0] - 1} must be finite and "
+                                  "non-negative", path=where)
+        k = np.searchsorted(self.classes, y)
+        self.counts += np.bincount(k, minlength=self.classes.shape[0])
+        self.weights += np.bincount(k, weights=s, minlength=self.classes.shape[0])
+        self.label_sum += float(s @ y)
+        self.nnz += int(X.nnz) if sp.issparse(X) else int(np.count_nonzero(X))
+
+    def scan(self, n_features, where) -> StreamScan:
+        n = int(self.counts.sum())
+        if n == 0:
+            raise DataFormatError("the stream has no rows", path=where)
+        return StreamScan(n, int(n_features), self.classes, self.counts, self.weights, float(self.weights.sum()),
+                          self.label_sum, self.nnz)

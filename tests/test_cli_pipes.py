@@ -64,6 +64,51 @@ def test_train_from_stdin_equals_train_from_the_file(data, tmp_path, solver):
     assert list(spool.iterdir()) == []  # the temporary chunk cache is gone
 
 
+@pytest.mark.parametrize(("fmt", "solver"), [("svm", "truncated_gradient"), ("svm", "online"),
+                                             ("vw", "truncated_gradient")])
+def test_one_pass_fits_learn_from_stdin_as_it_is_read(data, tmp_path, fmt, solver):
+    # One pass at a given lam, of known width: no label pass, no spool, the model of the file.
+    common = ["--solver", solver, "--lam", "0.01", "-q", "--json"]
+    common += ["--n-features", "30"] if fmt == "svm" else ["--hash-bits", "12"]
+    source = data[fmt]
+    file = l1scale("train", source, *common, *(["--one-based"] if fmt == "svm" else []), "-o", tmp_path / "file.bin")
+    pipe = l1scale("train", "-", *common, *(["--format", "vw"] if fmt == "vw" else []), "-o", tmp_path / "pipe.bin",
+                   stdin=source.read_bytes())
+    _same_model(tmp_path / "file.bin", tmp_path / "pipe.bin")
+    counted, scanned = json.loads(pipe.stdout)["data"], json.loads(file.stdout)["data"]
+    assert counted["n_samples"] == scanned["n_samples"] == 600 and counted["nnz"] == scanned["nnz"] > 0
+
+
+def test_train_stream_reads_a_one_pass_pipe_once(data, monkeypatch, tmp_path):
+    import io
+
+    from l1scale.cli import _stream
+
+    monkeypatch.setattr(_stream, "stdin_bytes", lambda: io.BytesIO(data["svm"].read_bytes()))
+    stream, classes = _stream.train_stream("-", n_features=30, one_pass=True, cache=str(tmp_path / "spool"))
+    np.testing.assert_array_equal(classes, [-1.0, 1.0])
+    assert sum(chunk.X.shape[0] for chunk in stream) == 600
+    with pytest.raises(RuntimeError, match="read only once"):
+        list(stream)
+    assert not (tmp_path / "spool").exists()  # nothing spooled
+    # Without a width (or a pass-free fit) the pipe is spooled into the cache and read from it.
+    monkeypatch.setattr(_stream, "stdin_bytes", lambda: io.BytesIO(data["svm"].read_bytes()))
+    stream, classes = _stream.train_stream("-", one_pass=True, cache=str(tmp_path / "spool"))
+    assert classes is None and (tmp_path / "spool" / "meta.json").exists()
+    assert sum(chunk.X.shape[0] for chunk in stream) == sum(chunk.X.shape[0] for chunk in stream) == 600
+
+
+def test_a_third_label_after_the_first_rows_of_a_one_pass_pipe_is_an_error(tmp_path):
+    # The classes are the first chunk's (16 MB of text) two labels; a later third one stops the fit.
+    text = "1 1:1 2:0.5\n-1 2:1 3:0.25\n" * 700_000 + "2 1:1\n"
+    result = l1scale("train", "-", "--solver", "truncated_gradient", "--lam", "0.001", "--n-features", "3", "-q",
+                     stdin=text.encode(), check=False)
+    assert result.returncode == 1
+    message = result.stderr.decode()
+    assert "row 1400000 has label 2.0, not among the declared classes [-1.0, 1.0]" in message
+    assert "--cache DIR" in message
+
+
 def test_train_from_a_compressed_pipe(data, tmp_path):
     # zcat big.gz | l1scale train - ...: plain text; cat big.gz | ...: gzip bytes, detected too.
     l1scale("train", data["svm"], "--solver", "truncated_gradient", "-q", "-o", tmp_path / "file.bin")

@@ -3,8 +3,11 @@ sgd_cumulative, smidas) as a Stream, read in passes."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import tempfile
+
+import numpy as np
 
 from ..data import Chunk, Stream, iter_svmlight_chunks, iter_vw_chunks, write_cache
 from ._data import (
@@ -57,26 +60,30 @@ class _PipeSource:
             self.n_features = width
 
 
-def spool_stdin(cache, *, zero_based=None, n_features=None, fmt="svmlight", hash_bits=None):
-    """Standard input written into the chunk cache ``cache`` (one pass, bounded memory);
-    returns the Stream of the cache, which every pass of the fit then reads.
+def _stdin_chunks(*, zero_based, n_features, fmt, hash_bits):
+    """The chunks of standard input as they are parsed, and their width when known (VW:
+    2**hash_bits; svmlight: ``n_features``, else None)."""
+    if fmt == "vw":
+        bits = DEFAULT_HASH_BITS if hash_bits is None else hash_bits
+        return iter_vw_chunks(stdin_bytes(), hash_bits=bits), 1 << bits
+    chunks = (Chunk(X, y) for X, y in iter_svmlight_chunks(stdin_bytes(), n_features=n_features,
+                                                            zero_based=stdin_zero_based(zero_based)))
+    return chunks, n_features
 
-    Even the one-pass solvers read their data more than once (the label scan that finds
-    the classes, n and the weights; lam_max for --lam-ratio), and a pipe can be read only
-    once: so every streaming fit of ``-`` goes through a chunk cache. svmlight text is read
+
+def spool_stdin(cache, chunks, width, *, zero_based=None, fmt="svmlight"):
+    """Standard input's ``chunks`` (:func:`_stdin_chunks`) written into the chunk cache
+    ``cache`` (one pass, bounded memory); returns the Stream of the cache, which every pass
+    of the fit then reads.
+
+    A fit that makes a label pass (the classes, n and the weights; lam_max for
+    --lam-ratio), or more than one pass, reads its data more than once, and a pipe can be
+    read only once: such a fit of ``-`` goes through a chunk cache. svmlight text is read
     one-based unless ``zero_based`` (it cannot be pre-scanned); Vowpal Wabbit text
     (``fmt="vw"``) is hashed into 2**``hash_bits`` columns.
     """
-    name = "<stdin>"
-    if fmt == "vw":
-        chunks = iter_vw_chunks(stdin_bytes(), hash_bits=DEFAULT_HASH_BITS if hash_bits is None else hash_bits)
-        width = None
-    else:
-        chunks = (Chunk(X, y) for X, y in iter_svmlight_chunks(stdin_bytes(), n_features=n_features,
-                                                                zero_based=stdin_zero_based(zero_based)))
-        width = n_features
     with zero_index_hint("-", stdin_zero_based(zero_based) if fmt != "vw" else True):
-        return write_cache(Stream(_PipeSource(chunks, width, name)), cache)
+        return write_cache(Stream(_PipeSource(chunks, None if fmt == "vw" else width, "<stdin>")), cache)
 
 
 class StdinCache:
@@ -93,24 +100,42 @@ class StdinCache:
 
 
 def train_stream(path, *, zero_based=None, n_features=None, cache=None, on_width=None, fmt="auto",
-                 hash_bits=None):
-    """The training data as a :class:`~l1scale.data.Stream` (never loaded whole).
+                 hash_bits=None, one_pass=False):
+    """The training data as a :class:`~l1scale.data.Stream` (never loaded whole), and the
+    classes to declare to the fit (or None: the fit's label pass finds them).
 
     An svmlight file is read with ``Stream.from_svmlight`` (``cache``: the binary chunk
     cache its first pass writes and later passes read); a cache directory with
     ``Stream.from_cache`` (a narrower one is widened to ``n_features``); a Vowpal Wabbit
     file (``fmt``: as ``--format``) with ``Stream.from_vw``, hashed into 2**``hash_bits``
-    columns (default 18), with the same ``cache``; ``-`` (standard input) is first spooled
-    into the chunk cache ``cache`` (:func:`spool_stdin`; required here: a StdinCache's path).
+    columns (default 18), with the same ``cache``.
+
+    ``-`` (standard input): with ``one_pass`` (a one-pass fit that needs no label pass, of
+    known width) and two labels among the first chunk's rows, the pipe itself, read once
+    as the fit learns, with those two labels as the declared classes (a later row with
+    another label is an error naming it); else it is first spooled into the chunk cache
+    ``cache`` (:func:`spool_stdin`; required here: a StdinCache's path).
+
     ``on_width(n_features)`` is called once, when the width is known (the first chunk).
     The fitted estimator's ``stream_scan_`` has the size, nonzeros and labels of the data.
     """
     fmt = data_format(path, fmt)
     if is_stdin(path):
-        spooled = spool_stdin(cache, zero_based=zero_based, n_features=n_features, fmt=fmt, hash_bits=hash_bits)
+        chunks, width = _stdin_chunks(zero_based=zero_based, n_features=n_features, fmt=fmt, hash_bits=hash_bits)
+        with zero_index_hint("-", stdin_zero_based(zero_based) if fmt != "vw" else True):
+            first = next(chunks, None)
+        if first is None:
+            _no_examples()
+        chunks = itertools.chain([first], chunks)
+        labels = np.unique(first.y)
+        if one_pass and width is not None and labels.shape[0] == 2:
+            stream = _WidthKnown(_PipeSource(chunks, width, "<stdin>"))
+            stream.on_width = on_width
+            return stream, labels
+        spooled = spool_stdin(cache, chunks, width, zero_based=zero_based, fmt=fmt)
         stream = _WidthKnown.from_cache(cache, n_features=n_features)
         stream.on_width = on_width
-        return stream if spooled.n_samples else _no_examples()
+        return (stream if spooled.n_samples else _no_examples()), None
     if fmt == "vw":
         stream = _WidthKnown.from_vw(path, DEFAULT_HASH_BITS if hash_bits is None else hash_bits, cache=cache)
     elif fmt == "cache":
@@ -123,7 +148,7 @@ def train_stream(path, *, zero_based=None, n_features=None, cache=None, on_width
         stream = _WidthKnown.from_svmlight(path, n_features=n_features,
                                            zero_based=zero_based_value(zero_based), cache=cache)
     stream.on_width = on_width
-    return stream
+    return stream, None
 
 
 def _no_examples():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -16,6 +17,7 @@ from ._data import (
     is_stdin,
     read_data,
     too_wide,
+    zero_index_hint,
 )
 from ._params import (
     DEFAULT_HASH_BITS,
@@ -122,10 +124,13 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, c
     2**B features, and predict / evaluate hash VW data with the model's B.
 
     DATA - reads standard input (svmlight, or VW with --format vw; one-based unless
-    --zero-based): `zcat big.gz | l1scale train - --solver truncated_gradient -o m`.
-    The streaming solvers read it from a chunk cache spooled in one pass (--cache DIR,
-    else a temporary directory removed at the end); the others load it. The model
-    records the svmlight index base, which predict and evaluate then use.
+    --zero-based): `zcat big.gz | l1scale train - --solver truncated_gradient --lam 1e-6
+    --n-features N -o m`. One pass of truncated_gradient or online at a given --lam, of
+    known width (--n-features, or VW), learns from it as it is read, its first rows' two
+    labels as the classes. Other streaming fits read it from a chunk cache spooled in one
+    pass (--cache DIR, else a temporary directory removed at the end); the in-memory
+    solvers load it. The model records the svmlight index base, which predict and
+    evaluate then use.
     """
     if any(is_stdin(d) for d in data) and (features is not None or dask_address is not None):
         raise click.UsageError(f"DATA - (standard input) is not read with {'--features' if features else '--dask'}: "
@@ -235,7 +240,7 @@ def _train_and_report(data, dataset, test_path, resolved, streamed, params, max_
                       quiet, as_json):
     """Read, fit, report and save (``spool``: where standard input is spooled, streamed fits)."""
     t0 = time.perf_counter()
-    Xt = yt = None
+    Xt = yt = declared = None
     base = None  # the index base of svmlight training text, recorded in the model
     if streamed:
         from ._stream import stream_zero_based, train_stream
@@ -256,9 +261,10 @@ def _train_and_report(data, dataset, test_path, resolved, streamed, params, max_
             check_test_width(dataset.n_features)
             stream = dataset
         else:
-            stream = train_stream(data, zero_based=zero_based, n_features=n_features,
-                                  cache=spool.path if spool is not None else cache_dir,
-                                  on_width=check_test_width, fmt=file_format, hash_bits=hash_bits)
+            stream, declared = train_stream(data, zero_based=zero_based, n_features=n_features,
+                                            cache=spool.path if spool is not None else cache_dir,
+                                            on_width=check_test_width, fmt=file_format, hash_bits=hash_bits,
+                                            one_pass=_one_pass(resolved, params, cache_dir))
     else:
         X, y, w, base = read_data(data, zero_based=zero_based, n_features=n_features,
                                   width_of=f"--n-features {n_features}", fmt=file_format, hash_bits=hash_bits,
@@ -273,7 +279,7 @@ def _train_and_report(data, dataset, test_path, resolved, streamed, params, max_
     est = (SparseLinearRegression if loss == "squared" else SparseLogisticRegression)(**params)
     progress = None
     if not quiet:
-        if loss == "squared":
+        if loss == "squared" or declared is not None:  # a regression, or two classes declared
             classes = None
         elif streamed:  # the labels are known once the fit's first pass (its label scan) is made
             def classes():
@@ -287,7 +293,9 @@ def _train_and_report(data, dataset, test_path, resolved, streamed, params, max_
     if _online_first_order(resolved):  # the estimator has no holdout or rate: the solver is built here
         est.set_params(solver=online_solver(resolved, passes=max_iter, holdout=holdout,
                                             learning_rate=learning_rate, callback=progress))
-    messages, fit_seconds = run_fit(est, data, (stream,) if streamed else (X, y, w), progress)
+    args = (X, y, w) if not streamed else (stream,) if declared is None else (stream, None, None, declared)
+    with zero_index_hint(data, zero_based or fmt == "vw"), _declared_hint(declared):
+        messages, fit_seconds = run_fit(est, data, args, progress)
     if not quiet:
         for message in messages:
             click.echo(f"Warning: {message}", err=True)
@@ -322,6 +330,31 @@ def _train_and_report(data, dataset, test_path, resolved, streamed, params, max_
     if fmt == "vw":  # predict / evaluate then read standard input as VW without --format vw
         metadata = {"data": {"format": "vw", "hash_bits": DEFAULT_HASH_BITS if hash_bits is None else hash_bits}}
     save_and_print(est, summary, output, as_json, metadata=metadata)
+
+
+@contextlib.contextmanager
+def _declared_hint(declared):
+    """Add to the error of a label outside the declared classes how to fit such a pipe."""
+    from ..exceptions import DataFormatError
+
+    try:
+        yield
+    except DataFormatError as exc:
+        if declared is None or "declared classes" not in str(exc):
+            raise
+        raise click.ClickException(f"{exc}: standard input is learned from as it is read, with the two labels of "
+                                   "its first rows as the classes; give --cache DIR to spool it first (a label "
+                                   "pass finds every class)") from None
+
+
+def _one_pass(resolved, params, cache_dir):
+    """Whether standard input may be learned from as it is read (train_stream's ``one_pass``):
+    one pass of a solver that needs no label pass (truncated gradient, the Online algorithm),
+    a classifier at a given lam, nothing else that needs the data twice (--cache asks for the
+    spool, --checkpoint resumes by reading again, --class-weight balanced needs the counts)."""
+    one = resolved == "online" or (resolved == "truncated_gradient" and params["max_iter"] == 1)
+    return (one and "loss" in params and params["lam"] is not None and params.get("class_weight") is None
+            and params["checkpoint"] is None and cache_dir is None)
 
 
 def _check_flags(lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint, cache_dir, class_weight,

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..exceptions import ConvergenceWarning
 
-__all__ = ["History", "Result", "Solver", "Timer", "compiled_once", "certified_result"]
+__all__ = ["History", "Result", "Solver", "Timer", "certified_result", "compiled_once"]
 
 
 @dataclass
@@ -147,11 +147,16 @@ class Solver:
         ``"columns"``, ``"rows"`` or ``"stream"``.
     requires : tuple of str
         Loss attributes that must be true or not None (``"smooth"``, ``"curvature_kernel"``, ...).
+    needs_label_pass : bool
+        Whether a streamed solve reads n, W, b0 or lam_max before its first pass. A solver
+        that does not learns from a StreamProblem with declared classes, which makes no
+        label pass (one pass over a pipe).
     """
 
     name = ""
     data_access = "columns"
     requires: tuple = ()
+    needs_label_pass = True
 
     def check_problem(self, problem):
         """Raise a ValueError naming what the problem's loss lacks for this solver."""
@@ -162,6 +167,9 @@ class Solver:
                 f"solver {self.name!r} cannot minimise loss {loss.name!r}: it needs the loss to have "
                 + ", ".join(missing)
             )
+        if self.needs_label_pass and getattr(problem, "scan", False) is None:
+            raise ValueError(f"solver {self.name!r} needs the label pass (n, W and b0 before its first pass); "
+                             "declared classes (no label pass) are for truncated_gradient and online")
 
     def solve(self, problem, coef_init=None, intercept_init=None):  # pragma: no cover - interface
         raise NotImplementedError

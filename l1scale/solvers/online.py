@@ -266,6 +266,11 @@ class OnlineSketch(Solver):
     data_access = "stream"
     requires = ("smooth", "curvature_kernel")
 
+    @property
+    def needs_label_pass(self):
+        """The constant schedule needs W before the first example; the linear one nothing."""
+        return self.schedule == "constant"
+
     def __init__(self, *, schedule="linear", gamma_start=1.0, block=1, shooting_tol=1e-6, max_sweeps=100,
                  sketch="auto", callback=None, verbose=0):
         if schedule not in ("linear", "constant"):

@@ -81,7 +81,7 @@ def prefetched(chunks, depth: int = _PREFETCH):
             except Empty:
                 thread.join(0.01)
 
-__all__ = ["OnlineSolver", "OnlineState", "STATS", "prefetched", "score_example"]
+__all__ = ["STATS", "OnlineSolver", "OnlineState", "prefetched", "score_example"]
 
 # What a kernel call adds up, in this order.
 STATS = ("progressive_loss", "progressive_weight", "holdout_loss", "holdout_weight", "examples", "accesses")
@@ -250,7 +250,8 @@ class OnlineSolver(Solver):
         self._start(problem, state, fresh)
         self.state_ = state
         history, t0 = History(), time.perf_counter()
-        mean_scale = problem.n_samples / problem.weight_sum
+        # Weights scaled to mean 1 (n / W); declared classes (no label pass) leave them as given.
+        mean_scale = 1.0 if problem.n_samples is None else problem.n_samples / problem.weight_sum
         best, waited, stop_reason = None, 0, "max_iter"
         totals = np.zeros(len(STATS))
         first_pass = 1

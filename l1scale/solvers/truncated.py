@@ -42,7 +42,7 @@ from numba import njit
 from ..losses import loss_derivative, loss_value
 from .online_base import STATS, OnlineSolver, score_example
 
-__all__ = ["TruncatedGradient", "TruncatedState", "SPARSIFIERS"]
+__all__ = ["SPARSIFIERS", "TruncatedGradient", "TruncatedState"]
 
 SPARSIFIERS = {"truncated": 0, "rounding": 1, "l1_subgradient": 2}
 
@@ -226,7 +226,7 @@ class TruncatedState:
         Learning steps taken (over all passes).
     """
 
-    def __init__(self, n_features: int, fit_intercept: bool, solver: "TruncatedGradient"):
+    def __init__(self, n_features: int, fit_intercept: bool, solver: TruncatedGradient):
         self.n_features, self.fit_intercept = int(n_features), bool(fit_intercept)
         self.scalars = np.zeros(2)
         self.clock = np.zeros(1, dtype=np.int64)
@@ -370,6 +370,7 @@ class TruncatedGradient(OnlineSolver):
 
     name = "truncated_gradient"
     pure_l1 = True
+    needs_label_pass = False  # starts at w = 0, b = 0; its rates do not depend on n
     requires = ()
 
     def __init__(self, *, sparsifier="truncated", gravity=None, K=1, theta=None, eta0=0.5, power_t=0.5, t0=1.0,
@@ -410,7 +411,7 @@ class TruncatedGradient(OnlineSolver):
         state.relayout(self.soft_threshold)
         state.solver, state.gravity, state.rate_scale = self, gravity, scale
         stats = np.zeros(len(STATS))
-        mode, t, C, K, theta, eta0, t0, power, gK = state._args()
+        mode, _t, _c, K, theta, eta0, t0, power, gK = state._args()
         s = np.ascontiguousarray(s, dtype=np.float64)
         order = self._order(state, y.shape[0])
         if state.soft_threshold:
