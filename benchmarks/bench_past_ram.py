@@ -12,7 +12,10 @@
    (page cache included, reclaimed under the cap; a process that needs more is killed):
 
    - ``l1scale train FILE --solver truncated_gradient`` and ``--solver sgd_cumulative``:
-     one pass, text parsed as it streams (no cache: the file does not fit twice on disk);
+     one pass, text parsed as it streams (no cache: the file does not fit twice on disk),
+     after the label pass that finds the classes (two reads of the file);
+   - ``cat FILE | l1scale train - --solver truncated_gradient``: the same pass from a pipe,
+     as VW reads it; one read (the first rows' two labels are the classes, no label pass);
    - ``l1scale train FILE --solver rmmp --passes P``: P passes, each re-reading the text,
      with its duality-gap certificate;
    - Vowpal Wabbit (``python -m vowpalwabbit``, the C++ driver of the ``vw`` binary):
@@ -266,16 +269,25 @@ def run_capped(cmd, cgroup, *, stdin=None, label=""):
 # ============================================================================ the runs
 
 
-def l1scale_run(solver, data, test, model, cgroup, passes=1, lam=LAM, tol=None):
-    cmd = CLI + ["train", data["path"], "--solver", solver, "--lam", str(lam), "--passes", str(passes),
-                 "--one-based", "--n-features", str(N_FEATURES), "--quiet", "--json", "-o", str(model)]
+def l1scale_run(solver, data, test, model, cgroup, passes=1, lam=LAM, tol=None, pipe=False):
+    """The CLI's fit of the file; ``pipe``: of the file piped through ``cat`` into ``train -``
+    (as VW reads it through sed), which one pass of truncated gradient learns from as it
+    reads it (no label pass)."""
+    cmd = CLI + ["train", "-" if pipe else data["path"], "--solver", solver, "--lam", str(lam), "--passes",
+                 str(passes), "--one-based", "--n-features", str(N_FEATURES), "--quiet", "--json", "-o", str(model)]
     if solver == "rmmp":
         cmd += ["--max-active", "1000", "--tol", str(tol)]
     else:
         cmd += ["--holdout", "0"]
-    result = run_capped(cmd, cgroup, label=f"l1scale {solver}")
+    cat = subprocess.Popen(["cat", data["path"]], stdout=subprocess.PIPE) if pipe else None
+    result = run_capped(cmd, cgroup, stdin=None if cat is None else cat.stdout,
+                        label=f"l1scale {solver}{' (pipe)' if pipe else ''}")
+    if cat is not None:
+        cat.stdout.close()
+        cat.wait()
     if result["returncode"] == 0:
         _read_summary(result)
+        result["reads"] = result["passes"] + (0 if pipe else 1)  # a file's label pass
         evaluation = subprocess.run(CLI + ["evaluate", str(model), test["path"], "--one-based", "--json"],
                                     capture_output=True, text=True, check=False)
         result["test"] = json.loads(evaluation.stdout) if evaluation.returncode == 0 else evaluation.stderr[-500:]
@@ -299,6 +311,7 @@ def vw_run(data, test, workdir, cgroup):
     cmd = VW + ["-d", "/dev/stdin", "--sgd", "--loss_function", "logistic", "-l", "0.5", "--power_t", "0.5",
                 "--l1", str(LAM), "-b", "20", "--holdout_off", "--passes", "1", "-f", str(model), "--quiet"]
     result = run_capped(cmd, cgroup, stdin=sed.stdout, label="vowpal wabbit")
+    result["reads"] = 1
     sed.stdout.close()
     sed.wait()
     if result["returncode"] == 0:
@@ -346,16 +359,17 @@ def markdown(report) -> str:
              f"({data['bytes'] / GB:.1f} GB, written in {data['seconds']:.0f} s); held out: {TEST_ROWS:,} rows. "
              f"lam = {LAM:g} (VW: --l1 {LAM:g}); RMMP: lam = {report['rmmp_lam']:g}, tol = {report['rmmp_tol']:g}, "
              "at most 1000 active features."), "",
-             ("| run | learning passes | wall (s) | examples/s | peak RSS (MiB) | cgroup peak (MiB) | exit | certificate "
-             "| test log loss | test accuracy |"),
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             ("| run | learning passes | reads of the data | wall (s) | examples/s | peak RSS (MiB) | cgroup peak (MiB) "
+             "| exit | certificate | test log loss | test accuracy |"),
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in report["runs"].items():
         passes = r.get("passes", 1)
         rate = data["rows"] * passes / r["seconds"]  # learning passes; the label pass is overhead
         loss, acc = test_scores(r)
         cert = r.get("certificate")
         group = "n/a" if r["cgroup_peak_mib"] is None else f"{r['cgroup_peak_mib']:.0f}"
-        lines.append(f"| {name} | {passes} | {r['seconds']:.0f} | {rate:,.0f} | {r['peak_rss_mib']:.0f} | {group} | "
+        lines.append(f"| {name} | {passes} | {r.get('reads', '-')} | {r['seconds']:.0f} | {rate:,.0f} | "
+                     f"{r['peak_rss_mib']:.0f} | {group} | "
                      f"{r['returncode']} | {'-' if cert is None else cert} | {loss} | {acc} |")
     if report["sed_seconds"] == report["sed_seconds"]:  # not NaN: VW ran
         lines += ["", (f"sed alone (the VW input pipe): {report['sed_seconds']:.0f} s for the file "
@@ -400,7 +414,7 @@ def main():
                         "over processes: --only rmmp --part rmmp)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/l1scale-past-ram"))
     parser.add_argument("--keep", action="store_true", help="keep (and reuse) the generated data")
-    parser.add_argument("--only", help="comma-separated runs: tg,sgdc,rmmp,vw")
+    parser.add_argument("--only", help="comma-separated runs: tg,tgpipe,sgdc,rmmp,vw")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     parser.add_argument("--render", type=Path, help="only rewrite the .md and .png of this results .json")
     args = parser.parse_args()
@@ -424,12 +438,15 @@ def main():
 
     cap = int(args.cap * 2**30)
     cgroup = Cgroup.make(cap)
-    only = set((args.only or "tg,sgdc,rmmp,vw").split(","))
+    only = set((args.only or "tg,tgpipe,sgdc,rmmp,vw").split(","))
     runs = {}
     try:
         if "tg" in only:
             runs["l1scale truncated_gradient"] = l1scale_run("truncated_gradient", data, test, args.workdir / "tg.l1m",
                                                              cgroup)
+        if "tgpipe" in only:
+            runs["l1scale truncated_gradient, cat file |"] = l1scale_run(
+                "truncated_gradient", data, test, args.workdir / "tgpipe.l1m", cgroup, pipe=True)
         if "sgdc" in only:
             runs["l1scale sgd_cumulative"] = l1scale_run("sgd_cumulative", data, test, args.workdir / "sgdc.l1m",
                                                          cgroup)
