@@ -190,3 +190,22 @@ def test_predict_from_stdin_wider_than_the_model_names_the_line(data, tmp_path):
     l1scale("train", data["svm"], "-q", "-o", model)
     result = l1scale("predict", model, "-", stdin=b"1 1:1\n-1 31:2\n", check=False)
     assert result.returncode == 1 and b"<stdin>:2" in result.stderr and b"31" in result.stderr, result.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ is Linux's")
+def test_a_stdin_pipe_is_widened_to_a_mebibyte():
+    import fcntl
+
+    from l1scale.cli._data import _widen_pipe
+
+    read_end, write_end = os.pipe()
+    try:
+        with open(read_end, "rb", closefd=False) as f:
+            before = fcntl.fcntl(read_end, fcntl.F_GETPIPE_SZ)
+            _widen_pipe(f)
+            assert fcntl.fcntl(read_end, fcntl.F_GETPIPE_SZ) == 1 << 20 > before
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    with open(os.devnull, "rb") as f:  # not a pipe: left alone, no error
+        _widen_pipe(f)
