@@ -282,6 +282,8 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict(self, X):
+        """Class labels: ``classes_[1]`` where the margin is positive (two classes), else the
+        class of the largest one-vs-rest margin."""
         scores = self.decision_function(X)
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
@@ -414,6 +416,7 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
         return self
 
     def predict(self, X):
+        """Predicted targets x . w + b (over the generated features when ``features`` is set)."""
         check_is_fitted(self)
         if getattr(self, "features_", None) is not None:
             return _generated_fit.margins(self, X).ravel()

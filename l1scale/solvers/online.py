@@ -245,11 +245,11 @@ class OnlineState:
 class OnlineSketch(Solver):
     """Online L1 logistic / probit regression (Algorithm 2) with sec. 4.1's heuristics.
 
+    The problem gives lam and l1_ratio (mean-loss form): gamma_i = W_i lam l1_ratio, W_i the
+    weight seen up to example i.
+
     Parameters
     ----------
-    lam : float
-        Strength in the mean-loss form (gamma_i = W_i lam l1_ratio).
-    l1_ratio : float, default 1.0
     schedule : {"linear", "constant"}, default "linear"
         gamma_i grows with the weight seen, or is W lam from the first example
         (``total_weight`` is then needed).

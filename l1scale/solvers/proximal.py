@@ -440,7 +440,12 @@ class MultiscaleFISTA(ProximalGradient):
     hessian : {"eq7", "eq8"}, default "eq7"
         ``"eq7"``: H_jj = min(d2f/dw_j^2 at the gradient point, previous H_jj), monotone,
         which keeps the O(1/k^2) rate; ``"eq8"``: the current diagonal as it is.
-    Others as :class:`ProximalGradient`.
+    tol : float, default 1e-6
+    max_iter : int, default 10000
+    check_every : int, default 1
+    backtrack : float, default 0.5
+    callback, verbose, random_state, checkpoint, checkpoint_interval : optional
+        These as in :class:`ProximalGradient`.
     """
 
     name = "multiscale_fista"

@@ -179,11 +179,10 @@ class CumulativePenaltySGD(OnlineSolver):
         the rows seen so far (this chunk's included).
     average_gradient : bool, default False
         Qin et al.'s eq. 11 gradient averaging; makes each step O(d).
-    shuffle : bool, default False
-        Take the rows of each chunk in a random order.
-    random_state : int or None
-    max_iter, holdout, n_iter_no_change, compute_objective, callback, verbose
-        See :class:`~l1scale.solvers.online_base.OnlineSolver`.
+    **kw
+        ``max_iter``, ``holdout``, ``n_iter_no_change``, ``compute_objective``, ``shuffle`` (take the
+        rows of each chunk in a random order), ``random_state``, ``checkpoint``, ``callback``,
+        ``verbose``: see :class:`~l1scale.solvers.online_base.OnlineSolver`.
     """
 
     name = "sgd_cumulative"

@@ -211,12 +211,11 @@ class SMIDAS(OnlineSolver):
         Both rates are divided by 1 + eta_decay z at pass z = 0, 1, ... (0: the paper's constant rate).
     p : float, optional
         The link's p; default 2 ln d (2 when d < 3).
-    shuffle : bool, default False
-        Take the rows of each chunk in a random order (the paper samples uniformly with
-        replacement from the whole data set; a stream gives them in order).
-    random_state : int or None
-    max_iter, holdout, n_iter_no_change, compute_objective, callback, verbose
-        See :class:`~l1scale.solvers.online_base.OnlineSolver`.
+    **kw
+        ``max_iter``, ``holdout``, ``n_iter_no_change``, ``compute_objective``, ``shuffle`` (take the
+        rows of each chunk in a random order: the paper samples uniformly with replacement from
+        the whole data set; a stream gives them in order), ``random_state``, ``checkpoint``,
+        ``callback``, ``verbose``: see :class:`~l1scale.solvers.online_base.OnlineSolver`.
     """
 
     name = "smidas"

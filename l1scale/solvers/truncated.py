@@ -351,8 +351,10 @@ class TruncatedGradient(OnlineSolver):
         decay after about t0 steps.
     pass_decay : float, default 1.0
         Multiplies the rate once per pass.
-    max_iter, holdout, n_iter_no_change, compute_objective, shuffle, random_state, callback, verbose
-        As :class:`~l1scale.solvers.online_base.OnlineSolver`.
+    **kw
+        ``max_iter``, ``holdout``, ``n_iter_no_change``, ``compute_objective``, ``shuffle``,
+        ``random_state``, ``checkpoint``, ``callback``, ``verbose``: see
+        :class:`~l1scale.solvers.online_base.OnlineSolver`.
 
     Notes
     -----
