@@ -67,11 +67,17 @@ from numba import njit
 from .. import checkpoint as checkpoints
 from ..data.memory import column_moments
 from ..exceptions import DivergenceError
-from ..losses import loss_terms, loss_value, weighted_conjugate, weighted_derivatives, weighted_value
+from ..losses import (
+    loss_terms,
+    loss_value,
+    weighted_conjugate,
+    weighted_derivatives,
+    weighted_value,
+)
 from ..problem import newton_intercept
 from .base import History, Result, Solver, Timer, certified_result, compiled_once
 
-__all__ = ["ISTA", "FISTA", "MultiscaleFISTA", "ProximalGradient"]
+__all__ = ["FISTA", "ISTA", "MultiscaleFISTA", "ProximalGradient"]
 
 _EPS = float(np.finfo(np.float64).eps)
 
@@ -212,7 +218,7 @@ class ProximalGradient(Solver):
     # ------------------------------------------------------------------ options
     def _scaling(self):
         """None (identity) or "eq7" / "eq8"."""
-        return None
+        return
 
     def _check_options(self):
         if not (isinstance(self.backtrack, (int, float)) and 0.0 < self.backtrack < 1.0):
