@@ -445,7 +445,7 @@ def main():
             runs["l1scale truncated_gradient"] = l1scale_run("truncated_gradient", data, test, args.workdir / "tg.l1m",
                                                              cgroup)
         if "tgpipe" in only:
-            runs["l1scale truncated_gradient, cat file |"] = l1scale_run(
+            runs["l1scale truncated_gradient, piped (cat FILE)"] = l1scale_run(
                 "truncated_gradient", data, test, args.workdir / "tgpipe.l1m", cgroup, pipe=True)
         if "sgdc" in only:
             runs["l1scale sgd_cumulative"] = l1scale_run("sgd_cumulative", data, test, args.workdir / "sgdc.l1m",
