@@ -19,6 +19,7 @@ of one fit in a forked child (:func:`call_in_child`, :func:`timed_median`).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -86,10 +87,8 @@ def versions(packages=("numpy", "scipy", "numba", "l1scale"), with_git: bool = T
 
     out = []
     for pkg in packages:
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             out.append(f"{pkg} {metadata.version(pkg)}")
-        except metadata.PackageNotFoundError:
-            pass
     rev = git_revision() if with_git else None
     if rev is not None:
         out.append(f"l1scale git {rev}")

@@ -376,9 +376,9 @@ def conclusion(doc) -> str:
         f"{f['auprc'] - c['auprc']:+.4f}, 95% bootstrap interval over test rows [{lo:+.4f}, {hi:+.4f}]. "
         f"On the full-space objective the random-feature model is {c['gap']:.1%} above the best value "
         f"(it cannot reach the optimum: its feature set misses the optimal support).")
-    tf = ", ".join(f"{lv:g}: {'-' if f['time_to_gap'][str(lv)] is None else '%.0f s' % f['time_to_gap'][str(lv)]}"
+    tf = ", ".join(f"{lv:g}: {'-' if f['time_to_gap'][str(lv)] is None else format(f['time_to_gap'][str(lv)], '.0f') + ' s'}"
                    for lv in GAP_LEVELS)
-    ts = ", ".join(f"{lv:g}: {'-' if s['time_to_gap'][str(lv)] is None else '%.0f s' % s['time_to_gap'][str(lv)]}"
+    ts = ", ".join(f"{lv:g}: {'-' if s['time_to_gap'][str(lv)] is None else format(s['time_to_gap'][str(lv)], '.0f') + ' s'}"
                    for lv in GAP_LEVELS)
     parts.append(
         f"**Converges faster than cached-loop SGD: {'yes' if faster else 'no'}.** Time to a relative objective gap "

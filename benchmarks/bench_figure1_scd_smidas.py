@@ -35,8 +35,17 @@ Writes benchmarks/results/figure1.{md,json,png} (``_quick`` suffix with --quick)
 
 from __future__ import annotations
 
-from _common import (DATA_DIR, RESULTS_DIR, git, load_svmlight_cached, machine, repo_on_path, single_thread,
-                     utc_now, versions)
+from _common import (
+    DATA_DIR,
+    RESULTS_DIR,
+    git,
+    load_svmlight_cached,
+    machine,
+    repo_on_path,
+    single_thread,
+    utc_now,
+    versions,
+)
 
 single_thread()  # before numpy is imported
 repo_on_path()
@@ -635,7 +644,7 @@ def main(argv=None):
         if nm not in SETTINGS:
             ap.error(f"unknown setting {nm!r}; choose from {', '.join(SETTINGS)}")
     budget = args.budget if args.budget is not None else (QUICK["budget"] if args.quick else 20)
-    passes = int(round(budget))
+    passes = round(budget)
     extend = args.extend if args.extend is not None else (0 if args.quick else 2)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -35,7 +35,7 @@ Writes benchmarks/results/kernel_logreg.{md,json} (``_quick`` suffix with --quic
 
 from __future__ import annotations
 
-from _common import DATA_DIR, RESULTS_DIR, command_line, machine, single_thread, repo_on_path, utc_now, versions
+from _common import DATA_DIR, RESULTS_DIR, command_line, machine, repo_on_path, single_thread, utc_now, versions
 
 single_thread()  # before numpy is imported
 repo_on_path()
@@ -275,11 +275,11 @@ def render(doc):
         for b in doc["blocks"]:
             kern = "rbf" if b["features"] == "rbf" else "rff"
             cells = []
-            for i, lev in enumerate(b["levels"]):
+            for lev in b["levels"]:
                 pi = RATIOS.index(lev["ratio"]) if lev["ratio"] in RATIOS else None
                 paper = PAPER_T2[(key, kern)][pi] if pi is not None else "-"
                 cells.append(f"{_cell(lev[key])} | {paper}")
-            name = "RBF (n = %d)" % b["n_train"] if kern == "rbf" else "linear RBF (D = %d)" % b["n_features"]
+            name = f"RBF (n = {b['n_train']})" if kern == "rbf" else f"linear RBF (D = {b['n_features']})"
             L.append(f"| {lab} | {name} | " + " | ".join(cells) + " |")
     L.append("\n'(cap)': the solver stopped at its iteration cap before gap 1e-6 (its gap is in the JSON). "
              f"Predicting 'not 3' everywhere scores {100 * s.get('test_majority_acc', float('nan')):.2f}% on our test rows: "

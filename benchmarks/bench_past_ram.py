@@ -55,6 +55,7 @@ single_thread()  # before numpy is imported
 repo_on_path()
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -194,10 +195,8 @@ class Cgroup:
     def reset(self):
         if self.version == 1:
             for name in ("memory.max_usage_in_bytes", "memory.failcnt"):
-                try:
+                with contextlib.suppress(OSError):
                     (self.path / name).write_text("0")
-                except OSError:
-                    pass
 
     def peak(self):
         try:
@@ -216,10 +215,8 @@ class Cgroup:
         return ["sh", "-c", f'echo $$ > {self.path}/cgroup.procs && exec "$@"', "sh"]
 
     def remove(self):
-        try:
+        with contextlib.suppress(OSError):
             self.path.rmdir()
-        except OSError:
-            pass
 
     def describe(self):
         return f"cgroup v{self.version} {self.limit_file} = {self.limit / 2**30:.2f} GiB"

@@ -31,8 +31,21 @@ Writes benchmarks/results/rmmp_memory.{md,json} (``_quick`` suffix with --quick)
 
 from __future__ import annotations
 
-from _common import (MIB, RESULTS_DIR, command_line, machine, peak_rss_mib, repo_on_path, reset_peak_rss, run_worker,
-                     serve_worker, single_thread, status_mib, utc_now, versions)
+from _common import (
+    MIB,
+    RESULTS_DIR,
+    command_line,
+    machine,
+    peak_rss_mib,
+    repo_on_path,
+    reset_peak_rss,
+    run_worker,
+    serve_worker,
+    single_thread,
+    status_mib,
+    utc_now,
+    versions,
+)
 
 single_thread()  # before numpy is imported
 repo_on_path()
@@ -58,8 +71,8 @@ def worker(cfg: dict) -> dict:
 
     from l1scale.data.stream import Stream
     from l1scale.data.synthetic import iter_sparse_text_chunks, make_sparse_text
-    from l1scale.stream_problem import StreamProblem
     from l1scale.solvers.sketch import ReducedMemoryMultiPass
+    from l1scale.stream_problem import StreamProblem
 
     n, d = cfg["n"], cfg["d"]
     gen_kw = dict(nnz_per_row=cfg["nnz_per_row"], n_informative=cfg["n_informative"])
@@ -201,8 +214,8 @@ def render(doc: dict) -> str:
     kk = max(r["max_active_seen"] for r in runs)
     chunk_nnz = cfg["chunk_rows"] * cfg["nnz_per_row"]
     items = [
-        ("one length-d float64 vector (beta, previous beta, gradient, its per-chunk part, \\|Omega\\|, candidate "
-         "scores)",
+        (("one length-d float64 vector (beta, previous beta, gradient, its per-chunk part, \\|Omega\\|, candidate "
+          "scores)"),
          8 * d),
         ("the int64 slot map (feature -> position in S)", 8 * d),
         (f"one sketch Psi_S, \\|S\\|^2 float64 with \\|S\\| = {kk} (max_active = {k} + intercept)", 8 * kk * kk),

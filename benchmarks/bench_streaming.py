@@ -33,8 +33,22 @@ Writes benchmarks/results/streaming.{md,json} (``_quick`` suffix with --quick).
 
 from __future__ import annotations
 
-from _common import (DATA_DIR, RESULTS_DIR, command_line, machine, peak_rss_mib, ram_gib, repo_on_path, reset_peak_rss,
-                     run_worker, serve_worker, single_thread, status_mib, utc_now, versions)
+from _common import (
+    DATA_DIR,
+    RESULTS_DIR,
+    command_line,
+    machine,
+    peak_rss_mib,
+    ram_gib,
+    repo_on_path,
+    reset_peak_rss,
+    run_worker,
+    serve_worker,
+    single_thread,
+    status_mib,
+    utc_now,
+    versions,
+)
 
 single_thread()  # before numpy is imported
 repo_on_path()

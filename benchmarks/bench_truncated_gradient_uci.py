@@ -430,8 +430,8 @@ def summary(doc) -> str:
             continue
         over90 = [n for n, m in ms if m["frac_removed"] > 0.90]
         auc98 = [n for n, m in ms if m["auc_ratio"] > 0.98]
-        removed = ", ".join("%s %.0f%%" % (n, 100 * m["frac_removed"]) for n, m in ms)
-        ratios = ", ".join("%.3f" % m["auc_ratio"] for n, m in ms)
+        removed = ", ".join(f"{n} {100 * m['frac_removed']:.0f}%" for n, m in ms)
+        ratios = ", ".join(f"{m['auc_ratio']:.3f}" for n, m in ms)
         parts.append(f"`{key}`: removed > 90% on {len(over90)}/{len(ms)} sets "
                      f"({removed}); AUC ratio > 0.98 on {len(auc98)}/{len(ms)} ({ratios}).")
     return " ".join(parts)

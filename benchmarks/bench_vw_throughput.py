@@ -122,7 +122,7 @@ def vw_cmd():
 
 def vw_run(cmd, args_list, timeout=600):
     t0 = time.perf_counter()
-    p = subprocess.run(cmd + args_list, capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(cmd + args_list, capture_output=True, text=True, timeout=timeout, check=False)
     dt = time.perf_counter() - t0
     if p.returncode != 0:
         raise RuntimeError(f"vw failed ({p.returncode}): {p.stderr[-2000:]}")
@@ -237,7 +237,7 @@ def profile(problem, cache, g, ds):
     raw = Stream.from_cache(str(cache))
 
     def read_cache():
-        for ch in raw:
+        for _ in raw:
             pass
 
     def read_checked():

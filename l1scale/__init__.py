@@ -2,8 +2,17 @@
 
 __version__ = "0.1.0"
 
-__all__ = ["Problem", "StreamProblem", "SparseLinearRegression", "SparseLogisticRegression",
-           "SparseLogisticRegressionCV", "lam_max", "load", "regularization_path", "__version__"]
+__all__ = [
+    "Problem",
+    "SparseLinearRegression",
+    "SparseLogisticRegression",
+    "SparseLogisticRegressionCV",
+    "StreamProblem",
+    "__version__",
+    "lam_max",
+    "load",
+    "regularization_path",
+]
 
 # Public names are imported on first use, so that `l1scale --help` and light
 # imports (the data readers) do not pay for Numba and scikit-learn.

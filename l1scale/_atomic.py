@@ -34,6 +34,7 @@ This module imports nothing from l1scale but its exceptions (no Numba): any modu
 from __future__ import annotations
 
 import bz2
+import contextlib
 import errno
 import gzip
 import hashlib
@@ -269,10 +270,8 @@ class AtomicFile:
             self._raw.flush()
             os.fsync(self._raw.fileno())
             self._raw.close()
-            try:
-                os.chmod(self.tmp, os.stat(self.path).st_mode & 0o7777)  # keep the mode of the file replaced
-            except OSError:
-                pass
+            with contextlib.suppress(OSError):  # keep the mode of the file replaced, where there is one
+                os.chmod(self.tmp, os.stat(self.path).st_mode & 0o7777)
             os.replace(self.tmp, self.path)
         except BaseException as exc:  # noqa: BLE001 - _fail re-raises it
             self._fail(exc)

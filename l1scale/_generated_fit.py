@@ -17,7 +17,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from .problem import check_sample_weight
 
-__all__ = ["fit", "margins", "space_spec", "space_from_spec", "GENERATED_SOLVERS"]
+__all__ = ["GENERATED_SOLVERS", "fit", "margins", "space_from_spec", "space_spec"]
 
 GENERATED_SOLVERS = ("fcl", "dcl_sgd")
 

@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["run_demo", "DEMO_SETS"]
+__all__ = ["DEMO_SETS", "run_demo"]
 
 #: (name, kind, loss, settings) of every fit, in order.  ``gamma`` is the
 #: paper's sum-form penalty; ``lam_ratio`` a fraction of lam_max.
@@ -43,7 +43,7 @@ _TEST_FRACTION = 0.2
 def _split(n, rng):
     """Indices of a shuffled 80/20 split (train, test)."""
     order = rng.permutation(n)
-    n_test = int(round(_TEST_FRACTION * n))
+    n_test = round(_TEST_FRACTION * n)
     return np.sort(order[n_test:]), np.sort(order[:n_test])
 
 
@@ -51,7 +51,7 @@ def _make(kind, settings, quick, seed):
     from .data.synthetic import make_bm_simulated, make_sparse_text
 
     if kind == "bm":
-        n = int(round(_BM_TRAIN / (1 - _TEST_FRACTION)))
+        n = round(_BM_TRAIN / (1 - _TEST_FRACTION))
         return make_bm_simulated(n, link=settings["link"], random_state=seed)
     n, d = _TEXT_QUICK if quick else _TEXT_FULL
     return make_sparse_text(n, d, nnz_per_row=_TEXT_NNZ_PER_ROW, random_state=seed)

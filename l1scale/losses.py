@@ -31,7 +31,7 @@ import math
 import numpy as np
 from numba import njit, vectorize
 
-__all__ = ["Loss", "Logistic", "Probit", "Squared", "SquaredHinge", "Hinge", "get_loss", "LOSSES"]
+__all__ = ["LOSSES", "Hinge", "Logistic", "Loss", "Probit", "Squared", "SquaredHinge", "get_loss"]
 
 _SQRT2 = math.sqrt(2.0)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -177,7 +177,7 @@ def _sq_hinge_conjugate(y, u):
 @njit(cache=True, nogil=True, inline="always")
 def _hinge_value(y, z):
     s = 1.0 - y * z
-    return s if s > 0.0 else 0.0
+    return max(0.0, s)
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -12,8 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["accuracy", "roc_auc", "auprc", "precision", "recall", "f1", "confusion_matrix",
-           "log_loss", "classification_report"]
+__all__ = [
+    "accuracy",
+    "auprc",
+    "classification_report",
+    "confusion_matrix",
+    "f1",
+    "log_loss",
+    "precision",
+    "recall",
+    "roc_auc",
+]
 
 
 def _check(y_true, other, sample_weight, other_name, score=False):

@@ -19,14 +19,14 @@ import io
 import json
 import os
 import zipfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
 from l1scale._atomic import atomic_file
 from l1scale.exceptions import ModelFormatError
 
-__all__ = ["save_model", "load_model", "FORMAT_NAME", "FORMAT_VERSION"]
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "save_model"]
 
 FORMAT_NAME = "l1scale-model"
 #: Major version written and read.  Bump it only for changes old readers would
@@ -45,7 +45,7 @@ def _library_version():
         from importlib.metadata import version as dist_version
 
         return dist_version("l1scale")
-    except Exception:  # not installed, partial checkout: the model is still valid
+    except Exception:  # noqa: BLE001 - not installed, partial checkout: the model is still valid
         return "unknown"
 
 
@@ -115,7 +115,7 @@ def save_model(path, *, coef, intercept, metadata=None):
     meta = {k: v for k, v in dict(metadata or {}).items() if k not in _RESERVED}
     header = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
               "library_version": _library_version(),
-              "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+              "created": datetime.now(UTC).isoformat(timespec="seconds")}
     text = json.dumps({**header, **meta}, default=_json_default, indent=1, sort_keys=False)
     # Serialise everything before touching the disk, so that bad metadata or
     # arrays fail without creating any file.

@@ -30,7 +30,7 @@ from .estimators import SparseLogisticRegression
 from .problem import Problem
 from .solvers import SOLVERS
 
-__all__ = ["PathResult", "lam_grid", "regularization_path", "SparseLogisticRegressionCV"]
+__all__ = ["PathResult", "SparseLogisticRegressionCV", "lam_grid", "regularization_path"]
 
 
 def lam_grid(lam_max: float, n_lams: int = 50, lam_min_ratio: float = 1e-3) -> np.ndarray:
@@ -123,8 +123,8 @@ def regularization_path(X, y, loss="logistic", *, lams=None, n_lams=50, lam_min_
 _SCORERS = {
     "log_loss": lambda y, p: -metrics.log_loss(y, p, labels=[-1.0, 1.0]),
     "accuracy": lambda y, p: metrics.accuracy(y, np.where(p >= 0.5, 1.0, -1.0)),
-    "roc_auc": lambda y, p: metrics.roc_auc(y, p),
-    "average_precision": lambda y, p: metrics.auprc(y, p),
+    "roc_auc": metrics.roc_auc,
+    "average_precision": metrics.auprc,
 }
 
 

@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["ElasticNet", "L1", "soft_threshold"]
+__all__ = ["L1", "ElasticNet", "soft_threshold"]
 
 
 def soft_threshold(x, threshold):

@@ -22,7 +22,7 @@ from .data.validation import check_sparse_structure
 from .losses import get_loss, weighted_conjugate, weighted_derivatives, weighted_value
 from .penalties import ElasticNet
 
-__all__ = ["Problem", "Certificate", "lam_max", "check_design", "check_labels", "check_sample_weight"]
+__all__ = ["Certificate", "Problem", "check_design", "check_labels", "check_sample_weight", "lam_max"]
 
 
 class Certificate(NamedTuple):
@@ -184,7 +184,7 @@ class Problem:
         if (lam is None) == (lam_ratio is None):
             raise ValueError("give exactly one of lam and lam_ratio")
         if lam is None:
-            if not isinstance(lam_ratio, numbers.Real) or not (0 < lam_ratio):
+            if not isinstance(lam_ratio, numbers.Real) or not (lam_ratio > 0):
                 raise ValueError(f"lam_ratio must be > 0, got lam_ratio={lam_ratio!r}")
             ElasticNet(1.0, l1_ratio)  # validates l1_ratio before lam_max divides by it
             lam = lam_ratio * self.lam_max(l1_ratio)

@@ -81,10 +81,10 @@ def main(argv=None):
         parser.error("no fuzz target matches")
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         results = list(pool.map(lambda t: run(t, args.minutes), names))
-    lines = [f"# Fuzzing run, {datetime.date.today()}", "",
+    lines = [f"# Fuzzing run, {datetime.datetime.now(datetime.UTC).date()}", "",
              f"`scripts/fuzz.py --minutes {args.minutes:g} --jobs {args.jobs}`, fresh random seeds.", "",
              "| target | minutes | finding |", "|---|---|---|"]
-    for target, seconds, outcome, tail in results:
+    for target, seconds, outcome, _ in results:
         lines.append(f"| {target} | {seconds / 60:.1f} | {outcome} |")
     for target, _, outcome, tail in results:
         if outcome != "none":

@@ -68,7 +68,7 @@ def _write_svmlight(path, version):
 def _read_svmlight(path):
     X = load_svmlight(path)[0]
     X = X.toarray()
-    assert X.shape == (2_000, 5) and (X == X[0, 0]).all()
+    assert X.shape == (2_000, 5) and (X[0, 0] == X).all()
     return X[0, 0]
 
 

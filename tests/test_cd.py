@@ -6,12 +6,11 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _shared_data import load_svmlight_pm as _svmlight
 
 from l1scale.exceptions import ConvergenceWarning
 from l1scale.problem import Problem
 from l1scale.solvers.cd import CoordinateDescent
-
-from _shared_data import load_svmlight_pm as _svmlight
 
 LOSSES = ["logistic", "squared", "squared_hinge", "probit"]
 

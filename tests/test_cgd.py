@@ -8,13 +8,12 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _shared_data import load_svmlight_pm as _svmlight
 
 from l1scale.exceptions import ConvergenceWarning
 from l1scale.problem import Problem
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.cgd import CoordinateGradientDescent
-
-from _shared_data import load_svmlight_pm as _svmlight
 
 
 def _data(loss, n=120, d=30, seed=0, density=0.3):

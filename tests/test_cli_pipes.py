@@ -54,7 +54,7 @@ def _same_model(a, b):
 def test_train_from_stdin_equals_train_from_the_file(data, tmp_path, solver):
     text = data["svm"].read_bytes()
     common = ["--solver", solver, "-q", "--lam-ratio", "0.05"]
-    if solver in ("rmmp",):
+    if solver == "rmmp":
         common += ["--passes", "5"]
     l1scale("train", data["svm"], *common, "-o", tmp_path / "file.bin")
     spool = tmp_path / "tmp"

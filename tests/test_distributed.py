@@ -4,6 +4,7 @@ from chunk caches or from dask.delayed; errors that name the partition; the aver
 online solvers; the estimator and the CLI. Worker processes (pickling, a worker killed
 mid-pass, a worker that keeps dying) are in tests/test_distributed_processes.py."""
 
+import itertools
 import json
 import os
 import warnings
@@ -13,21 +14,25 @@ import pytest
 
 pytest.importorskip("distributed")
 
-import dask  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
+import dask
+from _shared_data import load_svmlight_pm
+from distributed import Client, LocalCluster
 
-from _shared_data import load_svmlight_pm  # noqa: E402
-from l1scale import SparseLogisticRegression  # noqa: E402
-from l1scale.data.stream import Stream, write_cache  # noqa: E402
-from l1scale.data.svmlight import dump_svmlight  # noqa: E402
-from l1scale.distributed import DaskDataset, DaskProblem, solve  # noqa: E402
-from l1scale.distributed import _tasks  # noqa: E402
-from l1scale.exceptions import ConvergenceWarning  # noqa: E402
-from l1scale.problem import Problem  # noqa: E402
-from l1scale.solvers.proximal import FISTA, MultiscaleFISTA  # noqa: E402
-from l1scale.solvers.sketch import MultiPass, ReducedMemoryMultiPass  # noqa: E402
-from l1scale.solvers.truncated import TruncatedGradient  # noqa: E402
-from l1scale.stream_problem import StreamProblem  # noqa: E402
+from l1scale import SparseLogisticRegression
+from l1scale.data.stream import Stream, write_cache
+from l1scale.data.svmlight import dump_svmlight
+from l1scale.distributed import (
+    DaskDataset,
+    DaskProblem,
+    _tasks,
+    solve,
+)
+from l1scale.exceptions import ConvergenceWarning
+from l1scale.problem import Problem
+from l1scale.solvers.proximal import FISTA, MultiscaleFISTA
+from l1scale.solvers.sketch import MultiPass, ReducedMemoryMultiPass
+from l1scale.solvers.truncated import TruncatedGradient
+from l1scale.stream_problem import StreamProblem
 
 EARN, EARN_D = "reuters21578/modapte_earn_train.svm.bz2", 27901
 LAM = 10.0 / 9603  # the paper's gamma = 10
@@ -38,7 +43,7 @@ def split(X, y, directory, parts, name="p"):
     os.makedirs(directory, exist_ok=True)
     bounds = np.linspace(0, X.shape[0], parts + 1).astype(int)
     paths = []
-    for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+    for i, (a, b) in enumerate(itertools.pairwise(bounds)):
         paths.append(os.path.join(directory, f"{name}{i}.svm"))
         dump_svmlight(X[a:b], y[a:b], paths[-1])
     return paths
@@ -274,6 +279,6 @@ def test_cli_dask_usage_errors():
 def test_a_cluster_without_workers_is_an_error_after_the_timeout(earn):
     from l1scale.distributed import DistributedError
 
-    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cluster, Client(cluster) as c:
-        with pytest.raises(DistributedError, match="timeout"):
-            DaskDataset.from_files(earn[2], c, timeout=1.0)
+    with (LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cluster, Client(cluster) as c,
+          pytest.raises(DistributedError, match="timeout")):
+        DaskDataset.from_files(earn[2], c, timeout=1.0)

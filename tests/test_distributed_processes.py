@@ -16,20 +16,20 @@ import pytest
 
 pytest.importorskip("distributed")
 
-import cloudpickle  # noqa: E402
-import dask  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
-from distributed.diagnostics.plugin import WorkerPlugin  # noqa: E402
+import cloudpickle
+import dask
+from _shared_data import load_svmlight_pm
+from distributed import Client, LocalCluster
+from distributed.diagnostics.plugin import WorkerPlugin
+from test_distributed import EARN, EARN_D, LAM, same_model, split
 
-from _shared_data import load_svmlight_pm  # noqa: E402
-from l1scale.data.stream import Stream  # noqa: E402
-from l1scale.distributed import DaskDataset, DaskProblem, DistributedError, solve  # noqa: E402
-from l1scale.exceptions import ConvergenceWarning  # noqa: E402
-from l1scale.problem import Problem  # noqa: E402
-from l1scale.solvers.proximal import FISTA  # noqa: E402
-from l1scale.solvers.sketch import MultiPass, ReducedMemoryMultiPass  # noqa: E402
-from l1scale.stream_problem import StreamProblem  # noqa: E402
-from test_distributed import EARN, EARN_D, LAM, same_model, split  # noqa: E402
+from l1scale.data.stream import Stream
+from l1scale.distributed import DaskDataset, DaskProblem, DistributedError, solve
+from l1scale.exceptions import ConvergenceWarning
+from l1scale.problem import Problem
+from l1scale.solvers.proximal import FISTA
+from l1scale.solvers.sketch import MultiPass, ReducedMemoryMultiPass
+from l1scale.stream_problem import StreamProblem
 
 # The helpers below run on the workers: ship them by value (the workers need not import tests/).
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -98,7 +98,7 @@ def test_a_worker_killed_mid_pass_leaves_the_model_unchanged(earn, client, refer
     ds = DaskDataset.from_files(earn[2], client, persist=True)
     marker = str(tmp_path / "slow")
     pids = client.run(_slow_passes, marker)
-    victim = sorted(pids.values())[0]
+    victim = min(pids.values())
     killed = []
 
     def kill():

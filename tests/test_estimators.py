@@ -39,7 +39,7 @@ def _expected_failures(estimator):
                 **_WEIGHT_EQUIVALENCE}
     if getattr(estimator, "class_weight", None) == "balanced":
         # Repeating rows changes the class counts that "balanced" weights are made of.
-        return {k: "balanced class weights depend on the class counts" for k in _WEIGHT_EQUIVALENCE}
+        return dict.fromkeys(_WEIGHT_EQUIVALENCE, "balanced class weights depend on the class counts")
     return _WEIGHT_EQUIVALENCE if estimator.tol > 1e-9 else {}
 
 

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _shared_data import DATA, load_svmlight_pm
 
 from l1scale.data.feature_spaces import DNAPatterns, Products
 from l1scale.data.sequences import make_splice_sites, splice_sequences
@@ -21,8 +22,6 @@ from l1scale.solvers import _fcl_kernels as K
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.dcl import DualCachedLoopsSGD
 from l1scale.solvers.fcl import FeatureCache, FeatureCachedLoops, parse_bytes
-
-from _shared_data import DATA, load_svmlight_pm
 
 
 def _reference(Phi, y, lam):

@@ -10,13 +10,19 @@ import re
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _shared_data import DATA
 from sklearn.base import clone
 
-from _shared_data import DATA
 from l1scale.data.feature_spaces import DNAPatterns, Prepared, Products, RandomFourier
 from l1scale.data.features import RandomFourierFeatures
-from l1scale.data.sequences import (decode_sequences, dump_sequences, encode_sequences, load_sequences,
-                                    make_splice_sites, splice_sequences)
+from l1scale.data.sequences import (
+    decode_sequences,
+    dump_sequences,
+    encode_sequences,
+    load_sequences,
+    make_splice_sites,
+    splice_sequences,
+)
 from l1scale.exceptions import DataFormatError
 
 

@@ -143,7 +143,7 @@ def test_svmlight_parses_as_scikit_learn_does(workdir, document):
     X_ref, y_ref = sklearn_svmlight(path, 41)
     assert_valid_matrix(X)
     np.testing.assert_array_equal(y, y_ref)
-    assert (X != X_ref).nnz == 0
+    assert (X_ref != X).nnz == 0
 
 
 @fuzz
@@ -167,7 +167,7 @@ def test_svmlight_with_damaged_bytes_parses_as_scikit_learn_or_is_an_error(workd
         return
     event("read as scikit-learn reads it")
     np.testing.assert_array_equal(y, y_ref)
-    assert (X != X_ref).nnz == 0
+    assert (X_ref != X).nnz == 0
 
 
 # --------------------------------------------------------------------------- Vowpal Wabbit

@@ -12,8 +12,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.utils import murmurhash3_32
 
-from l1scale.data import (Stream, dump_vw, hash_feature, hash_features, iter_vw_chunks,
-                          load_vw)
+from l1scale.data import Stream, dump_vw, hash_feature, hash_features, iter_vw_chunks, load_vw
 from l1scale.data import _vw_parse as _k
 from l1scale.exceptions import DataFormatError
 

@@ -22,8 +22,7 @@ def test_prefetched_keeps_order_and_raises_the_readers_error():
 
     got = []
     with pytest.raises(ValueError, match="bad chunk"):
-        for item in prefetched(failing()):
-            got.append(item)
+        got.extend(prefetched(failing()))
     assert got == [1]
 
 

@@ -6,13 +6,12 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _shared_data import DATA
 from sklearn.datasets import make_classification
 from sklearn.model_selection import StratifiedKFold
 
 from l1scale.path import SparseLogisticRegressionCV, lam_grid, regularization_path
 from l1scale.problem import Problem
-from _shared_data import DATA
-
 
 
 def _a9a(n=10000):

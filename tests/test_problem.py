@@ -174,7 +174,7 @@ def _bad_inputs():
     X, y = _data("logistic", n=20, d=4)
     Xnan = X.copy()
     Xnan[3, 2] = np.nan
-    case = lambda name, match, marks=(), **kw: pytest.param(kw, match, id=name, marks=marks)  # noqa: E731
+    case = lambda name, match, marks=(), **kw: pytest.param(kw, match, id=name, marks=marks)
     return [
         case("lam=0", r"\blam\b", X=X, y=y, lam=0.0),
         case("lam<0", r"\blam\b", X=X, y=y, lam=-1.0),

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _shared_data import DATA
 
 from l1scale.data.stream import Stream
 from l1scale.losses import get_loss
@@ -14,7 +15,6 @@ from l1scale.problem import Problem
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.sgd import CumulativePenaltySGD
 from l1scale.stream_problem import StreamProblem
-from _shared_data import DATA
 
 EARN = os.path.join(DATA, "reuters21578", "modapte_earn_train.svm.bz2")
 A9A = os.path.join(DATA, "a9a", "a9a.bz2")

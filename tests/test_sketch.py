@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _shared_data import DATA
 from scipy.stats import norm
 
 import l1scale.data.svmlight as svmlight_module
@@ -27,7 +28,6 @@ from l1scale.problem import Problem, lam_max
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.sketch import MultiPass, ReducedMemoryMultiPass, pass_statistics
 from l1scale.stream_problem import StreamProblem
-from _shared_data import DATA
 
 EARN = os.path.join(DATA, "reuters21578", "modapte_earn_train.svm.bz2")
 EARN_N, EARN_D = 9603, 27901

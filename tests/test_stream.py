@@ -132,7 +132,7 @@ def test_svmlight_stream_attributes(svm_file):
     for _ in it:
         pass
     assert stream.n_samples == 200 and stream.passes == 1
-    for chunk in stream:
+    for _ in stream:
         break  # an unfinished pass does not count
     assert stream.passes == 1
     assert Stream.from_svmlight(path, n_features=40, zero_based=False).n_features == 40

@@ -8,16 +8,16 @@ import os
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _shared_data import DATA
 
 from l1scale.data.memory import as_rows
-from l1scale.data.svmlight import load_svmlight
 from l1scale.data.stream import Stream
+from l1scale.data.svmlight import load_svmlight
 from l1scale.losses import get_loss
 from l1scale.problem import Problem
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.truncated import TruncatedGradient
 from l1scale.stream_problem import StreamProblem
-from _shared_data import DATA
 
 EARN = os.path.join(DATA, "reuters21578", "modapte_earn_train.svm.bz2")
 A9A = os.path.join(DATA, "a9a", "a9a.bz2")

@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted
 from .stream import Chunk, Stream
 from .validation import validate_data
 
-__all__ = ["RandomFourierFeatures", "RBFKernelFeatures", "rbf_kernel"]
+__all__ = ["RBFKernelFeatures", "RandomFourierFeatures", "rbf_kernel"]
 
 
 def _check_sigma(sigma):

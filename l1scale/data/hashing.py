@@ -59,7 +59,8 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -70,7 +71,7 @@ from . import svmlight as _svm
 from ._svmlight_write import as_csr64, atomic_file, format_rows, make_csr
 from .stream import Chunk, _CachedFileSource
 
-__all__ = ["hash_feature", "hash_features", "iter_vw_chunks", "load_vw", "dump_vw"]
+__all__ = ["dump_vw", "hash_feature", "hash_features", "iter_vw_chunks", "load_vw"]
 
 HASHERS = ("strings", "all")
 

@@ -27,8 +27,17 @@ from numba import njit
 
 from .validation import check_sparse_structure
 
-__all__ = ["Matrix", "as_columns", "as_rows", "column_matrix", "matrix_of", "column", "row", "column_moments",
-           "column_norms"]
+__all__ = [
+    "Matrix",
+    "as_columns",
+    "as_rows",
+    "column",
+    "column_matrix",
+    "column_moments",
+    "column_norms",
+    "matrix_of",
+    "row",
+]
 
 
 class Matrix(NamedTuple):

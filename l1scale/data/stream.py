@@ -22,10 +22,12 @@ cache at the same time are not supported.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import zlib
-from typing import Callable, Iterator, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -36,7 +38,7 @@ from . import svmlight as _svm
 from ._svmlight_write import SvmlightWriter, atomic_file, make_csr
 from .validation import check_compressed, check_finite, check_sparse_structure
 
-__all__ = ["Chunk", "Stream", "write_cache", "cache_to_svmlight"]
+__all__ = ["Chunk", "Stream", "cache_to_svmlight", "write_cache"]
 
 CACHE_FORMAT, CACHE_VERSION = "l1scale-chunk-cache", 2
 VW_SUFFIXES = (".vw", ".vw.gz", ".vw.bz2", ".vw.xz")  # names Stream.open reads as Vowpal Wabbit text
@@ -148,7 +150,7 @@ class Stream:
 
     @classmethod
     def from_svmlight(cls, path, *, n_features=None, zero_based="auto", dtype=np.float64,
-                      chunk_bytes: int = 16 << 20, cache=None) -> "Stream":
+                      chunk_bytes: int = 16 << 20, cache=None) -> Stream:
         """Stream an svmlight file (plain, .gz, .bz2 or .xz).
 
         Parameters
@@ -171,7 +173,7 @@ class Stream:
 
     @classmethod
     def from_vw(cls, path, hash_bits: int = 18, *, hash: str = "strings", hash_seed: int = 0,
-                dtype=np.float64, chunk_bytes: int = 16 << 20, cache=None) -> "Stream":
+                dtype=np.float64, chunk_bytes: int = 16 << 20, cache=None) -> Stream:
         """Stream a Vowpal Wabbit text file (plain, .gz, .bz2 or .xz), its feature
         names hashed into ``n_features = 2**hash_bits`` columns.
 
@@ -185,7 +187,7 @@ class Stream:
         return cls(_VWSource(path, hash_bits, hash, hash_seed, dtype, chunk_bytes, cache))
 
     @classmethod
-    def from_arrays(cls, X, y, sample_weight=None, *, chunk_rows: int = 10000) -> "Stream":
+    def from_arrays(cls, X, y, sample_weight=None, *, chunk_rows: int = 10000) -> Stream:
         """Stream in-memory data in chunks of ``chunk_rows`` rows.
 
         Chunks are views of C-ordered dense X or of CSR X (no copy of the data);
@@ -196,7 +198,7 @@ class Stream:
         return cls(source, n_samples=source.y.shape[0])
 
     @classmethod
-    def from_generator(cls, factory: Callable[[], Iterator], *, n_features) -> "Stream":
+    def from_generator(cls, factory: Callable[[], Iterator], *, n_features) -> Stream:
         """Stream chunks produced by ``factory()``, called afresh for each pass.
 
         ``factory()`` returns an iterator of :class:`Chunk` or ``(X, y[, sample_weight])``
@@ -206,7 +208,7 @@ class Stream:
         return cls(_GeneratorSource(factory, n_features))
 
     @classmethod
-    def from_cache(cls, directory, *, n_features=None) -> "Stream":
+    def from_cache(cls, directory, *, n_features=None) -> Stream:
         """Stream a complete binary chunk cache (see :func:`write_cache`).
 
         ``n_features`` widens the cache's X (the missing trailing columns are zero);
@@ -216,7 +218,7 @@ class Stream:
         return cls(source, n_samples=source.meta["n_samples"])
 
     @classmethod
-    def open(cls, path_or_obj, **kw) -> "Stream":
+    def open(cls, path_or_obj, **kw) -> Stream:
         """A Stream for ``path_or_obj``: a Stream (returned as is), a cache directory
         (:meth:`from_cache`), a Vowpal Wabbit file (a name ending in .vw, .vw.gz, .vw.bz2 or
         .vw.xz: :meth:`from_vw` with ``kw``) or an svmlight file (:meth:`from_svmlight` with ``kw``)."""
@@ -505,10 +507,8 @@ class _CacheWriter:
         # meta.json goes first: from now on the directory is not a complete cache.
         names = sorted(n for n in os.listdir(directory) if n.startswith("chunk-") and n.endswith((".npy", ".npz")))
         for name in [_META] + names:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(directory, name))
-            except FileNotFoundError:
-                pass
         self.n_chunks = self.n_samples = self.nnz = 0
         self.width = 0
         self.checksums = []

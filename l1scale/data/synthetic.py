@@ -19,8 +19,13 @@ from scipy.optimize import brentq
 from scipy.special import expit, ndtr
 from sklearn.utils import check_random_state
 
-__all__ = ["BM_BETA_TRUE", "make_bm_simulated", "make_sparse_text", "iter_sparse_text_chunks",
-           "sparse_text_coef"]
+__all__ = [
+    "BM_BETA_TRUE",
+    "iter_sparse_text_chunks",
+    "make_bm_simulated",
+    "make_sparse_text",
+    "sparse_text_coef",
+]
 
 #: Table 1 of Balakrishnan & Madigan: intercept first, then the 10 slopes
 #: (three of them, the 8th-10th, are the "redundant" zero coefficients).
@@ -211,7 +216,7 @@ class _SparseText:
         p = np.diff(self.cdf)
         # With Poisson(lam) tokens per row, features occur independently, so the
         # mean number of distinct features per row is sum_j (1 - exp(-lam p_j)).
-        distinct = lambda lam: -np.expm1(-lam * p).sum() - nnz_per_row  # noqa: E731
+        distinct = lambda lam: -np.expm1(-lam * p).sum() - nnz_per_row
         hi = 2.0 * nnz_per_row
         while distinct(hi) < 0:
             hi *= 2.0

@@ -132,7 +132,7 @@ class DaskDataset:
     # ------------------------------------------------------------------ constructors
     @classmethod
     def from_files(cls, paths, client=None, *, n_features=None, zero_based="auto", persist="auto",
-                   memory_fraction=0.5, chunk_bytes=16 << 20, timeout=None) -> "DaskDataset":
+                   memory_fraction=0.5, chunk_bytes=16 << 20, timeout=None) -> DaskDataset:
         """One partition per file: svmlight (plain, .gz, .bz2, .xz), chunk-cache directories
         or parquet files (``.parquet``: columns label, indices, values [, weight]).
 
@@ -175,7 +175,7 @@ class DaskDataset:
         return cls(client, specs, persist=persist, memory_fraction=memory_fraction, timeout=timeout)
 
     @classmethod
-    def from_delayed(cls, parts, client=None, *, n_features=None, timeout=None) -> "DaskDataset":
+    def from_delayed(cls, parts, client=None, *, n_features=None, timeout=None) -> DaskDataset:
         """One partition per dask object (``dask.delayed`` values, or a ``dask.bag`` whose
         partitions each hold chunks), each computing to ``(X, y[, sample_weight])``, a
         :class:`~l1scale.data.stream.Chunk` or a list of them. Computed on the workers
@@ -237,7 +237,7 @@ class DaskDataset:
         except TimeoutError:
             raise DistributedError(f"the tasks were not done after {self.timeout} s (timeout); "
                                    "is the cluster still running?") from None
-        except Exception:  # a task cancelled after another one failed: the failure is reported below
+        except Exception:  # noqa: BLE001, S110 - a task cancelled after another failed: reported below
             pass
         for f in futures:
             if f.status == "error":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import numpy as np
@@ -42,7 +43,7 @@ def write_partitions(X, y, directory, n_partitions, *, format="svmlight") -> lis
     y = np.asarray(y, dtype=np.float64)
     bounds = np.linspace(0, X.shape[0], int(n_partitions) + 1).astype(np.int64)
     paths = []
-    for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+    for i, (a, b) in enumerate(itertools.pairwise(bounds)):
         name = os.path.join(os.fspath(directory), f"part-{i:05d}")
         if format == "svmlight":
             name += ".svm"

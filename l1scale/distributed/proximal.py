@@ -29,7 +29,7 @@ from ..problem import Certificate, newton_intercept
 from ..solvers.proximal import _loss_change, _loss_terms
 from . import _tasks
 
-__all__ = ["DistributedProximal", "DaskPasses"]
+__all__ = ["DaskPasses", "DistributedProximal"]
 
 
 # ----------------------------------------------------------------------------- on the workers

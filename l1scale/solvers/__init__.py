@@ -23,7 +23,25 @@ SOLVERS = {cls.name: cls for cls in (CoordinateDescent, CoordinateGradientDescen
                                      GreedyCD, SMIDAS, TruncatedGradient, CumulativePenaltySGD, FeatureCachedLoops,
                                      DualCachedLoopsSGD)}
 
-__all__ = ["SOLVERS", "CoordinateDescent", "CoordinateGradientDescent", "CumulativePenaltySGD", "DualCachedLoopsSGD",
-           "FISTA", "FeatureCachedLoops", "GreedyCD",
-           "ISTA", "MultiPass", "MultiscaleFISTA", "OnlineSketch", "OnlineSolver", "ReducedMemoryMultiPass", "SMIDAS",
-           "StochasticCD", "TruncatedGradient", "History", "Result", "Solver"]
+__all__ = [
+                                     "FISTA",
+                                     "ISTA",
+                                     "SMIDAS",
+                                     "SOLVERS",
+                                     "CoordinateDescent",
+                                     "CoordinateGradientDescent",
+                                     "CumulativePenaltySGD",
+                                     "DualCachedLoopsSGD",
+                                     "FeatureCachedLoops",
+                                     "GreedyCD",
+                                     "History",
+                                     "MultiPass",
+                                     "MultiscaleFISTA",
+                                     "OnlineSketch",
+                                     "OnlineSolver",
+                                     "ReducedMemoryMultiPass",
+                                     "Result",
+                                     "Solver",
+                                     "StochasticCD",
+                                     "TruncatedGradient",
+]

@@ -27,9 +27,9 @@ def parse_bytes(value) -> int:
         text = value.strip().upper().replace(" ", "")
         units = {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "KB": 10**3, "MB": 10**6, "GB": 10**9,
                  "TB": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "B": 1}
-        for unit, scale in units.items():
+        for unit, factor in units.items():
             if text.endswith(unit):
-                number = text[: -len(unit)]
+                number, scale = text[: -len(unit)], factor
                 break
         else:
             number, scale = text, 1

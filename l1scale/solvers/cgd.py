@@ -45,7 +45,6 @@ nnz(X_J) per X d, nnz(X) per fresh X w.
 
 from __future__ import annotations
 
-
 import numpy as np
 from numba import njit
 

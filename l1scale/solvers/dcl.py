@@ -114,7 +114,7 @@ class DualCachedLoopsSGD(Solver):
                                 used[0] += size
                     if len(cache) == len(starts):
                         return  # everything fits: nothing left to read
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which raises it
                 error.append(exc)
                 stop.set()
 

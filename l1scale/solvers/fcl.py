@@ -46,7 +46,7 @@ from . import _fcl_kernels as K
 from ._fcl_cache import FeatureCache, parse_bytes
 from .base import History, Result, Solver, compiled_once
 
-__all__ = ["FeatureCachedLoops", "FeatureCache", "parse_bytes"]
+__all__ = ["FeatureCache", "FeatureCachedLoops", "parse_bytes"]
 
 @njit(cache=True)
 def _seed_thread(seed):
@@ -286,7 +286,7 @@ class FeatureCachedLoops(Solver):
     def _guard(shared, loop):
         try:
             loop(shared)
-        except BaseException as exc:  # handed to the main thread
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which raises it
             shared.error = exc
             shared.stop.set()
 

@@ -60,7 +60,7 @@ def prefetched(chunks, depth: int = _PREFETCH):
                     return
                 queue.put(item)
             queue.put(done)
-        except BaseException as exc:  # handed to the consumer
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which raises it
             queue.put(exc)
 
     thread = threading.Thread(target=read, name="l1scale-reader", daemon=True)

@@ -34,7 +34,7 @@ from numba import njit
 
 from ..losses import loss_curvature, loss_derivative
 
-__all__ = ["Sketch", "shooting", "omega", "taylor_terms"]
+__all__ = ["Sketch", "omega", "shooting", "taylor_terms"]
 
 
 @dataclass
@@ -82,7 +82,7 @@ class Sketch:
                                           self.rows, self.vals)))
 
     @classmethod
-    def zeros_dense(cls, m: int) -> "Sketch":
+    def zeros_dense(cls, m: int) -> Sketch:
         """An all-zero dense m x m sketch."""
         start = np.arange(m, dtype=np.int64) * m
         length = np.full(m, m, dtype=np.int64)
@@ -90,7 +90,7 @@ class Sketch:
                    np.zeros(m * m), True, m * m)
 
     @classmethod
-    def zeros_sparse(cls, m: int, capacity: int = 0) -> "Sketch":
+    def zeros_sparse(cls, m: int, capacity: int = 0) -> Sketch:
         """An empty sparse sketch whose columns grow as pairs are added."""
         z = np.zeros(m, dtype=np.int64)
         capacity = max(int(capacity), 16)
@@ -98,7 +98,7 @@ class Sketch:
                    np.zeros(capacity), False, 0)
 
     @classmethod
-    def from_matrix(cls, psi) -> "Sketch":
+    def from_matrix(cls, psi) -> Sketch:
         """A sketch holding the symmetric matrix ``psi`` (dense ndarray or scipy sparse)."""
         m = psi.shape[0]
         if not sp.issparse(psi):

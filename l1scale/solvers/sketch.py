@@ -44,13 +44,13 @@ from numba import njit
 
 from ..checkpoint import Checkpoint, problem_fingerprint, solver_fingerprint
 from ..exceptions import ConvergenceWarning
-from ..penalties import ElasticNet
 from ..losses import loss_derivative, loss_value
+from ..penalties import ElasticNet
 from ..stream_problem import StreamProblem
 from .base import History, Result, Solver, Timer
 from .shooting import Sketch, shooting, taylor_terms
 
-__all__ = ["MultiPass", "ReducedMemoryMultiPass", "PassStatistics", "pass_statistics"]
+__all__ = ["MultiPass", "PassStatistics", "ReducedMemoryMultiPass", "pass_statistics"]
 
 _DENSE_SKETCH_MAX = 4096  # MP keeps Psi dense up to this many coordinates ("auto")
 
@@ -137,7 +137,7 @@ class PassStatistics:
     rows: int
     nnz: int
 
-    def __add__(self, other: "PassStatistics") -> "PassStatistics":
+    def __add__(self, other: PassStatistics) -> PassStatistics:
         return PassStatistics(self.loss_sum + other.loss_sum, self.grad + other.grad,
                               self.grad_intercept + other.grad_intercept, self.theta + other.theta,
                               self.psi + other.psi, self.rows + other.rows, self.nnz + other.nnz)

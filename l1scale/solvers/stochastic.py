@@ -64,7 +64,7 @@ from ..exceptions import ConvergenceWarning
 from ..losses import loss_derivative, weighted_conjugate, weighted_value
 from .base import History, Result, Solver, Timer, compiled_once
 
-__all__ = ["StochasticCD", "GreedyCD"]
+__all__ = ["GreedyCD", "StochasticCD"]
 
 
 @njit(cache=True)
