@@ -145,8 +145,11 @@ def load_svmlight_cached(path, n_features: int, cache_dir, name: str):
 DATASETS = {
     "a9a": ("a9a/a9a.bz2", 123, "a9a (UCI Adult), train"),
     "earn": ("reuters21578/modapte_earn_train.svm.bz2", 27901, "Reuters-21578 ModApte 'earn', train"),
-    "news20": ("news20/news20_bydate_binary.svm.bz2", 588937,
-               "20 Newsgroups binary uni+bigram TF-IDF, seeded 75% training split of the rows"),
+    "news20": (
+        "news20/news20_bydate_binary.svm.bz2",
+        588937,
+        "20 Newsgroups binary uni+bigram TF-IDF, seeded 75% training split of the rows",
+    ),
     "mnist10k": ("mnist/mnist10k_3vsrest.bz2", 784, "MNIST test 10k, 3 vs rest"),
 }
 DATASET_ALIASES = {"mnist": "mnist10k"}
@@ -180,8 +183,7 @@ def load_dataset(name: str, data_dir, cache_dir):
     name = dataset_name(name)
     path, d, _ = DATASETS[name]
     X, y = load_svmlight_cached(Path(data_dir) / path, d, cache_dir, name)
-    X = sp.csr_matrix((X.data.astype(np.float64), X.indices.astype(np.int32), X.indptr.astype(np.int32)),
-                      shape=X.shape)
+    X = sp.csr_matrix((X.data.astype(np.float64), X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
     y = np.where(np.asarray(y) > 0, 1.0, -1.0)
     if name in TRAIN_FRACTION:
         rows = training_rows(X.shape[0], TRAIN_FRACTION[name])
@@ -238,7 +240,7 @@ def run_worker(script, cfg: dict, mark: str, timeout=None):
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout)
     for line in proc.stdout.splitlines():
         if line.startswith(mark):
-            return json.loads(line[len(mark):]), proc
+            return json.loads(line[len(mark) :]), proc
     return None, proc
 
 
@@ -308,8 +310,13 @@ def timed_median(fn, repeats: int, repeat_below: float):
 # ----------------------------------------------------------------------------- results files
 def machine_info() -> dict:
     """CPU model and count, RAM, platform, Python and the thread variables, as a dict."""
-    info = {"python": platform.python_version(), "platform": platform.platform(), "Model name": cpu_model(),
-            "CPU(s)": str(os.cpu_count()), "RAM": f"{ram_gib():.1f} GiB"}
+    info = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "Model name": cpu_model(),
+        "CPU(s)": str(os.cpu_count()),
+        "RAM": f"{ram_gib():.1f} GiB",
+    }
     info["threads"] = {v: os.environ.get(v) for v in THREAD_VARS}
     return info
 

@@ -78,7 +78,7 @@ MISS_NAMES = {"fit_over_history": "fit/history", "outside_share": "outside", "to
 # l1scale diagnostics (all "<=").
 RATIO_GOALS = {"0.01": 1.0, "1e-06": 0.5}
 DIAG_GOALS = {"fit_over_history": 1.5, "outside_share": 0.10, "tol2_over_tol6": 0.4}
-L1_TOLS = tuple(10.0 ** -k for k in range(1, 11))  # l1scale's ladder, 1e-1 .. 1e-10
+L1_TOLS = tuple(10.0**-k for k in range(1, 11))  # l1scale's ladder, 1e-1 .. 1e-10
 DIAG_TOL, LOOSE_TOL = 1e-6, 1e-2  # the l1scale fits of the diagnostics (always run)
 
 # Default protocol: dataset -> fit an intercept? (news20 is its seeded 75% training split)
@@ -98,8 +98,18 @@ SOLVER_LABELS = {
     "celer": "celer",
     "glmnet": "glmnet",
 }
-VERSIONED = ("numpy", "scipy", "numba", "scikit-learn", "joblib", "liblinear-official", "skglm", "celer",
-             "python-glmnet", "l1scale")
+VERSIONED = (
+    "numpy",
+    "scipy",
+    "numba",
+    "scikit-learn",
+    "joblib",
+    "liblinear-official",
+    "skglm",
+    "celer",
+    "python-glmnet",
+    "l1scale",
+)
 
 
 class _Stop(Exception):
@@ -160,18 +170,27 @@ def l1scale_cold_compile():
     (NUMBA_CACHE_DIR pointed at a new temporary folder)."""
     import tempfile
 
-    code = ("import time, numpy as np, scipy.sparse as sp; t=time.perf_counter(); "
-            "from l1scale import SparseLogisticRegression as S; "
-            "t_imp=time.perf_counter()-t; X=sp.random(40,6,density=0.5,random_state=0,format='csr'); "
-            "y=np.where(np.arange(40)%2==0,-1.0,1.0); t=time.perf_counter(); "
-            "m=S(lam_ratio=0.1,tol=1e-6,max_iter=50,solver='cd').fit(X,y); w=time.perf_counter()-t; "
-            "r=m.result_[0] if isinstance(m.result_, list) else m.result_; "
-            "print(r.timings['compile'], t_imp, w)")
+    code = (
+        "import time, numpy as np, scipy.sparse as sp; t=time.perf_counter(); "
+        "from l1scale import SparseLogisticRegression as S; "
+        "t_imp=time.perf_counter()-t; X=sp.random(40,6,density=0.5,random_state=0,format='csr'); "
+        "y=np.where(np.arange(40)%2==0,-1.0,1.0); t=time.perf_counter(); "
+        "m=S(lam_ratio=0.1,tol=1e-6,max_iter=50,solver='cd').fit(X,y); w=time.perf_counter()-t; "
+        "r=m.result_[0] if isinstance(m.result_, list) else m.result_; "
+        "print(r.timings['compile'], t_imp, w)"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, NUMBA_CACHE_DIR=tmp, PYTHONPATH=str(REPO))
         try:
-            out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
-                                 env=env, timeout=600, cwd=str(REPO))
+            out = subprocess.run(
+                [sys.executable, "-c", code],
+                check=False,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=600,
+                cwd=str(REPO),
+            )
             compile_s, import_s, wall_s = (float(v) for v in out.stdout.split()[-3:])
             return {"compile_s": compile_s, "import_s": import_s, "first_fit_wall_s": wall_s}
         except Exception as e:  # noqa: BLE001 - informational only
@@ -207,8 +226,14 @@ def reference_run(problem, *, tol, max_iter, budget_s, stop_rel_gap):
     cert = np.asarray(h.certificate, dtype=float)
     dual = obj - cert  # nan where the iteration was not certified
     best = int(np.argmin(obj))
-    return {"objective": float(min(obj[best], final)), "lower_bound": float(np.nanmax(dual)) if np.isfinite(dual).any()
-            else -np.inf, "nnz": int(h.nnz[best]), "iters": len(obj), "time": float(h.time[-1]), "stop": why}
+    return {
+        "objective": float(min(obj[best], final)),
+        "lower_bound": float(np.nanmax(dual)) if np.isfinite(dual).any() else -np.inf,
+        "nnz": int(h.nnz[best]),
+        "iters": len(obj),
+        "time": float(h.time[-1]),
+        "stop": why,
+    }
 
 
 # --------------------------------------------------------------------------- liblinear
@@ -271,18 +296,26 @@ class Peers:
     # l1scale: the public estimator
     def l1scale(self, lam, intercept, tol, keep_history=False):
         def fit():
-            return SparseLogisticRegression(lam=lam, tol=tol, fit_intercept=intercept, max_iter=self.args.l1_max_iter,
-                                            solver="cd").fit(self.X_csr, self.y)
+            return SparseLogisticRegression(
+                lam=lam, tol=tol, fit_intercept=intercept, max_iter=self.args.l1_max_iter, solver="cd"
+            ).fit(self.X_csr, self.y)
 
         t, m, times = self.timed(fit)
         w, b = self._signed(m, intercept)
         res = _result(m)
         timings = dict(getattr(res, "timings", None) or {})
-        extra = {"times": times, "n_iter": int(np.max(m.n_iter_)), "stop": getattr(res, "stop_reason", ""),
-                 "solve_s": timings.get("solve"), "compile_s": timings.get("compile")}
+        extra = {
+            "times": times,
+            "n_iter": int(np.max(m.n_iter_)),
+            "stop": getattr(res, "stop_reason", ""),
+            "solve_s": timings.get("solve"),
+            "compile_s": timings.get("compile"),
+        }
         if keep_history:
-            extra["history"] = {"time": [float(v) for v in res.history.time],
-                                "objective": [float(v) for v in res.history.objective]}
+            extra["history"] = {
+                "time": [float(v) for v in res.history.time],
+                "objective": [float(v) for v in res.history.objective],
+            }
         return t, w, b, extra
 
     # liblinear-official
@@ -308,9 +341,16 @@ class Peers:
         kw = {"intercept_scaling": self.args.sk_intercept_scaling} if solver == "liblinear" and intercept else {}
 
         def fit():
-            return LogisticRegression(C=1.0 / (self.n * lam), l1_ratio=1.0, solver=solver, tol=tol,
-                                      fit_intercept=intercept, max_iter=max_iter, random_state=0,
-                                      **kw).fit(self.X_csr, self.y)
+            return LogisticRegression(
+                C=1.0 / (self.n * lam),
+                l1_ratio=1.0,
+                solver=solver,
+                tol=tol,
+                fit_intercept=intercept,
+                max_iter=max_iter,
+                random_state=0,
+                **kw,
+            ).fit(self.X_csr, self.y)
 
         t, m, times = self.timed(fit)
         w, b = self._signed(m, intercept)
@@ -321,8 +361,9 @@ class Peers:
         from skglm import SparseLogisticRegression as SkglmLR
 
         def fit():
-            return SkglmLR(alpha=lam, fit_intercept=intercept, tol=tol, max_iter=100,
-                           max_epochs=1000).fit(self.X_csc, self.y)
+            return SkglmLR(alpha=lam, fit_intercept=intercept, tol=tol, max_iter=100, max_epochs=1000).fit(
+                self.X_csc, self.y
+            )
 
         t, m, times = self.timed(fit)
         w, b = self._signed(m, intercept)
@@ -344,8 +385,15 @@ class Peers:
         from glmnet import LogitNet
 
         def fit():
-            return LogitNet(alpha=1.0, lambda_path=np.array([lam]), standardize=False, fit_intercept=intercept,
-                            tol=tol, max_iter=100000, n_splits=0).fit(self.X_csr, self.y)
+            return LogitNet(
+                alpha=1.0,
+                lambda_path=np.array([lam]),
+                standardize=False,
+                fit_intercept=intercept,
+                tol=tol,
+                max_iter=100000,
+                n_splits=0,
+            ).fit(self.X_csr, self.y)
 
         t, m, times = self.timed(fit)
         coefs, bs = glmnet_path_solution(m, self.d, intercept)
@@ -390,11 +438,26 @@ def reference(setting, X, peers, lam, intercept, solvers, args):
     s, problem = setting, setting.problem
     ref = {}
     try:
-        cd = call_in_child(partial(reference_run, problem, tol=args.ref_tol, max_iter=args.ref_max_iter,
-                                   budget_s=args.ref_budget, stop_rel_gap=args.ref_stop_gap), args.ref_budget + 60)
+        cd = call_in_child(
+            partial(
+                reference_run,
+                problem,
+                tol=args.ref_tol,
+                max_iter=args.ref_max_iter,
+                budget_s=args.ref_budget,
+                stop_rel_gap=args.ref_stop_gap,
+            ),
+            args.ref_budget + 60,
+        )
         s.p_best, s.lower_bound = cd["objective"], cd["lower_bound"]
-        ref.update(cd_objective=cd["objective"], cd_stop=cd["stop"], cd_iters=cd["iters"], cd_time=cd["time"],
-                   cd_rel_gap=(cd["objective"] - cd["lower_bound"]) / abs(cd["objective"]), nnz_star=cd["nnz"])
+        ref.update(
+            cd_objective=cd["objective"],
+            cd_stop=cd["stop"],
+            cd_iters=cd["iters"],
+            cd_time=cd["time"],
+            cd_rel_gap=(cd["objective"] - cd["lower_bound"]) / abs(cd["objective"]),
+            nnz_star=cd["nnz"],
+        )
     except Exception as e:  # noqa: BLE001 - liblinear (or the fits) give P* then
         ref.update(cd_error=" ".join(str(e).split()), cd_rel_gap=np.inf)
     if not ref["cd_rel_gap"] <= args.ref_gap and "liblinear" in solvers:
@@ -415,8 +478,12 @@ def reference(setting, X, peers, lam, intercept, solvers, args):
                 ref["nnz_star"] = int(np.count_nonzero(w))
             s.p_best = min(s.p_best, p_ll, cert.objective)
             s.lower_bound = max(s.lower_bound, cert.objective - cert.value)
-            ref.update(liblinear_eps=args.ref_liblinear_eps, liblinear_objective=p_ll, liblinear_time=t_ll,
-                       liblinear_rel_gap=cert.relative)
+            ref.update(
+                liblinear_eps=args.ref_liblinear_eps,
+                liblinear_objective=p_ll,
+                liblinear_time=t_ll,
+                liblinear_rel_gap=cert.relative,
+            )
         except Exception as e:  # noqa: BLE001
             ref.update(liblinear_eps=args.ref_liblinear_eps, liblinear_error=" ".join(str(e).split()))
     ref["p_ref"] = s.p_best
@@ -433,29 +500,54 @@ def run_point(X, y, peers, ratio, intercept, solvers, args, log):
     # 1. reference
     ref = reference(s, X, peers, lam, intercept, solvers, args)
     p_ref = s.p_best
-    log(f"    ref P*={s.p_best:.12g}  certified rel gap {ref['rel_gap'] if ref['rel_gap'] is not None else np.nan:.1e}"
+    log(
+        f"    ref P*={s.p_best:.12g}  certified rel gap {ref['rel_gap'] if ref['rel_gap'] is not None else np.nan:.1e}"
         + (f"  (CD: {ref['cd_stop']}, {ref['cd_iters']} it, {ref['cd_time']:.2f}s)" if "cd_stop" in ref else "")
         + (f"  CD failed: {ref['cd_error'][:120]}" if "cd_error" in ref else "")
-        + (f"; liblinear eps={args.ref_liblinear_eps:g} {ref['liblinear_time']:.2f}s" if "liblinear_time" in ref
-           else "")
-        + (f"; liblinear: {ref['liblinear_error'][:80]}" if "liblinear_error" in ref else ""))
+        + (
+            f"; liblinear eps={args.ref_liblinear_eps:g} {ref['liblinear_time']:.2f}s"
+            if "liblinear_time" in ref
+            else ""
+        )
+        + (f"; liblinear: {ref['liblinear_error'][:80]}" if "liblinear_error" in ref else "")
+    )
 
     # 2. every solver's ladder of tolerances
-    tols_ll = [10.0 ** -k for k in range(1, 10)]
+    tols_ll = [10.0**-k for k in range(1, 10)]
     for solver in solvers:
         t_start = time.perf_counter()
         if solver == "l1scale":
-            run_ladder(s, solver, L1_TOLS, lambda t: peers.l1scale(lam, intercept, t, keep_history=t == DIAG_TOL),
-                       args.budget, args.fit_timeout, required=(LOOSE_TOL, DIAG_TOL))
+            run_ladder(
+                s,
+                solver,
+                L1_TOLS,
+                lambda t: peers.l1scale(lam, intercept, t, keep_history=t == DIAG_TOL),
+                args.budget,
+                args.fit_timeout,
+                required=(LOOSE_TOL, DIAG_TOL),
+            )
         elif solver == "liblinear":
             if intercept and not args.liblinear_R_ok:
                 s.notes[solver] = "n/a: " + args.liblinear_R_msg
                 continue
-            run_ladder(s, solver, tols_ll, lambda e: peers.liblinear(lam, intercept, e), args.budget,
-                       args.fit_timeout, key="eps")
+            run_ladder(
+                s,
+                solver,
+                tols_ll,
+                lambda e: peers.liblinear(lam, intercept, e),
+                args.budget,
+                args.fit_timeout,
+                key="eps",
+            )
         elif solver == "sk-liblinear":
-            run_ladder(s, solver, tols_ll, lambda t: peers.sklearn("liblinear", lam, intercept, t, 1000),
-                       args.budget, args.fit_timeout)
+            run_ladder(
+                s,
+                solver,
+                tols_ll,
+                lambda t: peers.sklearn("liblinear", lam, intercept, t, 1000),
+                args.budget,
+                args.fit_timeout,
+            )
             if intercept:
                 s.notes.setdefault(solver, f"bias penalised (intercept_scaling={args.sk_intercept_scaling:g})")
         elif solver == "sk-saga":
@@ -465,62 +557,102 @@ def run_point(X, y, peers, ratio, intercept, solvers, args, log):
             except Exception:  # noqa: BLE001
                 t1 = args.fit_timeout
             if t1 >= args.saga_run_budget:
-                s.record(solver, tol=None, time=None, objective=None, killed_at=t1,
-                         error=f"2 epochs took {t1:.1f} s >= --saga-run-budget")
+                s.record(
+                    solver,
+                    tol=None,
+                    time=None,
+                    objective=None,
+                    killed_at=t1,
+                    error=f"2 epochs took {t1:.1f} s >= --saga-run-budget",
+                )
                 s.notes[solver] = f"skipped: 2 epochs take {t1:.1f} s"
                 continue
             epochs = int(max(2, min(100000, 2 * args.saga_run_budget / max(t1, 1e-4))))
             s.notes[solver] = f"max_iter={epochs} epochs (~{args.saga_run_budget:g} s per fit)"
-            run_ladder(s, solver, [10.0 ** -k for k in range(2, 8)],
-                       partial(lambda e, t: peers.sklearn("saga", lam, intercept, t, e), epochs), args.saga_budget,
-                       args.fit_timeout)
+            run_ladder(
+                s,
+                solver,
+                [10.0**-k for k in range(2, 8)],
+                partial(lambda e, t: peers.sklearn("saga", lam, intercept, t, e), epochs),
+                args.saga_budget,
+                args.fit_timeout,
+            )
         elif solver == "skglm":
-            run_ladder(s, solver, [10.0 ** -k for k in range(2, 12)], lambda t: peers.skglm(lam, intercept, t),
-                       args.budget, args.fit_timeout)
+            run_ladder(
+                s,
+                solver,
+                [10.0**-k for k in range(2, 12)],
+                lambda t: peers.skglm(lam, intercept, t),
+                args.budget,
+                args.fit_timeout,
+            )
         elif solver == "celer":
             if intercept:
                 s.notes[solver] = "n/a: celer's LogisticRegression cannot fit an intercept"
                 continue
-            run_ladder(s, solver, [10.0 ** -k for k in range(2, 12)], lambda t: peers.celer(lam, intercept, t),
-                       args.budget, args.fit_timeout)
+            run_ladder(
+                s,
+                solver,
+                [10.0**-k for k in range(2, 12)],
+                lambda t: peers.celer(lam, intercept, t),
+                args.budget,
+                args.fit_timeout,
+            )
         elif solver == "glmnet":
             if not args.glmnet_ok:
                 s.notes[solver] = "n/a: " + args.glmnet_msg
                 continue
-            run_ladder(s, solver, [10.0 ** -k for k in range(2, 13)], lambda t: peers.glmnet(lam, intercept, t),
-                       args.budget, args.fit_timeout)
+            run_ladder(
+                s,
+                solver,
+                [10.0**-k for k in range(2, 13)],
+                lambda t: peers.glmnet(lam, intercept, t),
+                args.budget,
+                args.fit_timeout,
+            )
         runs = s.runs.get(solver, [])
         best = min((r["objective"] for r in runs if r.get("objective") is not None), default=float("nan"))
-        log(f"    {solver}: {len(runs)} fits, {time.perf_counter() - t_start:.1f}s, best subopt "
-            f"{s.subopt(best):.1e}" + (f"  [{s.notes[solver]}]" if solver in s.notes else ""))
+        log(
+            f"    {solver}: {len(runs)} fits, {time.perf_counter() - t_start:.1f}s, best subopt "
+            f"{s.subopt(best):.1e}" + (f"  [{s.notes[solver]}]" if solver in s.notes else "")
+        )
 
     # 3. times to target, against the final P* (the best objective any fit reached)
     p_star = s.p_best
-    best_by = {sv: min((r["objective"] for r in runs if r.get("objective") is not None), default=np.inf)
-               for sv, runs in s.runs.items()}
+    best_by = {
+        sv: min((r["objective"] for r in runs if r.get("objective") is not None), default=np.inf)
+        for sv, runs in s.runs.items()
+    }
     best_by["reference"] = min(ref.get("cd_objective", np.inf), ref.get("liblinear_objective", np.inf))
     ranked = sorted(best_by.items(), key=lambda kv: kv[1])
     info["best_by_solver"] = dict(ranked)
     info["second_best"] = None
-    others = [kv for kv in ranked[1:] if kv[0] not in ("reference", ranked[0][0])
-              and not (ranked[0][0] == "reference" and kv[0] == "l1scale")]
+    others = [
+        kv
+        for kv in ranked[1:]
+        if kv[0] not in ("reference", ranked[0][0]) and not (ranked[0][0] == "reference" and kv[0] == "l1scale")
+    ]
     if others:
         info["second_best"] = {"solver": others[0][0], "rel_diff": (others[0][1] - p_star) / abs(p_star)}
-    out = dict(info, p_star=p_star, p_star_solver=ranked[0][0] if ranked else "",
-               p_star_rel_gap=(p_star - s.lower_bound) / abs(p_star), reference=ref,
-               p_star_improved_over_ref=(p_ref - p_star) / abs(p_star), solvers={})
+    out = dict(
+        info,
+        p_star=p_star,
+        p_star_solver=ranked[0][0] if ranked else "",
+        p_star_rel_gap=(p_star - s.lower_bound) / abs(p_star),
+        reference=ref,
+        p_star_improved_over_ref=(p_ref - p_star) / abs(p_star),
+        solvers={},
+    )
     for solver in solvers:
         runs = s.runs.get(solver, [])
         for r in runs:  # every fit's suboptimality against the final P*
             if r.get("objective") is not None:
                 r["subopt"] = (r["objective"] - p_star) / abs(p_star)
         # Longest fit tried: a target never met is reported as "> longest".
-        longest = max([r["time"] if r.get("time") is not None else r.get("killed_at", 0.0) for r in runs],
-                      default=None)
+        longest = max([r["time"] if r.get("time") is not None else r.get("killed_at", 0.0) for r in runs], default=None)
         entry = {"runs": runs, "note": s.notes.get(solver, ""), "time_to": {}, "longest_s": longest}
         for target, key in zip(TARGETS, KEYS, strict=True):
-            t = min((r["time"] for r in runs if r.get("subopt") is not None and r["subopt"] <= target),
-                    default=np.inf)
+            t = min((r["time"] for r in runs if r.get("subopt") is not None and r["subopt"] <= target), default=np.inf)
             entry["time_to"][key] = None if not np.isfinite(t) else float(t)
         if s.notes.get(solver, "").startswith("n/a"):
             entry["time_to"] = dict.fromkeys(KEYS, "n/a")
@@ -533,8 +665,9 @@ def run_point(X, y, peers, ratio, intercept, solvers, args, log):
 def _l1scale_diagnostics(entry, p_star):
     """The three l1scale diagnostics of one point, from its tol=1e-6 and tol=1e-2 fits."""
     runs = {r.get("tol"): r for r in entry["runs"]}
-    diag = dict.fromkeys(("fit_s", "history_s", "solve_s", "compile_s", "fit_over_history", "outside_share",
-                          "tol2_s", "tol2_over_tol6"))
+    diag = dict.fromkeys(
+        ("fit_s", "history_s", "solve_s", "compile_s", "fit_over_history", "outside_share", "tol2_s", "tol2_over_tol6")
+    )
     r6, r2 = runs.get(DIAG_TOL), runs.get(LOOSE_TOL)
     if r6 is not None and r6.get("time") is not None:
         fit_s = r6["time"]
@@ -571,8 +704,9 @@ def summarise(row, solvers):
         r = {"value": None, "bound": "", "peer": fastest, "peer_s": met.get(fastest)}
         if l1 is not None:
             a, la = l1["time_to"][key], l1.get("longest_s")
-            longest_peer = min((row["solvers"][s]["longest_s"] for s in peers if row["solvers"][s]["longest_s"]),
-                               default=None)
+            longest_peer = min(
+                (row["solvers"][s]["longest_s"] for s in peers if row["solvers"][s]["longest_s"]), default=None
+            )
             if isinstance(a, float) and fastest:
                 r["value"] = a / met[fastest]
             elif isinstance(a, float) and longest_peer:
@@ -652,28 +786,45 @@ def write_markdown(path, results, meta):
     solvers = meta["solvers"]
     args = meta["args"]
     L = ["# Batch L1-regularised logistic regression: what a user waits for, l1scale vs peers\n"]
-    L.append("Objective (all solvers): `P(w,b) = (1/n) sum_i log(1+exp(-y_i (x_i.w + b))) + lam ||w||_1`, "
-             "b unpenalised; `lam = ratio * lam_max`. Every solution is evaluated with l1scale's "
-             "`Problem.objective`. Times are wall seconds of a whole `fit()` call (a fresh fit per tolerance, "
-             "each in a forked child; median of 3 for fits under "
-             f"{args['repeat_below']:g} s), for l1scale as for every peer: the time to a target is the smallest "
-             "time of a fit whose solution has relative suboptimality `(P - P*)/P*` at most the target. "
-             "`>X` = not reached, the longest fit tried took X s; `n/a` = the solver cannot solve this "
-             "problem (see notes). Ratios: l1scale time / fastest peer's time (< 1: l1scale faster); `<r`: "
-             "no peer met the target (r = l1scale / the shortest of the peers' longest fits), `>r`: l1scale "
-             "did not (r = its longest fit / the fastest peer).\n")
+    L.append(
+        "Objective (all solvers): `P(w,b) = (1/n) sum_i log(1+exp(-y_i (x_i.w + b))) + lam ||w||_1`, "
+        "b unpenalised; `lam = ratio * lam_max`. Every solution is evaluated with l1scale's "
+        "`Problem.objective`. Times are wall seconds of a whole `fit()` call (a fresh fit per tolerance, "
+        "each in a forked child; median of 3 for fits under "
+        f"{args['repeat_below']:g} s), for l1scale as for every peer: the time to a target is the smallest "
+        "time of a fit whose solution has relative suboptimality `(P - P*)/P*` at most the target. "
+        "`>X` = not reached, the longest fit tried took X s; `n/a` = the solver cannot solve this "
+        "problem (see notes). Ratios: l1scale time / fastest peer's time (< 1: l1scale faster); `<r`: "
+        "no peer met the target (r = l1scale / the shortest of the peers' longest fits), `>r`: l1scale "
+        "did not (r = its longest fit / the fastest peer).\n"
+    )
 
     # ---- summary
     L.append("## Summary\n")
-    L.append(f"Targets: l1scale / fastest peer <= {RATIO_GOALS['0.01']:g} at 1e-2 and <= {RATIO_GOALS['1e-06']:g} "
-             f"at 1e-6; l1scale's tol=1e-6 fit: fit time / time its History first met 1e-6 <= "
-             f"{DIAG_GOALS['fit_over_history']:g} (`fit/history`), time outside the solver <= "
-             f"{100 * DIAG_GOALS['outside_share']:.0f}% of the fit (`outside`: fit - Result.timings solve - "
-             f"compile); fit time at tol=1e-2 / at tol=1e-6 <= {DIAG_GOALS['tol2_over_tol6']:g} (`tol 1e-2/1e-6`). "
-             "Misses in **bold**.\n")
-    hdr = ["data", "lam/lam_max", "intercept", "l1scale s 1e-2 / 1e-4 / 1e-6", "fastest peer 1e-2",
-           "fastest peer 1e-4", "fastest peer 1e-6", "ratio 1e-2", "ratio 1e-4", "ratio 1e-6", "fit/history",
-           "outside", "tol 1e-2/1e-6", "misses"]
+    L.append(
+        f"Targets: l1scale / fastest peer <= {RATIO_GOALS['0.01']:g} at 1e-2 and <= {RATIO_GOALS['1e-06']:g} "
+        f"at 1e-6; l1scale's tol=1e-6 fit: fit time / time its History first met 1e-6 <= "
+        f"{DIAG_GOALS['fit_over_history']:g} (`fit/history`), time outside the solver <= "
+        f"{100 * DIAG_GOALS['outside_share']:.0f}% of the fit (`outside`: fit - Result.timings solve - "
+        f"compile); fit time at tol=1e-2 / at tol=1e-6 <= {DIAG_GOALS['tol2_over_tol6']:g} (`tol 1e-2/1e-6`). "
+        "Misses in **bold**.\n"
+    )
+    hdr = [
+        "data",
+        "lam/lam_max",
+        "intercept",
+        "l1scale s 1e-2 / 1e-4 / 1e-6",
+        "fastest peer 1e-2",
+        "fastest peer 1e-4",
+        "fastest peer 1e-6",
+        "ratio 1e-2",
+        "ratio 1e-4",
+        "ratio 1e-6",
+        "fit/history",
+        "outside",
+        "tol 1e-2/1e-6",
+        "misses",
+    ]
     L.append("| " + " | ".join(hdr) + " |")
     L.append("|" + "---|" * len(hdr))
     n_checks = n_miss = 0
@@ -689,57 +840,76 @@ def write_markdown(path, results, meta):
             cells = [ds, f"{r['ratio']:g}", "yes" if r["intercept"] else "no", l1_cell]
             cells += [_fmt_peer(summ["fastest"][k]) for k in KEYS]
             cells += [fmt_ratio(summ["ratio"][k], RATIO_GOALS.get(k)) for k in KEYS]
-            cells += [_fmt_diag(diag.get("fit_over_history"), DIAG_GOALS["fit_over_history"]),
-                      _fmt_diag(diag.get("outside_share"), DIAG_GOALS["outside_share"], pct=True),
-                      _fmt_diag(diag.get("tol2_over_tol6"), DIAG_GOALS["tol2_over_tol6"])]
+            cells += [
+                _fmt_diag(diag.get("fit_over_history"), DIAG_GOALS["fit_over_history"]),
+                _fmt_diag(diag.get("outside_share"), DIAG_GOALS["outside_share"], pct=True),
+                _fmt_diag(diag.get("tol2_over_tol6"), DIAG_GOALS["tol2_over_tol6"]),
+            ]
             cells.append(", ".join(miss) if miss else "none")
             L.append("| " + " | ".join(cells) + " |")
     L.append("")
     if "l1scale" in solvers:
-        L.append(f"{n_miss} of {n_checks} target checks missed or undecided (`(?)`: a time or a ratio bound "
-                 "does not tell).\n")
+        L.append(
+            f"{n_miss} of {n_checks} target checks missed or undecided (`(?)`: a time or a ratio bound "
+            "does not tell).\n"
+        )
 
     # ---- setup
     m = meta["machine"]
     L.append("## Setup\n")
     L.append(f"- Date: {meta['date']}; command: `{meta['command']}`; total {meta.get('total_wall_s', 0):.0f} s")
-    L.append(f"- Machine: {m.get('Model name', '?')}, {m.get('CPU(s)', '?')} CPUs, RAM {m.get('RAM', '?')}; "
-             f"{m['platform']}, Python {m['python']}. The machine is shared with other work, so timings carry noise.")
-    L.append("- Threads: " + ", ".join(f"{k}={v}" for k, v in m["threads"].items())
-             + " (single-threaded comparison; every solver here runs on one core).")
+    L.append(
+        f"- Machine: {m.get('Model name', '?')}, {m.get('CPU(s)', '?')} CPUs, RAM {m.get('RAM', '?')}; "
+        f"{m['platform']}, Python {m['python']}. The machine is shared with other work, so timings carry noise."
+    )
+    L.append(
+        "- Threads: "
+        + ", ".join(f"{k}={v}" for k, v in m["threads"].items())
+        + " (single-threaded comparison; every solver here runs on one core)."
+    )
     L.append("- Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()))
     cw, cold = meta["l1scale_compile"], meta.get("l1scale_compile_cold", {})
-    L.append(f"- l1scale JIT: the warm-up fits in the parent took {cw['first_call_wall_s']:.2f} s "
-             f"({cw['compile_s'] or 0:.2f} s of Numba compile / cache load; Numba's on-disk cache was warm); "
-             f"with an empty cache (fresh process, NUMBA_CACHE_DIR=new folder) the first fit compiles for "
-             f"{cold.get('compile_s', float('nan')):.2f} s. The timed fits are forked from the warmed-up parent, "
-             "so neither is in the times below (each fit's own compile time is recorded, and is ~0). "
-             f"skglm's Numba warm-up fit: {meta.get('skglm_compile_s', float('nan')):.2f} s, also excluded.")
-    L.append(f"- l1scale: `SparseLogisticRegression(lam=lam, tol=tol, fit_intercept=..., max_iter={args['l1_max_iter']}, "
-             "solver='cd').fit(X, y)` on the CSR matrix every peer gets, tol 1e-1 .. 1e-10 "
-             "(the ladder stops as the peers' do, but the tol=1e-2 and tol=1e-6 fits are always run: the diagnostics "
-             "use them). `fit/history`: the tol=1e-6 fit's wall time over the `result_.history.time` at which its "
-             "objective first met 1e-6 (same fit); `outside`: (fit wall - `result_.timings['solve']` - "
-             "`['compile']`) / fit wall.")
-    L.append("- Peers: a fresh fit per tolerance (liblinear eps 1e-1..1e-9; sklearn liblinear tol 1e-1..1e-9; "
-             "saga tol 1e-2..1e-7 with max_iter set so that one fit takes ~--saga-run-budget s; skglm / celer "
-             "tol 1e-2..1e-11; glmnet thresh 1e-2..1e-12). A ladder stops once the 1e-6 target is met, once a fit "
-             f"is killed at {args['fit_timeout']:g} s (or fails), or when {args['budget']:g} s of fits are spent "
-             f"(saga: {args['saga_budget']:g} s). Not timed: reading the data, building liblinear's `problem`, "
-             "skglm's CSC copy of X (its preferred input).")
-    L.append("- liblinear: `-s 6 -c 1/(n lam)`, with intercept `-B 1 -R` (unregularised bias). "
-             "sklearn liblinear penalises the bias (`intercept_scaling="
-             f"{args['sk_intercept_scaling']:g}`), so with an intercept it solves a slightly different problem. "
-             "celer: `C = 1/(n lam)`, no intercept support. skglm: `SparseLogisticRegression(alpha=lam)` (mean form). "
-             "glmnet: `LogitNet(alpha=1, lambda_path=[lam], standardize=False, n_splits=0)` (mean form).")
-    L.append(f"- P*: l1scale `CoordinateDescent(tol={args['ref_tol']:g})` (stopped from its callback at "
-             f"{args['ref_budget']:g} s or once the certified relative gap is <= {args['ref_stop_gap']:g}); if its "
-             f"certified relative duality gap exceeds {args['ref_gap']:g}, also liblinear at "
-             f"eps={args['ref_liblinear_eps']:g} (killed at {args['ref_liblinear_timeout']:g} s); "
-             "P* is finally the lowest objective any fit reached (`P* from`). `gap(P*)` is (P* - best dual value)/P*, "
-             "a certificate that P* is that close to the true optimum (`none`: no certificate); `next best` is the "
-             "best objective of another solver, relative to P*: two independent solvers agreeing is the practical "
-             "check on P*.")
+    L.append(
+        f"- l1scale JIT: the warm-up fits in the parent took {cw['first_call_wall_s']:.2f} s "
+        f"({cw['compile_s'] or 0:.2f} s of Numba compile / cache load; Numba's on-disk cache was warm); "
+        f"with an empty cache (fresh process, NUMBA_CACHE_DIR=new folder) the first fit compiles for "
+        f"{cold.get('compile_s', float('nan')):.2f} s. The timed fits are forked from the warmed-up parent, "
+        "so neither is in the times below (each fit's own compile time is recorded, and is ~0). "
+        f"skglm's Numba warm-up fit: {meta.get('skglm_compile_s', float('nan')):.2f} s, also excluded."
+    )
+    L.append(
+        f"- l1scale: `SparseLogisticRegression(lam=lam, tol=tol, fit_intercept=..., max_iter={args['l1_max_iter']}, "
+        "solver='cd').fit(X, y)` on the CSR matrix every peer gets, tol 1e-1 .. 1e-10 "
+        "(the ladder stops as the peers' do, but the tol=1e-2 and tol=1e-6 fits are always run: the diagnostics "
+        "use them). `fit/history`: the tol=1e-6 fit's wall time over the `result_.history.time` at which its "
+        "objective first met 1e-6 (same fit); `outside`: (fit wall - `result_.timings['solve']` - "
+        "`['compile']`) / fit wall."
+    )
+    L.append(
+        "- Peers: a fresh fit per tolerance (liblinear eps 1e-1..1e-9; sklearn liblinear tol 1e-1..1e-9; "
+        "saga tol 1e-2..1e-7 with max_iter set so that one fit takes ~--saga-run-budget s; skglm / celer "
+        "tol 1e-2..1e-11; glmnet thresh 1e-2..1e-12). A ladder stops once the 1e-6 target is met, once a fit "
+        f"is killed at {args['fit_timeout']:g} s (or fails), or when {args['budget']:g} s of fits are spent "
+        f"(saga: {args['saga_budget']:g} s). Not timed: reading the data, building liblinear's `problem`, "
+        "skglm's CSC copy of X (its preferred input)."
+    )
+    L.append(
+        "- liblinear: `-s 6 -c 1/(n lam)`, with intercept `-B 1 -R` (unregularised bias). "
+        "sklearn liblinear penalises the bias (`intercept_scaling="
+        f"{args['sk_intercept_scaling']:g}`), so with an intercept it solves a slightly different problem. "
+        "celer: `C = 1/(n lam)`, no intercept support. skglm: `SparseLogisticRegression(alpha=lam)` (mean form). "
+        "glmnet: `LogitNet(alpha=1, lambda_path=[lam], standardize=False, n_splits=0)` (mean form)."
+    )
+    L.append(
+        f"- P*: l1scale `CoordinateDescent(tol={args['ref_tol']:g})` (stopped from its callback at "
+        f"{args['ref_budget']:g} s or once the certified relative gap is <= {args['ref_stop_gap']:g}); if its "
+        f"certified relative duality gap exceeds {args['ref_gap']:g}, also liblinear at "
+        f"eps={args['ref_liblinear_eps']:g} (killed at {args['ref_liblinear_timeout']:g} s); "
+        "P* is finally the lowest objective any fit reached (`P* from`). `gap(P*)` is (P* - best dual value)/P*, "
+        "a certificate that P* is that close to the true optimum (`none`: no certificate); `next best` is the "
+        "best objective of another solver, relative to P*: two independent solvers agreeing is the practical "
+        "check on P*."
+    )
     for note in meta.get("notes", []):
         L.append(f"- {note}")
     L.append("")
@@ -765,8 +935,10 @@ def write_markdown(path, results, meta):
         L.append("")
         if "l1scale" in solvers:
             L.append("<details><summary>l1scale fits: wall s (suboptimality) per tol</summary>\n")
-            tols = sorted({r.get("tol") for row in rows for r in row["solvers"]["l1scale"]["runs"]
-                           if r.get("tol") is not None}, reverse=True)
+            tols = sorted(
+                {r.get("tol") for row in rows for r in row["solvers"]["l1scale"]["runs"] if r.get("tol") is not None},
+                reverse=True,
+            )
             hdr = ["lam/lam_max", "intercept"] + [f"tol {fmt_tol(t)}" for t in tols] + ["tol 1e-6: solve s, n_iter"]
             L.append("| " + " | ".join(hdr) + " |")
             L.append("|" + "---|" * len(hdr))
@@ -791,44 +963,67 @@ def write_markdown(path, results, meta):
             sb = r.get("second_best")
             nb = f"{SOLVER_LABELS.get(sb['solver'], sb['solver'])} +{sb['rel_diff']:.0e}" if sb else ""
             gap = r["p_star_rel_gap"]
-            notes = "; ".join(f"{SOLVER_LABELS[s]}: {r['solvers'][s]['note']}" for s in solvers
-                              if r["solvers"][s]["note"] and not r["solvers"][s]["note"].startswith("max_iter="))
+            notes = "; ".join(
+                f"{SOLVER_LABELS[s]}: {r['solvers'][s]['note']}"
+                for s in solvers
+                if r["solvers"][s]["note"] and not r["solvers"][s]["note"].startswith("max_iter=")
+            )
             certified = gap is not None and gap <= 1e-8
             confirmed = sb is not None and sb["rel_diff"] is not None and sb["rel_diff"] <= 1e-7
             if not (certified or confirmed):
-                notes = ("**P\\* neither certified (gap) nor matched by a second solver to 1e-7: the 1e-6 "
-                         "column is measured against the best solver's own value** ; " + notes)
+                notes = (
+                    "**P\\* neither certified (gap) nor matched by a second solver to 1e-7: the 1e-6 "
+                    "column is measured against the best solver's own value** ; " + notes
+                )
             src = r["p_star_solver"]
             src = "l1scale (reference run)" if src == "reference" else SOLVER_LABELS.get(src, src)
-            L.append(f"| {r['ratio']:g} | {'yes' if r['intercept'] else 'no'} | {r['lam']:.4g} | {r['p_star']:.10g} | "
-                     f"{src} | {'none' if gap is None else f'{gap:.0e}'} | {nb} | "
-                     f"{r['reference'].get('nnz_star', '')} | {notes} |")
+            L.append(
+                f"| {r['ratio']:g} | {'yes' if r['intercept'] else 'no'} | {r['lam']:.4g} | {r['p_star']:.10g} | "
+                f"{src} | {'none' if gap is None else f'{gap:.0e}'} | {nb} | "
+                f"{r['reference'].get('nnz_star', '')} | {notes} |"
+            )
         L.append("")
     path.write_text("\n".join(L) + "\n")
 
 
 # --------------------------------------------------------------------------- main
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--datasets", default=",".join(DEFAULT_DATASETS),
-                   help=f"comma-separated, from {sorted(DATASETS)}")
-    p.add_argument("--ratios", default=",".join(f"{r:g}" for r in DEFAULT_RATIOS),
-                   help="lam / lam_max values, comma-separated")
-    p.add_argument("--intercept", choices=("protocol", "no", "yes", "both"), default="protocol",
-                   help=f"'protocol': per dataset {PROTOCOL}")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    p.add_argument("--datasets", default=",".join(DEFAULT_DATASETS), help=f"comma-separated, from {sorted(DATASETS)}")
+    p.add_argument(
+        "--ratios", default=",".join(f"{r:g}" for r in DEFAULT_RATIOS), help="lam / lam_max values, comma-separated"
+    )
+    p.add_argument(
+        "--intercept",
+        choices=("protocol", "no", "yes", "both"),
+        default="protocol",
+        help=f"'protocol': per dataset {PROTOCOL}",
+    )
     p.add_argument("--solvers", default=",".join(SOLVERS), help=f"comma-separated, from {list(SOLVERS)}")
     p.add_argument("--out", default=str(RESULTS_DIR), help="output folder")
-    p.add_argument("--quick", action="store_true",
-                   help=f"subset for development: datasets {QUICK_DATASETS}, ratios {QUICK_RATIOS} "
-                        "(overrides --datasets/--ratios) and writes *_quick.{md,json}")
-    p.add_argument("--from-json", metavar="JSON",
-                   help="only re-render the markdown of an earlier run's JSON (written next to it)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"subset for development: datasets {QUICK_DATASETS}, ratios {QUICK_RATIOS} "
+        "(overrides --datasets/--ratios) and writes *_quick.{md,json}",
+    )
+    p.add_argument(
+        "--from-json", metavar="JSON", help="only re-render the markdown of an earlier run's JSON (written next to it)"
+    )
     p.add_argument("--data-dir", default=DATA_DIR)
-    p.add_argument("--cache-dir", default="/tmp/l1scale_bench_cache",
-                   help="where parsed datasets are cached as .npz ('' to disable)")
-    p.add_argument("--budget", type=float, default=16.0,
-                   help="seconds of fits per solver and point after which no new fit is started")
+    p.add_argument(
+        "--cache-dir",
+        default="/tmp/l1scale_bench_cache",
+        help="where parsed datasets are cached as .npz ('' to disable)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=16.0,
+        help="seconds of fits per solver and point after which no new fit is started",
+    )
     p.add_argument("--fit-timeout", type=float, default=8.0, help="a single fit is killed after this many seconds")
     p.add_argument("--saga-run-budget", type=float, default=3.0, help="approximate seconds of one saga fit")
     p.add_argument("--saga-budget", type=float, default=8.0, help="--budget for saga")
@@ -838,14 +1033,26 @@ def parse_args(argv=None):
     p.add_argument("--ref-tol", type=float, default=1e-12)
     p.add_argument("--ref-max-iter", type=int, default=10000)
     p.add_argument("--ref-budget", type=float, default=10.0, help="seconds cap of the reference CD solve")
-    p.add_argument("--ref-stop-gap", type=float, default=1e-11,
-                   help="the reference CD solve also stops once its relative duality gap is below this")
-    p.add_argument("--ref-gap", type=float, default=1e-9,
-                   help="relative duality gap the reference must reach before liblinear is called in")
+    p.add_argument(
+        "--ref-stop-gap",
+        type=float,
+        default=1e-11,
+        help="the reference CD solve also stops once its relative duality gap is below this",
+    )
+    p.add_argument(
+        "--ref-gap",
+        type=float,
+        default=1e-9,
+        help="relative duality gap the reference must reach before liblinear is called in",
+    )
     p.add_argument("--ref-liblinear-eps", type=float, default=1e-9)
     p.add_argument("--ref-liblinear-timeout", type=float, default=10.0)
-    p.add_argument("--sk-intercept-scaling", type=float, default=100.0,
-                   help="sklearn liblinear penalises the bias; a large scaling makes that penalty small")
+    p.add_argument(
+        "--sk-intercept-scaling",
+        type=float,
+        default=100.0,
+        help="sklearn liblinear penalises the bias; a large scaling makes that penalty small",
+    )
     return p.parse_args(argv)
 
 
@@ -910,18 +1117,29 @@ def main(argv=None):
     def log(msg):
         print(msg, flush=True)
 
-    meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "command": " ".join(["python", "benchmarks/bench_batch_l1_logreg.py"] + (argv or sys.argv[1:])),
-            "machine": machine_info(), "versions": package_versions(VERSIONED), "args": vars(args),
-            "solvers": solvers, "datasets": datasets, "ratios": ratios, "targets": list(TARGETS),
-            "ratio_goals": RATIO_GOALS, "diag_goals": DIAG_GOALS, "notes": []}
+    meta = {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "command": " ".join(["python", "benchmarks/bench_batch_l1_logreg.py"] + (argv or sys.argv[1:])),
+        "machine": machine_info(),
+        "versions": package_versions(VERSIONED),
+        "args": vars(args),
+        "solvers": solvers,
+        "datasets": datasets,
+        "ratios": ratios,
+        "targets": list(TARGETS),
+        "ratio_goals": RATIO_GOALS,
+        "diag_goals": DIAG_GOALS,
+        "notes": [],
+    }
 
     # Warm-up fits in this process (the forked fits inherit the compiled code), reported apart.
     meta["l1scale_compile"] = l1scale_warm_up()
     meta["l1scale_compile_cold"] = l1scale_cold_compile()
-    log(f"l1scale warm-up: {meta['l1scale_compile']['first_call_wall_s']:.2f}s "
+    log(
+        f"l1scale warm-up: {meta['l1scale_compile']['first_call_wall_s']:.2f}s "
         f"(compile/cache-load {meta['l1scale_compile']['compile_s'] or 0:.2f}s); cold compile (empty Numba cache) "
-        f"{meta['l1scale_compile_cold'].get('compile_s', float('nan')):.2f}s")
+        f"{meta['l1scale_compile_cold'].get('compile_s', float('nan')):.2f}s"
+    )
     peer_warm_ups(solvers, args, meta)
 
     results = {}
@@ -931,8 +1149,9 @@ def main(argv=None):
         X, y = load_dataset(ds, args.data_dir, args.cache_dir)
         log(f"{ds}: n={X.shape[0]} d={X.shape[1]} nnz={X.nnz} (loaded in {time.perf_counter() - t0:.1f}s)")
         peers = Peers(X, y, args)
-        intercepts = {"protocol": [PROTOCOL.get(ds, True)], "both": [False, True], "no": [False],
-                      "yes": [True]}[args.intercept]
+        intercepts = {"protocol": [PROTOCOL.get(ds, True)], "both": [False, True], "no": [False], "yes": [True]}[
+            args.intercept
+        ]
         rows = []
         for intercept in intercepts:
             for ratio in ratios:
@@ -942,11 +1161,16 @@ def main(argv=None):
                 r.update(dataset=ds, n=X.shape[0], d=X.shape[1], nnz=int(X.nnz), wall_s=time.perf_counter() - t1)
                 rows.append(r)
                 summ = r["summary"]
-                log("    -> " + "  ".join(f"{s}: " + "/".join(fmt_seconds(r["solvers"][s]["time_to"][k]) for k in KEYS)
-                                         for s in solvers)
-                    + "   ratio " + "/".join(fmt_ratio(summ["ratio"][k]) for k in KEYS)
+                log(
+                    "    -> "
+                    + "  ".join(
+                        f"{s}: " + "/".join(fmt_seconds(r["solvers"][s]["time_to"][k]) for k in KEYS) for s in solvers
+                    )
+                    + "   ratio "
+                    + "/".join(fmt_ratio(summ["ratio"][k]) for k in KEYS)
                     + (f"   misses: {', '.join(misses(r)) or 'none'}" if "l1scale" in solvers else "")
-                    + f"   ({r['wall_s']:.0f}s)")
+                    + f"   ({r['wall_s']:.0f}s)"
+                )
                 results[ds] = rows  # keep partial results on disk
                 meta["total_wall_s"] = time.perf_counter() - t_all
                 _dump(out_dir, stem, results, meta)

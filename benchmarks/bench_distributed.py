@@ -79,7 +79,7 @@ def write_partitions(chunks_of, parts, directory):
 def news20_partitions(directory, parts, cache_dir):
     X, y = load_svmlight_cached(os.path.join(DATA_DIR, NEWS20[0]), NEWS20[1], cache_dir, "news20")
     bounds = [round(i * X.shape[0] / parts) for i in range(parts + 1)]
-    paths = write_partitions(lambda i: [(X[bounds[i]:bounds[i + 1]], y[bounds[i]:bounds[i + 1]])], parts, directory)
+    paths = write_partitions(lambda i: [(X[bounds[i] : bounds[i + 1]], y[bounds[i] : bounds[i + 1]])], parts, directory)
     return paths, X, y
 
 
@@ -89,7 +89,7 @@ def generated_partitions(directory, parts, n, d, nnz_per_row):
     gen = iter_sparse_text_chunks(n, d, chunk_rows=n // parts // 4, random_state=0, nnz_per_row=nnz_per_row)
     chunks = list(gen)
     per = len(chunks) // parts
-    paths = write_partitions(lambda i: chunks[i * per:(i + 1) * per], parts, directory)
+    paths = write_partitions(lambda i: chunks[i * per : (i + 1) * per], parts, directory)
     return paths, sum(c[0].nnz for c in chunks)
 
 
@@ -105,12 +105,21 @@ def median(v):
 
 def summarise(res, label, workers, seconds):
     h = res.history
-    row = {"run": label, "workers": workers, "passes": res.n_iter, "rows": len(h), "converged": bool(res.converged),
-           "objective": float(res.objective), "nnz": res.nnz, "total_s": seconds,
-           "per_pass_s": median(per_pass(h)[1:]) if len(h) > 1 else h.time[0]}
+    row = {
+        "run": label,
+        "workers": workers,
+        "passes": res.n_iter,
+        "rows": len(h),
+        "converged": bool(res.converged),
+        "objective": float(res.objective),
+        "nnz": res.nnz,
+        "total_s": seconds,
+        "per_pass_s": median(per_pass(h)[1:]) if len(h) > 1 else h.time[0],
+    }
     if h.compute_time:
-        row.update(compute_s=median(h.compute_time[1:]), reduce_s=median(h.reduce_time[1:]),
-                   driver_s=median(h.driver_time[1:]))
+        row.update(
+            compute_s=median(h.compute_time[1:]), reduce_s=median(h.reduce_time[1:]), driver_s=median(h.driver_time[1:])
+        )
     return row
 
 
@@ -157,15 +166,34 @@ def dask_worker_cluster(workers, memory_limit, directory):
 
     def start(name, args):
         with open(os.path.join(directory, f"{name}.log"), "wb") as log:
-            procs.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          start_new_session=True, env=env))
+            procs.append(
+                subprocess.Popen(
+                    args,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    env=env,
+                )
+            )
 
     info = os.path.join(directory, "scheduler.json")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(info)
     try:
-        start("scheduler", [*_dask_command("scheduler"), "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                            "--scheduler-file", info])
+        start(
+            "scheduler",
+            [
+                *_dask_command("scheduler"),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                info,
+            ],
+        )
         deadline = time.monotonic() + 120
         address = None
         while address is None:
@@ -176,9 +204,26 @@ def dask_worker_cluster(workers, memory_limit, directory):
                     raise RuntimeError(f"dask scheduler did not start (see {directory}/scheduler.log)")
                 time.sleep(0.1)
         for i in range(workers):
-            start(f"worker-{i}", [*_dask_command("worker"), address, "--nworkers", "1", "--nthreads", "1",
-                                  "--memory-limit", memory_limit, "--host", "127.0.0.1", "--no-dashboard",
-                                  "--name", f"worker-{i}", "--death-timeout", "60"])
+            start(
+                f"worker-{i}",
+                [
+                    *_dask_command("worker"),
+                    address,
+                    "--nworkers",
+                    "1",
+                    "--nthreads",
+                    "1",
+                    "--memory-limit",
+                    memory_limit,
+                    "--host",
+                    "127.0.0.1",
+                    "--no-dashboard",
+                    "--name",
+                    f"worker-{i}",
+                    "--death-timeout",
+                    "60",
+                ],
+            )
         yield address
     finally:
         for p in procs:
@@ -196,8 +241,9 @@ def connected(kind, workers, memory_limit):
 
     t = time.perf_counter()
     if kind == "local":
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               memory_limit=memory_limit)
+        cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", memory_limit=memory_limit
+        )
         client = Client(cluster)
         try:
             yield client, time.perf_counter() - t
@@ -205,8 +251,10 @@ def connected(kind, workers, memory_limit):
             client.close()
             cluster.close()
         return
-    with tempfile.TemporaryDirectory(prefix="l1scale-dask-") as logs, \
-            dask_worker_cluster(workers, memory_limit, logs) as address:
+    with (
+        tempfile.TemporaryDirectory(prefix="l1scale-dask-") as logs,
+        dask_worker_cluster(workers, memory_limit, logs) as address,
+    ):
         client = Client(address, timeout=120)
         try:
             client.wait_for_workers(workers, timeout=120)
@@ -247,7 +295,8 @@ def _run_on(client, workers, paths, cfg, persist):
         warnings.simplefilter("ignore")
         t = time.perf_counter()
         res = ReducedMemoryMultiPass(max_active=cfg["k"], max_iter=cfg["passes"]).solve(
-            DaskProblem(ds, "logistic", **lam))
+            DaskProblem(ds, "logistic", **lam)
+        )
         out.append(summarise(res, "rmmp", workers, time.perf_counter() - t))
         if cfg["fista"]:
             t = time.perf_counter()
@@ -260,48 +309,64 @@ def _run_on(client, workers, paths, cfg, persist):
 
 
 CLUSTERS = {
-    "dask-worker": ("the way a real cluster is started (issue 13): `dask scheduler --host 127.0.0.1 --port 0 "
-                    "--no-dashboard --scheduler-file F`, then one `dask worker ADDRESS --nworkers 1 --nthreads 1 "
-                    "--memory-limit M` command per worker (separate processes, each with its nanny), the driver "
-                    "joining with `Client(ADDRESS)`. These rows supersede issue 7's, measured on a "
-                    "LocalCluster(processes=True) (the same kind of worker processes, started by the driver; "
-                    "`--cluster local` measures those again: distributed_local.md)"),
-    "local": ("by the driver as a LocalCluster(processes=True) (issue 7's measurement; distributed.md has the same "
-              "runs on separate `dask scheduler` / `dask worker` commands)"),
+    "dask-worker": (
+        "the way a real cluster is started (issue 13): `dask scheduler --host 127.0.0.1 --port 0 "
+        "--no-dashboard --scheduler-file F`, then one `dask worker ADDRESS --nworkers 1 --nthreads 1 "
+        "--memory-limit M` command per worker (separate processes, each with its nanny), the driver "
+        "joining with `Client(ADDRESS)`. These rows supersede issue 7's, measured on a "
+        "LocalCluster(processes=True) (the same kind of worker processes, started by the driver; "
+        "`--cluster local` measures those again: distributed_local.md)"
+    ),
+    "local": (
+        "by the driver as a LocalCluster(processes=True) (issue 7's measurement; distributed.md has the same "
+        "runs on separate `dask scheduler` / `dask worker` commands)"
+    ),
 }
 
 
 def render(doc):
     cluster = doc.get("cluster", "local")
     counts = ", ".join(str(w) for w in doc.get("worker_counts", (1, 2)))
-    L = ["# Distributed training on Dask (issues 7 and 13)\n",
-         f"{doc['date']}, `{doc['command']}`  ", f"{doc['machine']}  ", f"{doc['versions']}\n",
-         ("Each data set in 8 partitions (binary chunk caches). 'one process' is one process without Dask "
-          "(news20 in memory; the generated set streamed from the same caches), the reference of the overhead. "
-          f"Clusters of {counts} worker processes with one thread each, started {CLUSTERS[cluster]}. "
-          "On this 2-core machine shared with other work, the workers share the two cores with the driver and "
-          "the scheduler: with 2 and 4 workers read the rows as overhead, not as speed-up (4 workers on 2 cores "
-          "are over-subscribed). Per pass: median over the passes after the first; overhead = distributed - "
-          "single-process time per pass; round trip = an empty map over the 8 partitions + tree reduction + "
-          "gather (the fixed cost of a pass); start = seconds from launching the cluster to every worker "
-          "registered.\n")]
+    L = [
+        "# Distributed training on Dask (issues 7 and 13)\n",
+        f"{doc['date']}, `{doc['command']}`  ",
+        f"{doc['machine']}  ",
+        f"{doc['versions']}\n",
+        (
+            "Each data set in 8 partitions (binary chunk caches). 'one process' is one process without Dask "
+            "(news20 in memory; the generated set streamed from the same caches), the reference of the overhead. "
+            f"Clusters of {counts} worker processes with one thread each, started {CLUSTERS[cluster]}. "
+            "On this 2-core machine shared with other work, the workers share the two cores with the driver and "
+            "the scheduler: with 2 and 4 workers read the rows as overhead, not as speed-up (4 workers on 2 cores "
+            "are over-subscribed). Per pass: median over the passes after the first; overhead = distributed - "
+            "single-process time per pass; round trip = an empty map over the 8 partitions + tree reduction + "
+            "gather (the fixed cost of a pass); start = seconds from launching the cluster to every worker "
+            "registered.\n"
+        ),
+    ]
     for ds in doc["datasets"]:
         L.append(f"## {ds['name']}\n\n{ds['description']}\n")
-        L.append("| solver | workers | persisted | passes | per pass (s) | compute / reduce / driver (s) | "
-                 "overhead per pass (s) | round trip (s) | start (s) | total (s) | objective |")
+        L.append(
+            "| solver | workers | persisted | passes | per pass (s) | compute / reduce / driver (s) | "
+            "overhead per pass (s) | round trip (s) | start (s) | total (s) | objective |"
+        )
         L.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         single = {r["run"]: r for r in ds["runs"] if r["workers"] == 0}
         for r in ds["runs"]:
             if not r["workers"]:
-                L.append(f"| {r['run']} | one process | | {r['passes']} | {r['per_pass_s']:.3f} | | | | | "
-                         f"{r['total_s']:.2f} | {r['objective']:.10g} |")
+                L.append(
+                    f"| {r['run']} | one process | | {r['passes']} | {r['per_pass_s']:.3f} | | | | | "
+                    f"{r['total_s']:.2f} | {r['objective']:.10g} |"
+                )
                 continue
-            split = (f"{r['compute_s']:.3f} / {r['reduce_s']:.3f} / {r['driver_s']:.3f}" if "compute_s" in r else "")
+            split = f"{r['compute_s']:.3f} / {r['reduce_s']:.3f} / {r['driver_s']:.3f}" if "compute_s" in r else ""
             over = f"{r['per_pass_s'] - single[r['run']]['per_pass_s']:+.3f}"
             start = f"{r['start_s']:.1f}" if "start_s" in r else ""
-            L.append(f"| {r['run']} | {r['workers']} | {r.get('persisted', '')} | {r['passes']} | "
-                     f"{r['per_pass_s']:.3f} | {split} | {over} | {r['round_trip_s']:.3f} | {start} | "
-                     f"{r['total_s']:.2f} | {r['objective']:.10g} |")
+            L.append(
+                f"| {r['run']} | {r['workers']} | {r.get('persisted', '')} | {r['passes']} | "
+                f"{r['per_pass_s']:.3f} | {split} | {over} | {r['round_trip_s']:.3f} | {start} | "
+                f"{r['total_s']:.2f} | {r['objective']:.10g} |"
+            )
         L.append("")
     return "\n".join(L)
 
@@ -314,8 +379,12 @@ def main(argv=None):
     ap.add_argument("--nnz-per-row", type=float, default=50)
     ap.add_argument("--worker-memory", default="512MiB", help="each worker's memory_limit (its budget)")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4], help="worker counts")
-    ap.add_argument("--cluster", choices=sorted(CLUSTERS), default="dask-worker",
-                    help="dask-worker: `dask scheduler` and `dask worker` commands; local: a LocalCluster")
+    ap.add_argument(
+        "--cluster",
+        choices=sorted(CLUSTERS),
+        default="dask-worker",
+        help="dask-worker: `dask scheduler` and `dask worker` commands; local: a LocalCluster",
+    )
     ap.add_argument("--out", default=str(RESULTS_DIR))
     ap.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(), "l1scale-bench"))
     args = ap.parse_args(argv)
@@ -325,9 +394,15 @@ def main(argv=None):
     from l1scale.problem import Problem
     from l1scale.stream_problem import StreamProblem
 
-    doc = {"date": utc_now(), "command": command_line(sys.argv[1:]), "machine": machine(),
-           "versions": versions(("numpy", "scipy", "numba", "dask", "distributed", "l1scale")), "datasets": [],
-           "cluster": args.cluster, "worker_counts": args.workers}
+    doc = {
+        "date": utc_now(),
+        "command": command_line(sys.argv[1:]),
+        "machine": machine(),
+        "versions": versions(("numpy", "scipy", "numba", "dask", "distributed", "l1scale")),
+        "datasets": [],
+        "cluster": args.cluster,
+        "worker_counts": args.workers,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         paths, X, y = news20_partitions(os.path.join(tmp, "news20"), 8, args.cache_dir)
         cfg = {"k": 2000, "passes": 8, "lam_ratio": 0.1, "fista": 0 if args.quick else 20}
@@ -342,10 +417,16 @@ def main(argv=None):
         for workers in args.workers:
             print(f"news20, {workers} worker(s) ...", flush=True)
             runs += run_cluster(workers, paths, cfg, "2GiB", "auto", args.cluster)
-        doc["datasets"].append({"name": "news20", "description": f"n = {X.shape[0]:,}, d = {X.shape[1]:,}, "
-                                f"nnz = {X.nnz:,} ({16 * X.nnz / 2**20:.0f} MiB as CSR); RMMP k = 2000 at "
-                                f"lam_ratio 0.1 ({cfg['passes']} passes at most), FISTA {cfg['fista']} iterations; "
-                                "workers' memory_limit 2 GiB (persisted).", "runs": runs})
+        doc["datasets"].append(
+            {
+                "name": "news20",
+                "description": f"n = {X.shape[0]:,}, d = {X.shape[1]:,}, "
+                f"nnz = {X.nnz:,} ({16 * X.nnz / 2**20:.0f} MiB as CSR); RMMP k = 2000 at "
+                f"lam_ratio 0.1 ({cfg['passes']} passes at most), FISTA {cfg['fista']} iterations; "
+                "workers' memory_limit 2 GiB (persisted).",
+                "runs": runs,
+            }
+        )
         X = y = yb = None  # free the memory before the generated set
         print(json.dumps(runs, indent=1), flush=True)
 
@@ -358,26 +439,38 @@ def main(argv=None):
             def chunks():
                 for p in gpaths:
                     yield from S.from_cache(p)
+
             stream = S.from_generator(chunks, n_features=args.d)
             if kind == "memory":  # FISTA needs the rows in memory in one process: the same rows, loaded
                 import numpy as np
                 import scipy.sparse as sp
 
                 parts = list(stream)
-                return Problem(sp.vstack([c.X for c in parts]).tocsc(), np.concatenate([c.y for c in parts]),
-                               "logistic", lam_ratio=gcfg["lam_ratio"])
+                return Problem(
+                    sp.vstack([c.X for c in parts]).tocsc(),
+                    np.concatenate([c.y for c in parts]),
+                    "logistic",
+                    lam_ratio=gcfg["lam_ratio"],
+                )
             return StreamProblem(stream, "logistic", lam_ratio=gcfg["lam_ratio"])
 
         runs = run_single("generated", "stream", gen_problem, gcfg)
         for workers in args.workers:
             print(f"generated, {workers} worker(s) ...", flush=True)
             runs += run_cluster(workers, gpaths, gcfg, args.worker_memory, False, args.cluster)
-        doc["datasets"].append({"name": "generated", "description": (
-            f"n = {args.n:,}, d = {args.d:,}, nnz = {nnz:,}: {16 * nnz / 2**20:.0f} MiB as CSR, more than one "
-            f"worker's memory budget (memory_limit {args.worker_memory}, of which a worker process with numpy, "
-            f"scipy, numba and l1scale loaded takes about 250 MiB); persist=False: every pass re-reads the "
-            f"partitions from disk (the page cache); RMMP k = 1000 at lam_ratio 0.05, {gcfg['passes']} passes at "
-            f"most, FISTA {gcfg['fista']} iterations (its single-process run holds the rows in memory)."), "runs": runs})
+        doc["datasets"].append(
+            {
+                "name": "generated",
+                "description": (
+                    f"n = {args.n:,}, d = {args.d:,}, nnz = {nnz:,}: {16 * nnz / 2**20:.0f} MiB as CSR, more than one "
+                    f"worker's memory budget (memory_limit {args.worker_memory}, of which a worker process with numpy, "
+                    f"scipy, numba and l1scale loaded takes about 250 MiB); persist=False: every pass re-reads the "
+                    f"partitions from disk (the page cache); RMMP k = 1000 at lam_ratio 0.05, {gcfg['passes']} passes at "
+                    f"most, FISTA {gcfg['fista']} iterations (its single-process run holds the rows in memory)."
+                ),
+                "runs": runs,
+            }
+        )
         print(json.dumps(runs, indent=1), flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -52,23 +52,53 @@ import numpy as np
 import scipy.sparse as sp
 
 ENTRY = 12  # bytes per stored nonzero (int32 row + float64 value), the FCL cache's unit
-FULL = dict(n=20000, n_test=20000, L=60, d=8, positive_rate=0.01, budget=100_000_000, lam_ratio=0.1,
-            max_time=150.0, dcl_time=60.0, tol=1e-4, report_every=2.0, dcl_snapshots=20, dcl_eta_factors=(1.0, 0.1, 10.0))
-QUICK = dict(n=3000, n_test=3000, L=60, d=6, positive_rate=0.01, budget=6_000_000, lam_ratio=0.05,
-             max_time=30.0, dcl_time=10.0, tol=1e-4, report_every=0.5, dcl_snapshots=10, dcl_eta_factors=(1.0, 0.1, 10.0))
+FULL = dict(
+    n=20000,
+    n_test=20000,
+    L=60,
+    d=8,
+    positive_rate=0.01,
+    budget=100_000_000,
+    lam_ratio=0.1,
+    max_time=150.0,
+    dcl_time=60.0,
+    tol=1e-4,
+    report_every=2.0,
+    dcl_snapshots=20,
+    dcl_eta_factors=(1.0, 0.1, 10.0),
+)
+QUICK = dict(
+    n=3000,
+    n_test=3000,
+    L=60,
+    d=6,
+    positive_rate=0.01,
+    budget=6_000_000,
+    lam_ratio=0.05,
+    max_time=30.0,
+    dcl_time=10.0,
+    tol=1e-4,
+    report_every=0.5,
+    dcl_snapshots=10,
+    dcl_eta_factors=(1.0, 0.1, 10.0),
+)
 GAP_LEVELS = (1e-1, 1e-2, 1e-3)
 # How lam_ratio = 0.1 was chosen (full setting; a pilot run of this script's run_fcl / run_cd_random, not part
 # of this run): validation AUPRC on 20,000 sequences drawn with seed 2 (neither the training nor the test set).
-LAM_PILOT = ("lam_ratio was chosen before this run on a validation set (20,000 sequences, seed 2; not the test "
-             "set): validation AUPRC FCL / CD on random features = 0.348 / 0.308 at 0.05 lam_max (FCL 290 nonzeros), "
-             "0.404 / 0.269 at 0.1, 0.371 / 0.169 at 0.2. 0.1 is FCL's best; CD on random features is best at 0.05 "
-             "(0.308), still below FCL at 0.1. Smaller lam over-fits: with 16.5M candidates many rare patterns "
-             "cover a few positives by chance.")
-PAPER = ("Paper (sec. 4.2): 50M splice-site sequences of length 141 (0.29% positives), d = 8, 9, 10, C = 0.1, 0.01, "
-         "feature cache 70 x 2^(d-1) (columns), 5 writer threads; liblinear on randomly sampled features taking "
-         "60 GB. FCL reached higher AUPRC than liblinear on the random features, in less time (sampling the "
-         "features alone took two days), and was still improving after a week. On webspam (sec. 4.1) FCL "
-         "reached the optimum faster than dual cached loops with SGD for every C and step size.")
+LAM_PILOT = (
+    "lam_ratio was chosen before this run on a validation set (20,000 sequences, seed 2; not the test "
+    "set): validation AUPRC FCL / CD on random features = 0.348 / 0.308 at 0.05 lam_max (FCL 290 nonzeros), "
+    "0.404 / 0.269 at 0.1, 0.371 / 0.169 at 0.2. 0.1 is FCL's best; CD on random features is best at 0.05 "
+    "(0.308), still below FCL at 0.1. Smaller lam over-fits: with 16.5M candidates many rare patterns "
+    "cover a few positives by chance."
+)
+PAPER = (
+    "Paper (sec. 4.2): 50M splice-site sequences of length 141 (0.29% positives), d = 8, 9, 10, C = 0.1, 0.01, "
+    "feature cache 70 x 2^(d-1) (columns), 5 writer threads; liblinear on randomly sampled features taking "
+    "60 GB. FCL reached higher AUPRC than liblinear on the random features, in less time (sampling the "
+    "features alone took two days), and was still improving after a week. On webspam (sec. 4.1) FCL "
+    "reached the optimum faster than dual cached loops with SGD for every C and step size."
+)
 
 
 # ============================================================================ helpers
@@ -125,8 +155,10 @@ def margins_many(space, raw, models):
 
 def objective_from_margins(problem, Z, models):
     loss = problem.loss
-    return [float(np.dot(problem.c, loss.value(problem.y, Z[:, s])) + problem.lam * np.abs(m[1]).sum())
-            for s, m in enumerate(models)]
+    return [
+        float(np.dot(problem.c, loss.value(problem.y, Z[:, s])) + problem.lam * np.abs(m[1]).sum())
+        for s, m in enumerate(models)
+    ]
 
 
 def auprcs(y, Z):
@@ -181,11 +213,19 @@ def run_fcl(problem, cfg, seed):
             feat, w, b = cache.feature[:n].copy(), cache.w[:n].copy(), float(solver.intercept)
         keep = w != 0
         order = np.argsort(feat[keep])
-        snaps.append({"seconds": solver.progress_[-1]["seconds"], "idx": feat[keep][order], "vals": w[keep][order],
-                      "b": b})
+        snaps.append(
+            {"seconds": solver.progress_[-1]["seconds"], "idx": feat[keep][order], "vals": w[keep][order], "b": b}
+        )
 
-    solver = FeatureCachedLoops(cache_bytes=cfg["budget"], tol=cfg["tol"], max_time=cfg["max_time"], n_writers=1,
-                                report_every=cfg["report_every"], random_state=seed, callback=callback)
+    solver = FeatureCachedLoops(
+        cache_bytes=cfg["budget"],
+        tol=cfg["tol"],
+        max_time=cfg["max_time"],
+        n_writers=1,
+        report_every=cfg["report_every"],
+        random_state=seed,
+        callback=callback,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = solver.solve(problem)
@@ -198,11 +238,19 @@ def run_fcl(problem, cfg, seed):
 def run_dcl(problem, cfg, seed, eta0=None):
     from l1scale.solvers.dcl import DualCachedLoopsSGD
 
-    solver = DualCachedLoopsSGD(cache_bytes=cfg["budget"], eta0=eta0, max_epochs=1e9, max_time=cfg["dcl_time"],
-                 snapshot_every=cfg["dcl_time"] / cfg["dcl_snapshots"], random_state=seed)
+    solver = DualCachedLoopsSGD(
+        cache_bytes=cfg["budget"],
+        eta0=eta0,
+        max_epochs=1e9,
+        max_time=cfg["dcl_time"],
+        snapshot_every=cfg["dcl_time"] / cfg["dcl_snapshots"],
+        random_state=seed,
+    )
     res = solver.solve(problem)
-    snaps = [{"seconds": s["seconds"], "steps": s["steps"], "idx": s["indices"], "vals": s["values"], "b": s["intercept"]}
-             for s in solver.snapshots_]
+    snaps = [
+        {"seconds": s["seconds"], "steps": s["steps"], "idx": s["indices"], "vals": s["values"], "b": s["intercept"]}
+        for s in solver.snapshots_
+    ]
     return res, solver, snaps
 
 
@@ -227,11 +275,22 @@ def run_cd_random(space, codes, y, lam, budget, seed, sample_weight=None):
         res = CoordinateDescent(tol=1e-6, max_iter=500).solve(Problem(X, y, lam=lam, sample_weight=sample_weight))
     t_solve = time.perf_counter() - t0
     nz = np.flatnonzero(res.coef)
-    return {"sample": sample, "n_columns": int(k), "nnz_matrix": int(X.nnz), "bytes": int(X.nnz) * ENTRY,
-            "seconds_build": t_build, "seconds_solve": t_solve, "converged": bool(res.converged),
-            "stop_reason": res.stop_reason, "relative_certificate": float(res.relative_certificate),
-            "objective_sampled": float(res.objective),
-            "idx": sample[nz], "vals": res.coef[nz].copy(), "b": float(res.intercept), "n_iter": int(res.n_iter)}
+    return {
+        "sample": sample,
+        "n_columns": int(k),
+        "nnz_matrix": int(X.nnz),
+        "bytes": int(X.nnz) * ENTRY,
+        "seconds_build": t_build,
+        "seconds_solve": t_solve,
+        "converged": bool(res.converged),
+        "stop_reason": res.stop_reason,
+        "relative_certificate": float(res.relative_certificate),
+        "objective_sampled": float(res.objective),
+        "idx": sample[nz],
+        "vals": res.coef[nz].copy(),
+        "b": float(res.intercept),
+        "n_iter": int(res.n_iter),
+    }
 
 
 # ============================================================================ run
@@ -242,8 +301,9 @@ def run(cfg, args):
 
     n, L, d = cfg["n"], cfg["L"], cfg["d"]
     codes, y = make_splice_sites(n, L, positive_rate=cfg["positive_rate"], random_state=args.seed)
-    test_codes, y_test = make_splice_sites(cfg["n_test"], L, positive_rate=cfg["positive_rate"],
-                                           random_state=args.seed + 1)
+    test_codes, y_test = make_splice_sites(
+        cfg["n_test"], L, positive_rate=cfg["positive_rate"], random_state=args.seed + 1
+    )
     sw = None
     if args.balanced:
         pos = y > 0
@@ -255,27 +315,54 @@ def run(cfg, args):
     t_lam_max = time.perf_counter() - t0
     nnz_row = (L - d + 1) * 2 ** (d - 1)
     full_bytes = n * nnz_row * ENTRY
-    data = {"n": n, "n_test": cfg["n_test"], "L": L, "d": d, "p": int(space.n_features_),
-            "n_blocks": int(space.n_blocks_), "nnz_per_row": nnz_row, "full_bytes": full_bytes,
-            "budget": cfg["budget"], "positives": int((y > 0).sum()), "positives_test": int((y_test > 0).sum()),
-            "lam_max": problem.lam_max(), "lam_ratio": cfg["lam_ratio"], "lam": lam,
-            "seconds_lam_max": t_lam_max, "balanced": bool(args.balanced)}
-    print(f"n {n:,} (+{data['positives']}) test {cfg['n_test']:,} (+{data['positives_test']}) L {L} d {d} "
-          f"p {data['p']:,}; full phi(X) {full_bytes / 1e9:.2f} GB, budget {cfg['budget'] / 1e6:.0f} MB; "
-          f"lam {lam:.4g} = {cfg['lam_ratio']} lam_max ({t_lam_max:.1f} s)", flush=True)
+    data = {
+        "n": n,
+        "n_test": cfg["n_test"],
+        "L": L,
+        "d": d,
+        "p": int(space.n_features_),
+        "n_blocks": int(space.n_blocks_),
+        "nnz_per_row": nnz_row,
+        "full_bytes": full_bytes,
+        "budget": cfg["budget"],
+        "positives": int((y > 0).sum()),
+        "positives_test": int((y_test > 0).sum()),
+        "lam_max": problem.lam_max(),
+        "lam_ratio": cfg["lam_ratio"],
+        "lam": lam,
+        "seconds_lam_max": t_lam_max,
+        "balanced": bool(args.balanced),
+    }
+    print(
+        f"n {n:,} (+{data['positives']}) test {cfg['n_test']:,} (+{data['positives_test']}) L {L} d {d} "
+        f"p {data['p']:,}; full phi(X) {full_bytes / 1e9:.2f} GB, budget {cfg['budget'] / 1e6:.0f} MB; "
+        f"lam {lam:.4g} = {cfg['lam_ratio']} lam_max ({t_lam_max:.1f} s)",
+        flush=True,
+    )
 
     # --- FCL
     res, solver, snaps, prog = run_fcl(problem, cfg, args.seed)
-    print(f"fcl: {res.stop_reason} after {res.timings['solve']:.1f} s, objective {res.objective:.8g}, nnz {res.nnz}, "
-          f"KKT/lam {res.relative_certificate:.2g}, max cache {max(r['cached_bytes'] for r in prog) / 1e6:.2f} MB",
-          flush=True)
-    fcl = {"seconds": res.timings["solve"], "objective": float(res.objective), "converged": bool(res.converged),
-           "stop_reason": res.stop_reason, "relative_certificate": float(res.relative_certificate),
-           "nnz": int(res.nnz), "max_cached_bytes": max(r["cached_bytes"] for r in prog),
-           "max_cached_columns": max(r["cached_columns"] for r in prog), "sweeps": prog[-1]["sweeps"],
-           "inserted": prog[-1]["inserted"], "evicted": prog[-1]["evicted"] + prog[-1]["evicted_for_room"],
-           "dropped": prog[-1]["dropped"], "trainer_updates": int(solver.cache.counts[2]),
-           "curve_history": [[r["seconds"], r["objective"]] for r in prog]}
+    print(
+        f"fcl: {res.stop_reason} after {res.timings['solve']:.1f} s, objective {res.objective:.8g}, nnz {res.nnz}, "
+        f"KKT/lam {res.relative_certificate:.2g}, max cache {max(r['cached_bytes'] for r in prog) / 1e6:.2f} MB",
+        flush=True,
+    )
+    fcl = {
+        "seconds": res.timings["solve"],
+        "objective": float(res.objective),
+        "converged": bool(res.converged),
+        "stop_reason": res.stop_reason,
+        "relative_certificate": float(res.relative_certificate),
+        "nnz": int(res.nnz),
+        "max_cached_bytes": max(r["cached_bytes"] for r in prog),
+        "max_cached_columns": max(r["cached_columns"] for r in prog),
+        "sweeps": prog[-1]["sweeps"],
+        "inserted": prog[-1]["inserted"],
+        "evicted": prog[-1]["evicted"] + prog[-1]["evicted_for_room"],
+        "dropped": prog[-1]["dropped"],
+        "trainer_updates": int(solver.cache.counts[2]),
+        "curve_history": [[r["seconds"], r["objective"]] for r in prog],
+    }
     # The objective curve is recomputed from the snapshots (taken under the cache's lock), a check of the
     # History rows (also taken under the lock: CDN never increases P, so they must never rise).
     models = [(s["idx"], s["vals"], s["b"]) for s in snaps]
@@ -295,10 +382,12 @@ def run(cfg, args):
     z_cd = margins_many(space, test_codes, model)[:, 0]
     cdr["auprc"] = auprcs(y_test, z_cd[:, None])[0]
     cdr["nnz"] = int(cdr["idx"].size)
-    print(f"cd_random: {cdr['n_columns']:,} columns ({cdr['n_columns'] / data['p']:.1%} of p), "
-          f"{cdr['bytes'] / 1e6:.1f} MB, build {cdr['seconds_build']:.1f} s + CD {cdr['seconds_solve']:.1f} s "
-          f"({cdr['stop_reason']}); objective {cdr['objective']:.8g}, nnz {cdr['nnz']}, AUPRC {cdr['auprc']:.4f}",
-          flush=True)
+    print(
+        f"cd_random: {cdr['n_columns']:,} columns ({cdr['n_columns'] / data['p']:.1%} of p), "
+        f"{cdr['bytes'] / 1e6:.1f} MB, build {cdr['seconds_build']:.1f} s + CD {cdr['seconds_solve']:.1f} s "
+        f"({cdr['stop_reason']}); objective {cdr['objective']:.8g}, nnz {cdr['nnz']}, AUPRC {cdr['auprc']:.4f}",
+        flush=True,
+    )
     cdr.pop("sample")
 
     # --- dual cached loops SGD, at the default eta0 and multiples of it (the paper tried several step sizes)
@@ -310,16 +399,26 @@ def run(cfg, args):
         models = [(s["idx"], s["vals"], s["b"]) for s in dsnaps]
         objs = objective_from_margins(problem, margins_many(space, codes, models), models)
         aps = auprcs(y_test, margins_many(space, test_codes, models))
-        dcl = {"eta_factor": factor, "seconds": dres.timings["solve"], "eta0": dsolver.eta0_,
-               "steps": dsnaps[-1]["steps"], "epochs": dsnaps[-1]["steps"] / n,
-               "curve": [[s["seconds"], o] for s, o in zip(dsnaps, objs)],
-               "auprc_curve": [[s["seconds"], a, int(s["idx"].size)] for s, a in zip(dsnaps, aps)],
-               "objective": objs[-1], "auprc": aps[-1], "nnz": int(dsnaps[-1]["idx"].size),
-               "best_objective": min(objs)}
+        dcl = {
+            "eta_factor": factor,
+            "seconds": dres.timings["solve"],
+            "eta0": dsolver.eta0_,
+            "steps": dsnaps[-1]["steps"],
+            "epochs": dsnaps[-1]["steps"] / n,
+            "curve": [[s["seconds"], o] for s, o in zip(dsnaps, objs)],
+            "auprc_curve": [[s["seconds"], a, int(s["idx"].size)] for s, a in zip(dsnaps, aps)],
+            "objective": objs[-1],
+            "auprc": aps[-1],
+            "nnz": int(dsnaps[-1]["idx"].size),
+            "best_objective": min(objs),
+        }
         runs.append(dcl)
-        print(f"dcl_sgd x{factor:g}: {dcl['seconds']:.1f} s, {dcl['epochs']:.1f} epochs (eta0 {dcl['eta0']:.3g}); "
-              f"objective {dcl['objective']:.8g} (best snapshot {dcl['best_objective']:.8g}), nnz {dcl['nnz']}, "
-              f"AUPRC {dcl['auprc']:.4f}", flush=True)
+        print(
+            f"dcl_sgd x{factor:g}: {dcl['seconds']:.1f} s, {dcl['epochs']:.1f} epochs (eta0 {dcl['eta0']:.3g}); "
+            f"objective {dcl['objective']:.8g} (best snapshot {dcl['best_objective']:.8g}), nnz {dcl['nnz']}, "
+            f"AUPRC {dcl['auprc']:.4f}",
+            flush=True,
+        )
         del dres, dsolver, dsnaps
     dcl = min(runs, key=lambda m: m["objective"])  # the baseline's best step size, chosen in hindsight
 
@@ -335,8 +434,9 @@ def summarise(results):
     relative gaps and times to gap levels, in place."""
     data, fcl, cdr, dcl = (results[k] for k in ("data", "fcl", "cd_random", "dcl_sgd"))
     runs = results.get("dcl_runs", [dcl])
-    lowest = min([fcl["objective"], cdr["objective"], min(o for _, o in fcl["curve"])]
-                 + [o for m in runs for _, o in m["curve"]])
+    lowest = min(
+        [fcl["objective"], cdr["objective"], min(o for _, o in fcl["curve"])] + [o for m in runs for _, o in m["curve"]]
+    )
     best = fcl["objective"] if fcl["converged"] else lowest
     data["best_objective"] = best
     data["best_is_fcl_certified"] = bool(fcl["converged"])
@@ -363,11 +463,14 @@ def conclusion(doc) -> str:
         f"{D['full_bytes'] / 1e9:.2f} GB; FCL's cache never held more than {f['max_cached_bytes'] / 1e6:.2f} MB "
         f"({f['max_cached_columns']:,} columns) of the {D['budget'] / 1e6:.0f} MB budget, dropped "
         f"{f['dropped']} violators for want of room, and "
-        + (f"certified optimality over all {D['p']:,} candidates (KKT violation <= {doc['config']['tol']:g} lam) "
-           f"after {f['seconds']:.0f} s and {f['sweeps']} writer sweeps."
-           if f["converged"] else
-           f"stopped ({f['stop_reason']}) after {f['seconds']:.0f} s without a certificate "
-           f"(KKT/lam {f['relative_certificate']:.2g})."))
+        + (
+            f"certified optimality over all {D['p']:,} candidates (KKT violation <= {doc['config']['tol']:g} lam) "
+            f"after {f['seconds']:.0f} s and {f['sweeps']} writer sweeps."
+            if f["converged"]
+            else f"stopped ({f['stop_reason']}) after {f['seconds']:.0f} s without a certificate "
+            f"(KKT/lam {f['relative_certificate']:.2g})."
+        )
+    )
     parts.append(
         f"**Higher AUPRC than CD on randomly sampled features of the same memory: "
         f"{'yes' if beats_cd and lo > 0 else ('not significantly' if beats_cd else ('no (within bootstrap noise)' if hi > 0 else 'no'))}.** Test AUPRC "
@@ -375,28 +478,41 @@ def conclusion(doc) -> str:
         f"columns = {c['n_columns'] / D['p']:.1%} of the candidates, {c['nnz']} nonzeros); difference "
         f"{f['auprc'] - c['auprc']:+.4f}, 95% bootstrap interval over test rows [{lo:+.4f}, {hi:+.4f}]. "
         f"On the full-space objective the random-feature model is {c['gap']:.1%} above the best value "
-        f"(it cannot reach the optimum: its feature set misses the optimal support).")
-    tf = ", ".join(f"{lv:g}: {'-' if f['time_to_gap'][str(lv)] is None else format(f['time_to_gap'][str(lv)], '.0f') + ' s'}"
-                   for lv in GAP_LEVELS)
-    ts = ", ".join(f"{lv:g}: {'-' if s['time_to_gap'][str(lv)] is None else format(s['time_to_gap'][str(lv)], '.0f') + ' s'}"
-                   for lv in GAP_LEVELS)
+        f"(it cannot reach the optimum: its feature set misses the optimal support)."
+    )
+    tf = ", ".join(
+        f"{lv:g}: {'-' if f['time_to_gap'][str(lv)] is None else format(f['time_to_gap'][str(lv)], '.0f') + ' s'}"
+        for lv in GAP_LEVELS
+    )
+    ts = ", ".join(
+        f"{lv:g}: {'-' if s['time_to_gap'][str(lv)] is None else format(s['time_to_gap'][str(lv)], '.0f') + ' s'}"
+        for lv in GAP_LEVELS
+    )
     parts.append(
         f"**Converges faster than cached-loop SGD: {'yes' if faster else 'no'}.** Time to a relative objective gap "
         f"of (1e-1, 1e-2, 1e-3): FCL {tf}; DCL-SGD {ts} (its best step size of those tried, eta0 = "
         f"{s['eta_factor']:g} x 1 / mean ||phi(x)||^2; the others: "
-        + "; ".join(f"x{m['eta_factor']:g} {m['gap']:.1%} above" for m in r.get("dcl_runs", []) if m is not s
-                    and m["eta_factor"] != s["eta_factor"])
+        + "; ".join(
+            f"x{m['eta_factor']:g} {m['gap']:.1%} above"
+            for m in r.get("dcl_runs", [])
+            if m is not s and m["eta_factor"] != s["eta_factor"]
+        )
         + f"). After {s['seconds']:.0f} s "
         f"({s['epochs']:.1f} epochs over the row cache) the SGD iterate is {s['gap']:.2%} above the best objective "
         f"with {s['nnz']:,} nonzeros (test AUPRC {s['auprc']:.4f}); "
-        + ("FCL's final model is the certified optimum." if D["best_is_fcl_certified"] else
-           f"FCL ended {f['gap']:.1e} above it."))
+        + (
+            "FCL's final model is the certified optimum."
+            if D["best_is_fcl_certified"]
+            else f"FCL ended {f['gap']:.1e} above it."
+        )
+    )
     held = trains and beats_cd and faster
     parts.append(
-        "So the claim \"FCL trains in the budget, reaches higher AUPRC than CD on randomly sampled features of the "
-        "same memory, and converges faster than the cached-loop SGD baseline\" "
+        'So the claim "FCL trains in the budget, reaches higher AUPRC than CD on randomly sampled features of the '
+        'same memory, and converges faster than the cached-loop SGD baseline" '
         + ("**holds** at this scale" if held else "**does not fully hold** at this scale (see the parts marked no)")
-        + (" (the AUPRC margin is within bootstrap noise)." if held and not lo > 0 else "."))
+        + (" (the AUPRC margin is within bootstrap noise)." if held and not lo > 0 else ".")
+    )
     return "\n\n".join(parts)
 
 
@@ -405,9 +521,11 @@ def render(doc) -> str:
     D, f, c, s = r["data"], r["fcl"], r["cd_random"], r["dcl_sgd"]
     cfg = doc["config"]
     L = ["# Feature cached loops on splice-site-like DNA (seed 4, FCL paper sec. 4.2)\n"]
-    L.append(f"Generated by `{doc['command']}` on {doc['date']}.  \nMachine: {doc['machine']} "
-             f"(shared with other jobs while it ran).  \nVersions: {doc['versions']}.  \n"
-             f"Total run time: {doc['seconds']:.0f} s; peak RSS {doc.get('peak_rss_mib', float('nan')):.0f} MiB.\n")
+    L.append(
+        f"Generated by `{doc['command']}` on {doc['date']}.  \nMachine: {doc['machine']} "
+        f"(shared with other jobs while it ran).  \nVersions: {doc['versions']}.  \n"
+        f"Total run time: {doc['seconds']:.0f} s; peak RSS {doc.get('peak_rss_mib', float('nan')):.0f} MiB.\n"
+    )
     L.append("## Setting\n")
     L.append(
         f"* Data: `make_splice_sites(n, L={D['L']}, positive_rate={cfg['positive_rate']})`, training n = {D['n']:,} "
@@ -422,8 +540,11 @@ def render(doc) -> str:
         + ("class-balanced sample weights" if D["balanced"] else "uniform weights (plain, as in the paper)")
         + f"; lam = {D['lam_ratio']} lam_max = {D['lam']:.4g} (lam_max {D['lam_max']:.4g}, one sweep, "
         f"{D['seconds_lam_max']:.1f} s).\n"
-        + (f"* Choice of lam: {LAM_PILOT}\n" if not doc.get("quick") and D["lam_ratio"] == 0.1 and D["d"] == 8
-           and D["n"] == 20000 else "")
+        + (
+            f"* Choice of lam: {LAM_PILOT}\n"
+            if not doc.get("quick") and D["lam_ratio"] == 0.1 and D["d"] == 8 and D["n"] == 20000
+            else ""
+        )
         + f"* FCL: one writer + one trainer thread, tol = {cfg['tol']:g} (KKT violation / lam over all candidates), "
         f"max_time {cfg['max_time']:.0f} s; objective from its History every {cfg['report_every']} s, model "
         f"snapshots taken in the callback and scored afterwards.\n"
@@ -436,40 +557,59 @@ def render(doc) -> str:
         f"the f with the lowest final objective (f = {s['eta_factor']:g}, chosen in hindsight, in the baseline's "
         f"favour).\n"
         f"* Relative gap = (P - P_best) / P_best, P_best = {D['best_objective']:.10g} "
-        + ("(FCL's certified optimum)." if D["best_is_fcl_certified"] else "(the best value any method reached; "
-           "not certified).") + "\n")
+        + (
+            "(FCL's certified optimum)."
+            if D["best_is_fcl_certified"]
+            else "(the best value any method reached; not certified)."
+        )
+        + "\n"
+    )
     L.append("## Results\n")
     L.append("| method | seconds | final objective | relative gap | test AUPRC | nnz | memory used |")
     L.append("|---|---|---|---|---|---|---|")
-    L.append(f"| FCL | {f['seconds']:.1f} | {f['objective']:.8g} | {f['gap']:.1e} | **{f['auprc']:.4f}** | {f['nnz']} | "
-             f"{f['max_cached_bytes'] / 1e6:.2f} MB cache peak ({f['max_cached_columns']:,} columns) |")
-    L.append(f"| CD, random features | {c['seconds_build']:.1f} build + {c['seconds_solve']:.1f} solve | "
-             f"{c['objective']:.8g} | {c['gap']:.1e} | {c['auprc']:.4f} | {c['nnz']} | {c['bytes'] / 1e6:.1f} MB "
-             f"({c['n_columns']:,} columns, {c['n_columns'] / D['p']:.1%} of p) |")
+    L.append(
+        f"| FCL | {f['seconds']:.1f} | {f['objective']:.8g} | {f['gap']:.1e} | **{f['auprc']:.4f}** | {f['nnz']} | "
+        f"{f['max_cached_bytes'] / 1e6:.2f} MB cache peak ({f['max_cached_columns']:,} columns) |"
+    )
+    L.append(
+        f"| CD, random features | {c['seconds_build']:.1f} build + {c['seconds_solve']:.1f} solve | "
+        f"{c['objective']:.8g} | {c['gap']:.1e} | {c['auprc']:.4f} | {c['nnz']} | {c['bytes'] / 1e6:.1f} MB "
+        f"({c['n_columns']:,} columns, {c['n_columns'] / D['p']:.1%} of p) |"
+    )
     for m in r.get("dcl_runs", [s]):
-        L.append(f"| DCL-SGD, eta0 x {m['eta_factor']:g}{' (best)' if m['eta_factor'] == s['eta_factor'] else ''} | "
-                 f"{m['seconds']:.1f} | {m['objective']:.8g} | {m['gap']:.1e} | {m['auprc']:.4f} | "
-                 f"{m['nnz']:,} | <= {D['budget'] / 1e6:.0f} MB row cache |")
+        L.append(
+            f"| DCL-SGD, eta0 x {m['eta_factor']:g}{' (best)' if m['eta_factor'] == s['eta_factor'] else ''} | "
+            f"{m['seconds']:.1f} | {m['objective']:.8g} | {m['gap']:.1e} | {m['auprc']:.4f} | "
+            f"{m['nnz']:,} | <= {D['budget'] / 1e6:.0f} MB row cache |"
+        )
     L.append("")
-    L.append(f"Test positive rate (AUPRC of a random score): {D['positive_rate_test']:.4f}. FCL: "
-             f"{f['stop_reason']}, KKT/lam {f['relative_certificate']:.2g}, {f['sweeps']} writer sweeps, "
-             f"{f['inserted']:,} insertions, {f['evicted']:,} evictions, {f['trainer_updates']:,} CDN updates; "
-             f"objective recomputed from scratch {f['objective_recomputed']:.10g}. DCL-SGD: {s['steps']:,} steps "
-             f"({s['epochs']:.1f} epochs); best snapshot objective {s['best_objective']:.8g}. CD on random features: "
-             f"{c['stop_reason']} after {c['n_iter']} iterations.\n")
-    L.append("FCL's objective curve is recomputed off the clock from model snapshots taken under the cache's lock in "
-             "the callback, as a check of its History, whose rows are also taken under the lock (a first version "
-             "read the row state while the trainer moved it, and rows rose by up to 0.7%): CDN never increases P, "
-             f"and the largest rise between consecutive History rows is {_largest_rise(f['curve_history']):.1e} "
-             "(relative).\n")
+    L.append(
+        f"Test positive rate (AUPRC of a random score): {D['positive_rate_test']:.4f}. FCL: "
+        f"{f['stop_reason']}, KKT/lam {f['relative_certificate']:.2g}, {f['sweeps']} writer sweeps, "
+        f"{f['inserted']:,} insertions, {f['evicted']:,} evictions, {f['trainer_updates']:,} CDN updates; "
+        f"objective recomputed from scratch {f['objective_recomputed']:.10g}. DCL-SGD: {s['steps']:,} steps "
+        f"({s['epochs']:.1f} epochs); best snapshot objective {s['best_objective']:.8g}. CD on random features: "
+        f"{c['stop_reason']} after {c['n_iter']} iterations.\n"
+    )
+    L.append(
+        "FCL's objective curve is recomputed off the clock from model snapshots taken under the cache's lock in "
+        "the callback, as a check of its History, whose rows are also taken under the lock (a first version "
+        "read the row state while the trainer moved it, and rows rose by up to 0.7%): CDN never increases P, "
+        f"and the largest rise between consecutive History rows is {_largest_rise(f['curve_history']):.1e} "
+        "(relative).\n"
+    )
     L.append("## Curves\n")
     L.append("| method | seconds | objective | relative gap | test AUPRC | nnz |")
     L.append("|---|---|---|---|---|---|")
     for (t, o), (_, a, nz) in zip(f["curve"], f["auprc_curve"]):
-        L.append(f"| FCL | {t:.1f} | {o:.8g} | {(o - D['best_objective']) / D['best_objective']:.1e} | {a:.4f} | {nz} |")
+        L.append(
+            f"| FCL | {t:.1f} | {o:.8g} | {(o - D['best_objective']) / D['best_objective']:.1e} | {a:.4f} | {nz} |"
+        )
     for (t, o), (_, a, nz) in zip(s["curve"], s["auprc_curve"]):
-        L.append(f"| DCL-SGD x{s['eta_factor']:g} | {t:.1f} | {o:.8g} | {(o - D['best_objective']) / D['best_objective']:.1e} | "
-                 f"{a:.4f} | {nz:,} |")
+        L.append(
+            f"| DCL-SGD x{s['eta_factor']:g} | {t:.1f} | {o:.8g} | {(o - D['best_objective']) / D['best_objective']:.1e} | "
+            f"{a:.4f} | {nz:,} |"
+        )
     L.append("")
     if doc.get("png"):
         L.append(f"![objective and AUPRC vs time]({doc['png']})\n")
@@ -482,6 +622,7 @@ def render(doc) -> str:
 def plot(doc, path):
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -491,8 +632,9 @@ def plot(doc, path):
     best = D["best_objective"]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
     floor = 1e-9
-    for name, m, style in [("FCL", f, "-o")] + [(f"DCL-SGD, eta0 x {m['eta_factor']:g}", m, "-s")
-                                                 for m in r.get("dcl_runs", [s])]:
+    for name, m, style in [("FCL", f, "-o")] + [
+        (f"DCL-SGD, eta0 x {m['eta_factor']:g}", m, "-s") for m in r.get("dcl_runs", [s])
+    ]:
         t = [p[0] for p in m["curve"]]
         g = [max((p[1] - best) / best, floor) for p in m["curve"]]
         a1.plot(t, g, style, ms=3, label=name)
@@ -508,8 +650,11 @@ def plot(doc, path):
     a2.set_title(f"test AUPRC (positive rate {D['positive_rate_test']:.3f})")
     a1.legend(fontsize=7)
     a2.legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"FCL vs DCL-SGD, splice-like DNA: n={D['n']:,}, L={D['L']}, d={D['d']}, p={D['p']:,}, "
-                 f"full {D['full_bytes'] / 1e9:.2f} GB, budget {D['budget'] / 1e6:.0f} MB", fontsize=9)
+    fig.suptitle(
+        f"FCL vs DCL-SGD, splice-like DNA: n={D['n']:,}, L={D['L']}, d={D['d']}, p={D['p']:,}, "
+        f"full {D['full_bytes'] / 1e9:.2f} GB, budget {D['budget'] / 1e6:.0f} MB",
+        fontsize=9,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -525,7 +670,9 @@ def main(argv=None):
     ap.add_argument("--lam-ratio", type=float)
     ap.add_argument("--max-time", type=float, help="FCL's time limit (s)")
     ap.add_argument("--dcl-time", type=float, help="DCL-SGD's time limit (s)")
-    ap.add_argument("--balanced", action="store_true", help="class-balanced sample weights (default: plain, as the paper)")
+    ap.add_argument(
+        "--balanced", action="store_true", help="class-balanced sample weights (default: plain, as the paper)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(RESULTS_DIR))
     ap.add_argument("--from-json", help="only re-render the markdown (and PNG) of an earlier run")
@@ -540,16 +687,29 @@ def main(argv=None):
         p.with_suffix(".md").write_text(render(doc))
         return 0
     cfg = dict(QUICK if args.quick else FULL)
-    for key, val in (("n", args.n), ("d", args.d), ("budget", args.budget), ("lam_ratio", args.lam_ratio),
-                     ("max_time", args.max_time), ("dcl_time", args.dcl_time)):
+    for key, val in (
+        ("n", args.n),
+        ("d", args.d),
+        ("budget", args.budget),
+        ("lam_ratio", args.lam_ratio),
+        ("max_time", args.max_time),
+        ("dcl_time", args.dcl_time),
+    ):
         if val is not None:
             cfg[key] = int(val) if key in ("n", "d", "budget") else val
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = "fcl_splice" + ("_quick" if args.quick else "")
-    doc = {"date": utc_now(), "command": command_line(argv or sys.argv[1:]), "machine": machine(),
-           "versions": versions(("numpy", "scipy", "numba", "scikit-learn", "l1scale")), "seed": args.seed,
-           "quick": bool(args.quick), "config": cfg, "paper": PAPER}
+    doc = {
+        "date": utc_now(),
+        "command": command_line(argv or sys.argv[1:]),
+        "machine": machine(),
+        "versions": versions(("numpy", "scipy", "numba", "scikit-learn", "l1scale")),
+        "seed": args.seed,
+        "quick": bool(args.quick),
+        "config": cfg,
+        "paper": PAPER,
+    }
     t0 = time.perf_counter()
     _warm(args.seed)
     doc["results"] = run(cfg, args)

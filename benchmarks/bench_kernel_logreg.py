@@ -120,10 +120,17 @@ def run_batch(solver, problem, Zte, yte):
     t0 = time.perf_counter()
     res = quiet(solver.solve, problem)
     wall = time.perf_counter() - t0
-    return res, {"n_iter": int(res.n_iter), "converged": bool(res.converged), "stop_reason": str(res.stop_reason),
-                 "objective": float(res.objective), "relative_gap": float(res.relative_certificate),
-                 "seconds": wall, "accuracy": accuracy(Zte, yte, res.coef, res.intercept),
-                 "nnz": int(np.count_nonzero(res.coef)), "sparsity_pct": 100.0 * np.count_nonzero(res.coef) / len(res.coef)}
+    return res, {
+        "n_iter": int(res.n_iter),
+        "converged": bool(res.converged),
+        "stop_reason": str(res.stop_reason),
+        "objective": float(res.objective),
+        "relative_gap": float(res.relative_certificate),
+        "seconds": wall,
+        "accuracy": accuracy(Zte, yte, res.coef, res.intercept),
+        "nnz": int(np.count_nonzero(res.coef)),
+        "sparsity_pct": 100.0 * np.count_nonzero(res.coef) / len(res.coef),
+    }
 
 
 def run_sgd(Ztr, ytr, lam, Zte, yte, passes, problem):
@@ -137,9 +144,14 @@ def run_sgd(Ztr, ytr, lam, Zte, yte, passes, problem):
     wall = time.perf_counter() - t0
     nnz = int(np.count_nonzero(res.coef))
     obj = float(problem.objective(res.coef, res.intercept)) if hasattr(problem, "objective") else float("nan")
-    return {"n_iter": int(res.n_iter), "seconds": wall, "objective": obj,
-            "accuracy": accuracy(Zte, yte, res.coef, res.intercept), "nnz": nnz,
-            "sparsity_pct": 100.0 * nnz / len(res.coef)}
+    return {
+        "n_iter": int(res.n_iter),
+        "seconds": wall,
+        "objective": obj,
+        "accuracy": accuracy(Zte, yte, res.coef, res.intercept),
+        "nnz": nnz,
+        "sparsity_pct": 100.0 * nnz / len(res.coef),
+    }
 
 
 def warm_up():
@@ -181,8 +193,11 @@ def kernel_block(name, Ztr, ytr, Zte, yte, ratios, args, doc, save, table7):
             ia, ib = paper_iters(a), paper_iters(b)
             lev["t7_obj_pct"] = 100.0 * ia / ib if ia and ib else None
         lev["sgd"] = run_sgd(Ztr, ytr, problem.lam, Zte, yte, args.sgd_passes, problem)
-        msg = " ".join(f"{k} {lev[k]['n_iter']}it {lev[k]['seconds']:.2f}s acc {lev[k]['accuracy']:.4f} "
-                       f"nnz {lev[k]['nnz']}" for k in ("cgd", "fista", "fista_plain", "sgd") if k in lev)
+        msg = " ".join(
+            f"{k} {lev[k]['n_iter']}it {lev[k]['seconds']:.2f}s acc {lev[k]['accuracy']:.4f} nnz {lev[k]['nnz']}"
+            for k in ("cgd", "fista", "fista_plain", "sgd")
+            if k in lev
+        )
         print(f"-- {name} {r} x lam_max: {msg}", flush=True)
         save()
     return block
@@ -199,12 +214,18 @@ def two_stage_block(Ztr, ytr, Zte, yte, ratios, doc, save):
             est = SparseLogisticRegression(lam_ratio=r, solver="cgd", tol=TOL, max_iter=5000, two_stage=ts)
             t0 = time.perf_counter()
             quiet(est.fit, Ztr, ytr)
-            row[key] = {"accuracy": float(est.score(Zte, yte)), "seconds": time.perf_counter() - t0,
-                        "nnz": int(np.count_nonzero(est.coef_))}
+            row[key] = {
+                "accuracy": float(est.score(Zte, yte)),
+                "seconds": time.perf_counter() - t0,
+                "nnz": int(np.count_nonzero(est.coef_)),
+            }
         row["gain_points"] = 100.0 * (row["two"]["accuracy"] - row["one"]["accuracy"])
         rows.append(row)
-        print(f"-- two-stage {r}: {row['one']['accuracy']:.4f} -> {row['two']['accuracy']:.4f} "
-              f"({row['gain_points']:+.2f} points), nnz {row['one']['nnz']} -> {row['two']['nnz']}", flush=True)
+        print(
+            f"-- two-stage {r}: {row['one']['accuracy']:.4f} -> {row['two']['accuracy']:.4f} "
+            f"({row['gain_points']:+.2f} points), nnz {row['one']['nnz']} -> {row['two']['nnz']}",
+            flush=True,
+        )
         save()
 
 
@@ -215,26 +236,32 @@ def _cell(run):
 
 def render(doc):
     L = ["# Sparse kernel logistic regression on mnist10k '3' vs rest (Qin et al., Tables 7, 2, 6)\n"]
-    L.append(f"- date: {doc['date']}\n- command: `{doc['command']}`\n- machine: {doc['machine']}\n"
-             f"- versions: {doc['versions']}\n- total wall time: {doc.get('total_seconds', float('nan')):.0f} s\n")
+    L.append(
+        f"- date: {doc['date']}\n- command: `{doc['command']}`\n- machine: {doc['machine']}\n"
+        f"- versions: {doc['versions']}\n- total wall time: {doc.get('total_seconds', float('nan')):.0f} s\n"
+    )
     s = doc["setup"]
-    L.append(f"Data: `{DATA}` (MNIST test set, 10,000 digits, pixels in [0, 1], +1 = '3', 10.1% positive), "
-             f"seeded split (seed {s['seed']}): {s['n_train']:,} training / {s['n_test']:,} test rows. The paper "
-             "trained on 10,000 and tested on 1,000 other digits, so its numbers are a reference, not a target. "
-             f"RBF kernel exp(-||x - y||^2 / sigma^2) with sigma = {s['sigma']:.4g}, the median pairwise distance "
-             f"of {s['sigma_rows']:,} training rows (seed {s['seed']}). Linearised RBF: RandomFourierFeatures, "
-             f"D = {s['D']:,}, random_state = 0, on all {s['n_train']:,} training rows. Exact RBF: RBFKernelFeatures "
-             f"columns against {s['n_rbf']:,} training rows (seeded subsample; model and lam_max on those rows only). "
-             "lam in the mean-loss form, as a fraction of each problem's lam_max (with intercept). Deterministic "
-             f"solvers stop at relative duality gap <= {TOL:g} (FISTA capped at {s['max_iter_fista']} iterations, "
-             f"CGD at 5000); SGD-C runs {s['sgd_passes']} shuffled passes (eta0 = 0.5, a = 2, no holdout). "
-             "Seconds are solve wall seconds on one thread (features precomputed).\n")
+    L.append(
+        f"Data: `{DATA}` (MNIST test set, 10,000 digits, pixels in [0, 1], +1 = '3', 10.1% positive), "
+        f"seeded split (seed {s['seed']}): {s['n_train']:,} training / {s['n_test']:,} test rows. The paper "
+        "trained on 10,000 and tested on 1,000 other digits, so its numbers are a reference, not a target. "
+        f"RBF kernel exp(-||x - y||^2 / sigma^2) with sigma = {s['sigma']:.4g}, the median pairwise distance "
+        f"of {s['sigma_rows']:,} training rows (seed {s['seed']}). Linearised RBF: RandomFourierFeatures, "
+        f"D = {s['D']:,}, random_state = 0, on all {s['n_train']:,} training rows. Exact RBF: RBFKernelFeatures "
+        f"columns against {s['n_rbf']:,} training rows (seeded subsample; model and lam_max on those rows only). "
+        "lam in the mean-loss form, as a fraction of each problem's lam_max (with intercept). Deterministic "
+        f"solvers stop at relative duality gap <= {TOL:g} (FISTA capped at {s['max_iter_fista']} iterations, "
+        f"CGD at 5000); SGD-C runs {s['sgd_passes']} shuffled passes (eta0 = 0.5, a = 2, no holdout). "
+        "Seconds are solve wall seconds on one thread (features precomputed).\n"
+    )
     # Table 7
     rff = next((b for b in doc["blocks"] if b["features"] == "rff"), None)
     if rff:
         L.append("## Table 7: multi-scale FISTA / plain FISTA iterations (%), linearised RBF\n")
-        L.append("| lam / lam_max | CGD iters (P_ref) | multi-scale: iters to gap 1e-6 | plain: iters to gap 1e-6 | "
-                 "ratio (gap) % | multi-scale: iters to P <= P_CGD or gap | plain: iters to P <= P_CGD or gap | ratio (P_CGD) % | paper % |")
+        L.append(
+            "| lam / lam_max | CGD iters (P_ref) | multi-scale: iters to gap 1e-6 | plain: iters to gap 1e-6 | "
+            "ratio (gap) % | multi-scale: iters to P <= P_CGD or gap | plain: iters to P <= P_CGD or gap | ratio (P_CGD) % | paper % |"
+        )
         L.append("|---|---|---|---|---|---|---|---|---|")
         for lev in rff["levels"]:
             a, b = lev["fista"], lev["fista_plain"]
@@ -243,11 +270,15 @@ def render(doc):
             pct = f"{lev['t7_gap_pct']:.1f}" + (" (censored)" if lev["t7_gap_censored"] else "")
             ia, ib = paper_iters(a), paper_iters(b)
             op = "-" if not (ia and ib) else f"{100.0 * ia / ib:.1f}"
-            L.append(f"| {lev['ratio']} | {lev['cgd']['n_iter']} ({lev['cgd']['objective']:.8g}) | {g(a)} | {g(b)} | "
-                     f"{pct} | {o(ia)} | {o(ib)} | {op} | "
-                     f"{PAPER_T7.get(lev['ratio'], '-')} |")
-        L.append("\nThe same count against a looser reference, P <= P_CGD (1 + eps) (as if CGD had been stopped "
-                 "earlier, as the paper's reference CGD may have been):\n")
+            L.append(
+                f"| {lev['ratio']} | {lev['cgd']['n_iter']} ({lev['cgd']['objective']:.8g}) | {g(a)} | {g(b)} | "
+                f"{pct} | {o(ia)} | {o(ib)} | {op} | "
+                f"{PAPER_T7.get(lev['ratio'], '-')} |"
+            )
+        L.append(
+            "\nThe same count against a looser reference, P <= P_CGD (1 + eps) (as if CGD had been stopped "
+            "earlier, as the paper's reference CGD may have been):\n"
+        )
         L.append("| lam / lam_max | " + " | ".join(f"eps = {e:g}: multi-scale / plain = %" for e in EPS) + " |")
         L.append("|---|" + "---|" * len(EPS))
         for lev in rff["levels"]:
@@ -258,15 +289,20 @@ def render(doc):
                 ib = first_reach_list(lev["fista_plain"]["history_objective"], t)
                 cells.append(f"{ia} / {ib} = {100.0 * ia / ib:.1f}" if ia and ib else f"{ia} / {ib}")
             L.append(f"| {lev['ratio']} | " + " | ".join(cells) + " |")
-        L.append("\n'(cap)': stopped at the iteration cap before gap 1e-6, so that ratio is a bound (censored). "
-                 "'P <= P_CGD' is the paper's protocol (sec. 4.2.2): CGD solved first (gap 1e-6), each FISTA counted to "
-                 "the first iterate whose objective is at or below CGD's, or to its own stop at gap 1e-6 if that "
-                 "comes first. Seconds per iteration differ: multi-scale computes the "
-                 "curvature diagonal too, in a compiled loop over the columns rather than a BLAS product: seconds per "
-                 "iteration, multi-scale / plain: " + ", ".join(
-                     f"{lev['fista']['seconds'] / lev['fista']['n_iter'] * 1e3:.1f} / "
-                     f"{lev['fista_plain']['seconds'] / lev['fista_plain']['n_iter'] * 1e3:.1f} ms" for lev in rff["levels"])
-                 + ".\n")
+        L.append(
+            "\n'(cap)': stopped at the iteration cap before gap 1e-6, so that ratio is a bound (censored). "
+            "'P <= P_CGD' is the paper's protocol (sec. 4.2.2): CGD solved first (gap 1e-6), each FISTA counted to "
+            "the first iterate whose objective is at or below CGD's, or to its own stop at gap 1e-6 if that "
+            "comes first. Seconds per iteration differ: multi-scale computes the "
+            "curvature diagonal too, in a compiled loop over the columns rather than a BLAS product: seconds per "
+            "iteration, multi-scale / plain: "
+            + ", ".join(
+                f"{lev['fista']['seconds'] / lev['fista']['n_iter'] * 1e3:.1f} / "
+                f"{lev['fista_plain']['seconds'] / lev['fista_plain']['n_iter'] * 1e3:.1f} ms"
+                for lev in rff["levels"]
+            )
+            + ".\n"
+        )
     # Table 2
     L.append("## Table 2: accuracy (%) / seconds / sparsity (% nonzero), ours vs paper\n")
     L.append("| solver | kernel | " + " | ".join(f"{r} lam_max: ours | paper" for r in doc["ratios"]) + " |")
@@ -281,31 +317,46 @@ def render(doc):
                 cells.append(f"{_cell(lev[key])} | {paper}")
             name = f"RBF (n = {b['n_train']})" if kern == "rbf" else f"linear RBF (D = {b['n_features']})"
             L.append(f"| {lab} | {name} | " + " | ".join(cells) + " |")
-    L.append("\n'(cap)': the solver stopped at its iteration cap before gap 1e-6 (its gap is in the JSON). "
-             f"Predicting 'not 3' everywhere scores {100 * s.get('test_majority_acc', float('nan')):.2f}% on our test rows: "
-             "at 0.5 lam_max the one-stage models are at (or barely above) that baseline.\n")
+    L.append(
+        "\n'(cap)': the solver stopped at its iteration cap before gap 1e-6 (its gap is in the JSON). "
+        f"Predicting 'not 3' everywhere scores {100 * s.get('test_majority_acc', float('nan')):.2f}% on our test rows: "
+        "at 0.5 lam_max the one-stage models are at (or barely above) that baseline.\n"
+    )
     L.append("SGD-C's objective after its passes, relative to CGD's: (P_SGD - P_CGD) / P_CGD\n")
     L.append("| kernel | " + " | ".join(f"{r} lam_max" for r in doc["ratios"]) + " |")
     L.append("|---|" + "---|" * len(doc["ratios"]))
     for b in doc["blocks"]:
-        L.append(f"| {b['features']} | " + " | ".join(
-            f"{(lev['sgd']['objective'] - lev['cgd']['objective']) / lev['cgd']['objective']:.3g}" for lev in b["levels"]) + " |")
-    L.append("\nPaper cells: Matlab on a 2 GHz Xeon in 2009, n = 10,000 for both kernels (10,000 kernel columns for RBF); "
-             "its FISTA and CGD stopped at the same objective, ours each at gap 1e-6. Sparsity is % of the D (or n) "
-             "coefficients. Per-level details (iterations, objectives, gaps) are in the JSON.\n")
+        L.append(
+            f"| {b['features']} | "
+            + " | ".join(
+                f"{(lev['sgd']['objective'] - lev['cgd']['objective']) / lev['cgd']['objective']:.3g}"
+                for lev in b["levels"]
+            )
+            + " |"
+        )
+    L.append(
+        "\nPaper cells: Matlab on a 2 GHz Xeon in 2009, n = 10,000 for both kernels (10,000 kernel columns for RBF); "
+        "its FISTA and CGD stopped at the same objective, ours each at gap 1e-6. Sparsity is % of the D (or n) "
+        "coefficients. Per-level details (iterations, objectives, gaps) are in the JSON.\n"
+    )
     ts = doc.get("two_stage")
     if ts:
         L.append("## Table 6: two-stage active set (CGD, linearised RBF, lam2 = 0.1 lam)\n")
-        L.append("| lam / lam_max | one stage acc % (nnz) | two-stage acc % (nnz) | gain (points) | paper CGD: two-stage (gain) "
-                 "| paper FISTA: two-stage (gain) |")
+        L.append(
+            "| lam / lam_max | one stage acc % (nnz) | two-stage acc % (nnz) | gain (points) | paper CGD: two-stage (gain) "
+            "| paper FISTA: two-stage (gain) |"
+        )
         L.append("|---|---|---|---|---|---|")
         for row in ts:
             pc, pf = PAPER_T6_CGD.get(row["ratio"]), PAPER_T6_FISTA.get(row["ratio"])
-            L.append(f"| {row['ratio']} | {100 * row['one']['accuracy']:.2f} ({row['one']['nnz']}) | "
-                     f"{100 * row['two']['accuracy']:.2f} ({row['two']['nnz']}) | {row['gain_points']:+.2f} | "
-                     f"{pc[0]} (+{pc[1]}) | {pf[0]} (+{pf[1]}) |" if pc else
-                     f"| {row['ratio']} | {100 * row['one']['accuracy']:.2f} | {100 * row['two']['accuracy']:.2f} | "
-                     f"{row['gain_points']:+.2f} | - | - |")
+            L.append(
+                f"| {row['ratio']} | {100 * row['one']['accuracy']:.2f} ({row['one']['nnz']}) | "
+                f"{100 * row['two']['accuracy']:.2f} ({row['two']['nnz']}) | {row['gain_points']:+.2f} | "
+                f"{pc[0]} (+{pc[1]}) | {pf[0]} (+{pf[1]}) |"
+                if pc
+                else f"| {row['ratio']} | {100 * row['one']['accuracy']:.2f} | {100 * row['two']['accuracy']:.2f} | "
+                f"{row['gain_points']:+.2f} | - | - |"
+            )
         L.append(f"\nOne test point is {100 / doc['setup']['n_test']:.3f} accuracy points.\n")
     return "\n".join(L)
 
@@ -339,11 +390,27 @@ def main(argv=None):
     if q:
         Xte, yte = Xte[:3000], yte[:3000]
     sigma = median_sigma(Xtr, 1000, args.seed)
-    doc = {"date": utc_now(), "command": command_line(sys.argv[1:] if argv is None else argv), "machine": machine(),
-           "versions": versions(), "tol": TOL, "ratios": list(ratios),
-           "setup": {"seed": args.seed, "n_train": len(ytr), "n_test": len(yte), "sigma": sigma, "sigma_rows": 1000,
-                     "test_majority_acc": float(np.mean(yte < 0)), "D": D, "n_rbf": n_rbf, "max_iter_fista": args.max_iter_fista, "sgd_passes": args.sgd_passes},
-           "blocks": []}
+    doc = {
+        "date": utc_now(),
+        "command": command_line(sys.argv[1:] if argv is None else argv),
+        "machine": machine(),
+        "versions": versions(),
+        "tol": TOL,
+        "ratios": list(ratios),
+        "setup": {
+            "seed": args.seed,
+            "n_train": len(ytr),
+            "n_test": len(yte),
+            "sigma": sigma,
+            "sigma_rows": 1000,
+            "test_majority_acc": float(np.mean(yte < 0)),
+            "D": D,
+            "n_rbf": n_rbf,
+            "max_iter_fista": args.max_iter_fista,
+            "sgd_passes": args.sgd_passes,
+        },
+        "blocks": [],
+    }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = "kernel_logreg" + ("_quick" if q else "")
@@ -361,8 +428,9 @@ def main(argv=None):
     if "2" in parts:
         idx = np.sort(np.random.default_rng(args.seed).choice(len(ytr), size=n_rbf, replace=False))
         km = RBFKernelFeatures(sigma=sigma).fit(Xtr[idx])
-        kernel_block("rbf", km.transform(Xtr[idx]), ytr[idx], km.transform(Xte), yte, ratios, args, doc, save,
-                     table7=False)
+        kernel_block(
+            "rbf", km.transform(Xtr[idx]), ytr[idx], km.transform(Xte), yte, ratios, args, doc, save, table7=False
+        )
     if "6" in parts:
         two_stage_block(Ztr, ytr, Zte, yte, ratios, doc, save)
     save()

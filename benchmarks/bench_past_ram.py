@@ -68,7 +68,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-N_FEATURES = 1 << 20   # a text vocabulary; VW's -b 20 holds it without collisions
+N_FEATURES = 1 << 20  # a text vocabulary; VW's -b 20 holds it without collisions
 NNZ_PER_ROW = 60
 CHUNK_ROWS = 50_000
 TEST_ROWS = 200_000
@@ -144,8 +144,9 @@ def write_data(path: Path, test_path: Path, size: float, seed: int = 0) -> dict:
 
     start = time.perf_counter()
     rows = nnz = written = 0
-    chunks = iter_sparse_text_chunks(10**12, N_FEATURES, chunk_rows=CHUNK_ROWS, random_state=seed,
-                                     nnz_per_row=NNZ_PER_ROW)
+    chunks = iter_sparse_text_chunks(
+        10**12, N_FEATURES, chunk_rows=CHUNK_ROWS, random_state=seed, nnz_per_row=NNZ_PER_ROW
+    )
     buffer = np.empty(CHUNK_ROWS * NNZ_PER_ROW * 40 + CHUNK_ROWS * 4, dtype=np.uint8)
 
     def formatted(X, y):
@@ -164,8 +165,15 @@ def write_data(path: Path, test_path: Path, size: float, seed: int = 0) -> dict:
             rows, nnz, written = rows + X.shape[0], nnz + X.nnz, written + len(text)
             if written >= size:
                 break
-    return {"path": str(path), "bytes": written, "rows": rows, "nnz": nnz, "seconds": time.perf_counter() - start,
-            "seed": seed, "n_features": N_FEATURES}
+    return {
+        "path": str(path),
+        "bytes": written,
+        "rows": rows,
+        "nnz": nnz,
+        "seconds": time.perf_counter() - start,
+        "seed": seed,
+        "n_features": N_FEATURES,
+    }
 
 
 # ============================================================================ the memory cap
@@ -176,9 +184,10 @@ class Cgroup:
 
     @staticmethod
     def make(limit: int):
-        for root, limit_file, peak_file in (("/sys/fs/cgroup/memory", "memory.limit_in_bytes",
-                                             "memory.max_usage_in_bytes"),
-                                            ("/sys/fs/cgroup", "memory.max", "memory.peak")):
+        for root, limit_file, peak_file in (
+            ("/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.max_usage_in_bytes"),
+            ("/sys/fs/cgroup", "memory.max", "memory.peak"),
+        ):
             path = Path(root) / f"l1scale-bench-{os.getpid()}"
             try:
                 path.mkdir(exist_ok=True)
@@ -257,10 +266,16 @@ def run_capped(cmd, cgroup, *, stdin=None, label=""):
     for t in readers:
         t.join()
     print(f"  {label}: {wall:.1f} s, exit {proc.returncode}, peak RSS {peak:.0f} MiB", flush=True)
-    return {"seconds": wall, "returncode": proc.returncode, "peak_rss_mib": peak,
-            "cgroup_peak_mib": None if cgroup is None or cgroup.peak() is None else cgroup.peak() / 2**20,
-            "cap_hits": None if cgroup is None else cgroup.failcnt(), "rss_samples": samples,
-            "stdout": output["out"].decode(errors="replace"), "stderr": output["err"].decode(errors="replace")}
+    return {
+        "seconds": wall,
+        "returncode": proc.returncode,
+        "peak_rss_mib": peak,
+        "cgroup_peak_mib": None if cgroup is None or cgroup.peak() is None else cgroup.peak() / 2**20,
+        "cap_hits": None if cgroup is None else cgroup.failcnt(),
+        "rss_samples": samples,
+        "stdout": output["out"].decode(errors="replace"),
+        "stderr": output["err"].decode(errors="replace"),
+    }
 
 
 # ============================================================================ the runs
@@ -270,23 +285,43 @@ def l1scale_run(solver, data, test, model, cgroup, passes=1, lam=LAM, tol=None, 
     """The CLI's fit of the file; ``pipe``: of the file piped through ``cat`` into ``train -``
     (as VW reads it through sed), which one pass of truncated gradient learns from as it
     reads it (no label pass)."""
-    cmd = CLI + ["train", "-" if pipe else data["path"], "--solver", solver, "--lam", str(lam), "--passes",
-                 str(passes), "--one-based", "--n-features", str(N_FEATURES), "--quiet", "--json", "-o", str(model)]
+    cmd = CLI + [
+        "train",
+        "-" if pipe else data["path"],
+        "--solver",
+        solver,
+        "--lam",
+        str(lam),
+        "--passes",
+        str(passes),
+        "--one-based",
+        "--n-features",
+        str(N_FEATURES),
+        "--quiet",
+        "--json",
+        "-o",
+        str(model),
+    ]
     if solver == "rmmp":
         cmd += ["--max-active", "1000", "--tol", str(tol)]
     else:
         cmd += ["--holdout", "0"]
     cat = subprocess.Popen(["cat", data["path"]], stdout=subprocess.PIPE) if pipe else None
-    result = run_capped(cmd, cgroup, stdin=None if cat is None else cat.stdout,
-                        label=f"l1scale {solver}{' (pipe)' if pipe else ''}")
+    result = run_capped(
+        cmd, cgroup, stdin=None if cat is None else cat.stdout, label=f"l1scale {solver}{' (pipe)' if pipe else ''}"
+    )
     if cat is not None:
         cat.stdout.close()
         cat.wait()
     if result["returncode"] == 0:
         _read_summary(result)
         result["reads"] = result["passes"] + (0 if pipe else 1)  # a file's label pass
-        evaluation = subprocess.run(CLI + ["evaluate", str(model), test["path"], "--one-based", "--json"],
-                                    capture_output=True, text=True, check=False)
+        evaluation = subprocess.run(
+            CLI + ["evaluate", str(model), test["path"], "--one-based", "--json"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         result["test"] = json.loads(evaluation.stdout) if evaluation.returncode == 0 else evaluation.stderr[-500:]
     return result
 
@@ -299,14 +334,34 @@ def _read_summary(result):
     result["passes"] = int(summary["n_iter"])
     if summary.get("relative_certificate") is not None:
         result["certificate"] = f"{summary['certificate_name']} {summary['relative_certificate']:.2g}" + (
-            " (met)" if summary.get("converged") else "")
+            " (met)" if summary.get("converged") else ""
+        )
 
 
 def vw_run(data, test, workdir, cgroup):
     model, preds = workdir / "vw.model", workdir / "vw.test.pred"
     sed = subprocess.Popen(["sed", "s/ / |f /", data["path"]], stdout=subprocess.PIPE)
-    cmd = VW + ["-d", "/dev/stdin", "--sgd", "--loss_function", "logistic", "-l", "0.5", "--power_t", "0.5",
-                "--l1", str(LAM), "-b", "20", "--holdout_off", "--passes", "1", "-f", str(model), "--quiet"]
+    cmd = VW + [
+        "-d",
+        "/dev/stdin",
+        "--sgd",
+        "--loss_function",
+        "logistic",
+        "-l",
+        "0.5",
+        "--power_t",
+        "0.5",
+        "--l1",
+        str(LAM),
+        "-b",
+        "20",
+        "--holdout_off",
+        "--passes",
+        "1",
+        "-f",
+        str(model),
+        "--quiet",
+    ]
     result = run_capped(cmd, cgroup, stdin=sed.stdout, label="vowpal wabbit")
     result["reads"] = 1
     sed.stdout.close()
@@ -348,33 +403,58 @@ def test_scores(result):
 
 def markdown(report) -> str:
     data = report["data"]
-    lines = [(f"# Past RAM: {data['bytes'] / GB:.1f} GB of svmlight on a {report['ram_gib']:.0f} GiB machine, "
-             f"{report['cap']}"), "",
-             f"Run {report['date']} on {report['machine']}; {report['versions']}.", "",
-             f"`{report['command']}`", "",
-             (f"Data: {data['rows']:,} rows, {data['nnz']:,} nonzeros, {N_FEATURES:,} features "
-             f"({data['bytes'] / GB:.1f} GB, written in {data['seconds']:.0f} s); held out: {TEST_ROWS:,} rows. "
-             f"lam = {LAM:g} (VW: --l1 {LAM:g}); RMMP: lam = {report['rmmp_lam']:g}, tol = {report['rmmp_tol']:g}, "
-             "at most 1000 active features."), "",
-             ("| run | learning passes | reads of the data | wall (s) | examples/s | peak RSS (MiB) | cgroup peak (MiB) "
-             "| exit | certificate | test log loss | test accuracy |"),
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        (
+            f"# Past RAM: {data['bytes'] / GB:.1f} GB of svmlight on a {report['ram_gib']:.0f} GiB machine, "
+            f"{report['cap']}"
+        ),
+        "",
+        f"Run {report['date']} on {report['machine']}; {report['versions']}.",
+        "",
+        f"`{report['command']}`",
+        "",
+        (
+            f"Data: {data['rows']:,} rows, {data['nnz']:,} nonzeros, {N_FEATURES:,} features "
+            f"({data['bytes'] / GB:.1f} GB, written in {data['seconds']:.0f} s); held out: {TEST_ROWS:,} rows. "
+            f"lam = {LAM:g} (VW: --l1 {LAM:g}); RMMP: lam = {report['rmmp_lam']:g}, tol = {report['rmmp_tol']:g}, "
+            "at most 1000 active features."
+        ),
+        "",
+        (
+            "| run | learning passes | reads of the data | wall (s) | examples/s | peak RSS (MiB) | cgroup peak (MiB) "
+            "| exit | certificate | test log loss | test accuracy |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, r in report["runs"].items():
         passes = r.get("passes", 1)
         rate = data["rows"] * passes / r["seconds"]  # learning passes; the label pass is overhead
         loss, acc = test_scores(r)
         cert = r.get("certificate")
         group = "n/a" if r["cgroup_peak_mib"] is None else f"{r['cgroup_peak_mib']:.0f}"
-        lines.append(f"| {name} | {passes} | {r.get('reads', '-')} | {r['seconds']:.0f} | {rate:,.0f} | "
-                     f"{r['peak_rss_mib']:.0f} | {group} | "
-                     f"{r['returncode']} | {'-' if cert is None else cert} | {loss} | {acc} |")
+        lines.append(
+            f"| {name} | {passes} | {r.get('reads', '-')} | {r['seconds']:.0f} | {rate:,.0f} | "
+            f"{r['peak_rss_mib']:.0f} | {group} | "
+            f"{r['returncode']} | {'-' if cert is None else cert} | {loss} | {acc} |"
+        )
     if report["sed_seconds"] == report["sed_seconds"]:  # not NaN: VW ran
-        lines += ["", (f"sed alone (the VW input pipe): {report['sed_seconds']:.0f} s for the file "
-                  f"({data['bytes'] / GB / report['sed_seconds']:.2f} GB/s), outside the cap.")]
+        lines += [
+            "",
+            (
+                f"sed alone (the VW input pipe): {report['sed_seconds']:.0f} s for the file "
+                f"({data['bytes'] / GB / report['sed_seconds']:.2f} GB/s), outside the cap."
+            ),
+        ]
     lines += [
-              "", ("Peak RSS is the process's own high-water mark (VmHWM); the cgroup peak adds the page cache the kernel "
-              "charged to the group (reclaimed under the cap, so it sits at the cap on a file this size)."),
-              "", f"![RSS over time]({report['plot']})", ""]
+        "",
+        (
+            "Peak RSS is the process's own high-water mark (VmHWM); the cgroup peak adds the page cache the kernel "
+            "charged to the group (reclaimed under the cap, so it sits at the cap on a file this size)."
+        ),
+        "",
+        f"![RSS over time]({report['plot']})",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -404,11 +484,18 @@ def main():
     parser.add_argument("--size", type=float, help="bytes of svmlight text (default 40e9; 4e9 with --quick)")
     parser.add_argument("--cap", type=float, default=2.0, help="memory cap in GiB (default 2)")
     parser.add_argument("--rmmp-passes", type=int, default=8, help="RMMP's most passes (default 8)")
-    parser.add_argument("--rmmp-lam", type=float, default=2e-4,
-                        help="RMMP's lam (default 2e-4, about lam_max / 10 here: a model RMMP certifies)")
+    parser.add_argument(
+        "--rmmp-lam",
+        type=float,
+        default=2e-4,
+        help="RMMP's lam (default 2e-4, about lam_max / 10 here: a model RMMP certifies)",
+    )
     parser.add_argument("--rmmp-tol", type=float, default=1e-3)
-    parser.add_argument("--part", default="", help="a name added to the results' file names (runs split "
-                        "over processes: --only rmmp --part rmmp)")
+    parser.add_argument(
+        "--part",
+        default="",
+        help="a name added to the results' file names (runs split over processes: --only rmmp --part rmmp)",
+    )
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/l1scale-past-ram"))
     parser.add_argument("--keep", action="store_true", help="keep (and reuse) the generated data")
     parser.add_argument("--only", help="comma-separated runs: tg,tgpipe,sgdc,rmmp,vw")
@@ -439,19 +526,30 @@ def main():
     runs = {}
     try:
         if "tg" in only:
-            runs["l1scale truncated_gradient"] = l1scale_run("truncated_gradient", data, test, args.workdir / "tg.l1m",
-                                                             cgroup)
+            runs["l1scale truncated_gradient"] = l1scale_run(
+                "truncated_gradient", data, test, args.workdir / "tg.l1m", cgroup
+            )
         if "tgpipe" in only:
             runs["l1scale truncated_gradient, piped (cat FILE)"] = l1scale_run(
-                "truncated_gradient", data, test, args.workdir / "tgpipe.l1m", cgroup, pipe=True)
+                "truncated_gradient", data, test, args.workdir / "tgpipe.l1m", cgroup, pipe=True
+            )
         if "sgdc" in only:
-            runs["l1scale sgd_cumulative"] = l1scale_run("sgd_cumulative", data, test, args.workdir / "sgdc.l1m",
-                                                         cgroup)
+            runs["l1scale sgd_cumulative"] = l1scale_run(
+                "sgd_cumulative", data, test, args.workdir / "sgdc.l1m", cgroup
+            )
         if "vw" in only:
             runs["Vowpal Wabbit"] = vw_run(data, test, args.workdir, cgroup)
         if "rmmp" in only:
-            runs["l1scale rmmp"] = l1scale_run("rmmp", data, test, args.workdir / "rmmp.l1m", cgroup,
-                                               passes=args.rmmp_passes, lam=args.rmmp_lam, tol=args.rmmp_tol)
+            runs["l1scale rmmp"] = l1scale_run(
+                "rmmp",
+                data,
+                test,
+                args.workdir / "rmmp.l1m",
+                cgroup,
+                passes=args.rmmp_passes,
+                lam=args.rmmp_lam,
+                tol=args.rmmp_tol,
+            )
     finally:
         if cgroup is not None:
             cgroup.remove()
@@ -459,16 +557,35 @@ def main():
     plot_name = f"past_ram{suffix}_memory.png"
     with open("/proc/meminfo") as f:
         ram = int(f.readline().split()[1]) / 2**20
-    report = {"date": utc_now(), "machine": machine(), "versions": versions(("numpy", "numba", "l1scale",
-                                                                               "vowpalwabbit")),
-              "command": command_line(sys.argv[1:]), "data": data, "ram_gib": ram, "cap_bytes": cap,
-              "cap": "uncapped (no writable cgroup)" if cgroup is None else f"capped by {cgroup.describe()}",
-              "rmmp_lam": args.rmmp_lam, "rmmp_tol": args.rmmp_tol, "runs": runs, "sed_seconds": sed_alone(data) if "vw" in only else float("nan"), "plot": plot_name}
+    report = {
+        "date": utc_now(),
+        "machine": machine(),
+        "versions": versions(("numpy", "numba", "l1scale", "vowpalwabbit")),
+        "command": command_line(sys.argv[1:]),
+        "data": data,
+        "ram_gib": ram,
+        "cap_bytes": cap,
+        "cap": "uncapped (no writable cgroup)" if cgroup is None else f"capped by {cgroup.describe()}",
+        "rmmp_lam": args.rmmp_lam,
+        "rmmp_tol": args.rmmp_tol,
+        "runs": runs,
+        "sed_seconds": sed_alone(data) if "vw" in only else float("nan"),
+        "plot": plot_name,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     plot(report, args.out / plot_name)
-    (args.out / f"past_ram{suffix}.json").write_text(json.dumps(
-        {**report, "runs": {k: {**v, "stdout": v["stdout"][-20000:], "stderr": v["stderr"][-2000:]}
-                            for k, v in runs.items()}}, indent=1, default=str))
+    (args.out / f"past_ram{suffix}.json").write_text(
+        json.dumps(
+            {
+                **report,
+                "runs": {
+                    k: {**v, "stdout": v["stdout"][-20000:], "stderr": v["stderr"][-2000:]} for k, v in runs.items()
+                },
+            },
+            indent=1,
+            default=str,
+        )
+    )
     (args.out / f"past_ram{suffix}.md").write_text(markdown(report))
     print(markdown(report))
     if not args.keep:

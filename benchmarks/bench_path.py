@@ -74,22 +74,26 @@ KEYS = tuple(f"{t:g}" for t in TARGETS)  # "0.0001", "1e-06"
 RATIO_GOAL = 0.5  # l1scale / glmnet at worst subopt 1e-4
 PROTOCOL = {"earn": True, "news20": False}  # dataset -> intercept
 QUICK_DATASETS = ("earn",)
-LADDERS = {"l1scale": tuple(10.0 ** -k for k in range(2, 10)), "glmnet": tuple(10.0 ** -k for k in range(2, 13))}
+LADDERS = {"l1scale": tuple(10.0**-k for k in range(2, 10)), "glmnet": tuple(10.0**-k for k in range(2, 13))}
 LABELS = {"l1scale": "l1scale regularization_path", "glmnet": "glmnet LogitNet"}
 
 
 # --------------------------------------------------------------------------- the two paths
 def l1scale_path(X, y, grid, intercept, tol, max_iter):
     path = regularization_path(X, y, lams=grid, tol=tol, fit_intercept=intercept, max_iter=max_iter)
-    return path.coefs, path.intercepts, {"n_iter": int(np.sum(path.n_iter)),
-                                         "max_rel_certificate": float(np.max(path.certificates))}
+    return (
+        path.coefs,
+        path.intercepts,
+        {"n_iter": int(np.sum(path.n_iter)), "max_rel_certificate": float(np.max(path.certificates))},
+    )
 
 
 def glmnet_path(X, y, grid, intercept, tol):
     from glmnet import LogitNet
 
-    m = LogitNet(alpha=1.0, lambda_path=grid, standardize=False, tol=tol, max_iter=100000, n_splits=0,
-                 fit_intercept=intercept).fit(X, y)
+    m = LogitNet(
+        alpha=1.0, lambda_path=grid, standardize=False, tol=tol, max_iter=100000, n_splits=0, fit_intercept=intercept
+    ).fit(X, y)
     return m
 
 
@@ -99,7 +103,8 @@ def timed_path(solver, X, y, grid, intercept, tol, args):
     d = X.shape[1]
     if solver == "l1scale":
         t, (coefs, b, extra), times = timed_median(
-            lambda: l1scale_path(X, y, grid, intercept, tol, args.l1_max_iter), args.repeats, args.repeat_below)
+            lambda: l1scale_path(X, y, grid, intercept, tol, args.l1_max_iter), args.repeats, args.repeat_below
+        )
     else:
         t, m, times = timed_median(lambda: glmnet_path(X, y, grid, intercept, tol), args.repeats, args.repeat_below)
         coefs, b = glmnet_path_solution(m, d, intercept)
@@ -124,8 +129,9 @@ class PathObjectives:
         out = np.full(self.grid.size, np.inf)
         for k in range(min(self.grid.size, coefs.shape[0])):
             w = np.asarray(coefs[k].toarray()).ravel() if sp.issparse(coefs) else coefs[k]
-            out[k] = Problem(self.Xc, self.y, lam=float(self.grid[k]),
-                             fit_intercept=self.intercept).objective(w, float(intercepts[k]))
+            out[k] = Problem(self.Xc, self.y, lam=float(self.grid[k]), fit_intercept=self.intercept).objective(
+                w, float(intercepts[k])
+            )
         return np.where(np.isnan(out), np.inf, out)
 
 
@@ -136,32 +142,62 @@ def run_dataset(name, args, log):
     grid = lam_grid(lam_max, N_LAMS, LAM_MIN_RATIO)
     log(f"{name}: n={X.shape[0]} d={X.shape[1]} nnz={X.nnz} intercept={intercept} lam_max={lam_max:.4g}")
     objectives = PathObjectives(X, y, grid, intercept)
-    out = {"dataset": name, "n": X.shape[0], "d": X.shape[1], "nnz": int(X.nnz), "intercept": intercept,
-           "lam_max": lam_max, "grid": grid, "solvers": {}, "notes": {}}
+    out = {
+        "dataset": name,
+        "n": X.shape[0],
+        "d": X.shape[1],
+        "nnz": int(X.nnz),
+        "intercept": intercept,
+        "lam_max": lam_max,
+        "grid": grid,
+        "solvers": {},
+        "notes": {},
+    }
 
     # Reference: a tight l1scale path; P*_k improves with any better solution found later.
     t0 = time.perf_counter()
     try:
-        ref = call_in_child(partial(timed_path, "l1scale", X, y, grid, intercept, args.ref_tol,
-                                    argparse.Namespace(**dict(vars(args), repeats=1))), args.ref_timeout)
+        ref = call_in_child(
+            partial(
+                timed_path,
+                "l1scale",
+                X,
+                y,
+                grid,
+                intercept,
+                args.ref_tol,
+                argparse.Namespace(**dict(vars(args), repeats=1)),
+            ),
+            args.ref_timeout,
+        )
         p_star = objectives(ref[1], ref[2])
-        out["reference"] = {"tol": args.ref_tol, "seconds": ref[0], "max_rel_certificate":
-                            ref[3].get("max_rel_certificate"), "nnz_last": int(ref[1][-1].nnz),
-                            "not_finite_at": np.flatnonzero(~np.isfinite(p_star)).tolist()}
+        out["reference"] = {
+            "tol": args.ref_tol,
+            "seconds": ref[0],
+            "max_rel_certificate": ref[3].get("max_rel_certificate"),
+            "nnz_last": int(ref[1][-1].nnz),
+            "not_finite_at": np.flatnonzero(~np.isfinite(p_star)).tolist(),
+        }
     except (FitTimeout, RuntimeError) as e:
         p_star = np.full(grid.size, np.inf)
         out["reference"] = {"tol": args.ref_tol, "error": " ".join(str(e).split())}
-    log(f"  reference l1scale path tol={args.ref_tol:g}: {time.perf_counter() - t0:.1f}s "
-        + (f"(max certified rel gap {out['reference']['max_rel_certificate']:.1e})"
-           if "error" not in out["reference"] else out["reference"]["error"]))
+    log(
+        f"  reference l1scale path tol={args.ref_tol:g}: {time.perf_counter() - t0:.1f}s "
+        + (
+            f"(max certified rel gap {out['reference']['max_rel_certificate']:.1e})"
+            if "error" not in out["reference"]
+            else out["reference"]["error"]
+        )
+    )
 
     runs = {s: [] for s in args.solvers}
     for solver in args.solvers:
         spent = 0.0
         for tol in LADDERS[solver]:
             try:
-                t, coefs, b, extra = call_in_child(partial(timed_path, solver, X, y, grid, intercept, tol, args),
-                                                   args.fit_timeout)
+                t, coefs, b, extra = call_in_child(
+                    partial(timed_path, solver, X, y, grid, intercept, tol, args), args.fit_timeout
+                )
             except FitTimeout as e:
                 runs[solver].append({"tol": tol, "time": None, "error": str(e), "killed_at": args.fit_timeout})
                 out["notes"][solver] = f"tol={tol:g} path killed after {args.fit_timeout:g} s"
@@ -173,9 +209,16 @@ def run_dataset(name, args, log):
                 break
             obj = objectives(coefs, b)
             p_star = np.fmin(p_star, obj)
-            runs[solver].append({"tol": tol, "time": t, "objectives": obj, "nnz_last": int(coefs[-1].nnz)
-                                 if coefs.shape[0] else 0, "not_finite_at": np.flatnonzero(~np.isfinite(obj)).tolist(),
-                                 **extra})
+            runs[solver].append(
+                {
+                    "tol": tol,
+                    "time": t,
+                    "objectives": obj,
+                    "nnz_last": int(coefs[-1].nnz) if coefs.shape[0] else 0,
+                    "not_finite_at": np.flatnonzero(~np.isfinite(obj)).tolist(),
+                    **extra,
+                }
+            )
             spent += sum(extra["times"])
             worst = _worst(obj, p_star)
             log(f"  {solver} tol={tol:g}: {t:.3f}s  worst subopt {worst:.1e}")
@@ -193,10 +236,15 @@ def run_dataset(name, args, log):
                 continue
             sub = _subopt(r.pop("objectives"), p_star)
             k = int(np.argmax(sub))
-            r.update(worst_subopt=float(sub[k]), worst_at_ratio=float(grid[k] / lam_max),
-                     median_subopt=float(np.median(sub)))
-        entry = {"runs": rs, "note": out["notes"].get(solver, ""), "at": {},
-                 "longest_s": max((r["time"] or r.get("killed_at", 0.0) for r in rs), default=None)}
+            r.update(
+                worst_subopt=float(sub[k]), worst_at_ratio=float(grid[k] / lam_max), median_subopt=float(np.median(sub))
+            )
+        entry = {
+            "runs": rs,
+            "note": out["notes"].get(solver, ""),
+            "at": {},
+            "longest_s": max((r["time"] or r.get("killed_at", 0.0) for r in rs), default=None),
+        }
         for target, key in zip(TARGETS, KEYS, strict=True):
             ok = [r for r in rs if r.get("worst_subopt") is not None and r["worst_subopt"] <= target]
             entry["at"][key] = {"tol": ok[0]["tol"], "time": ok[0]["time"]} if ok else None
@@ -282,14 +330,18 @@ def run_njobs(args, log):
     res = {}
     X, y = load_mnist_digits(args.data_dir)
     log(f"n_jobs: MNIST digits 0-3: n={X.shape[0]} d={X.shape[1]} nnz={X.nnz}")
-    res["ovr"] = dict(_speedup_case(lambda k: SparseLogisticRegression(lam_ratio=0.01, n_jobs=k), X, y, args),
-                      data=f"MNIST test digits 0-3 (n={X.shape[0]:,}, d={X.shape[1]}, 4 classes)",
-                      call="SparseLogisticRegression(lam_ratio=0.01, n_jobs=k).fit(X, y)")
+    res["ovr"] = dict(
+        _speedup_case(lambda k: SparseLogisticRegression(lam_ratio=0.01, n_jobs=k), X, y, args),
+        data=f"MNIST test digits 0-3 (n={X.shape[0]:,}, d={X.shape[1]}, 4 classes)",
+        call="SparseLogisticRegression(lam_ratio=0.01, n_jobs=k).fit(X, y)",
+    )
     log(f"  one-vs-rest: {_fmt_speedup(res['ovr'])}")
     X, y = load_dataset("earn", args.data_dir, args.cache_dir)
-    res["cv"] = dict(_speedup_case(lambda k: SparseLogisticRegressionCV(cv=5, n_lams=20, n_jobs=k), X, y, args),
-                     data=f"earn (n={X.shape[0]:,}, d={X.shape[1]:,}, binary)",
-                     call="SparseLogisticRegressionCV(cv=5, n_lams=20, n_jobs=k).fit(X, y)")
+    res["cv"] = dict(
+        _speedup_case(lambda k: SparseLogisticRegressionCV(cv=5, n_lams=20, n_jobs=k), X, y, args),
+        data=f"earn (n={X.shape[0]:,}, d={X.shape[1]:,}, binary)",
+        call="SparseLogisticRegressionCV(cv=5, n_lams=20, n_jobs=k).fit(X, y)",
+    )
     log(f"  CV: {_fmt_speedup(res['cv'])}")
     return res
 
@@ -298,9 +350,11 @@ def _fmt_speedup(c):
     if "error" in c:
         return c["error"]
     two = c["n_jobs=2"]
-    return (f"n_jobs=1 {c['n_jobs=1']['time']:.3f}s, n_jobs=2 {two['time']:.3f}s (CPU/wall "
-            f"{two['cpu_s'] / two['time']:.2f}), speed-up {c['speedup']:.2f}x, max |coef diff| "
-            f"{c['max_coef_diff']:.1e}, load {c['load_avg_before']:.1f}")
+    return (
+        f"n_jobs=1 {c['n_jobs=1']['time']:.3f}s, n_jobs=2 {two['time']:.3f}s (CPU/wall "
+        f"{two['cpu_s'] / two['time']:.2f}), speed-up {c['speedup']:.2f}x, max |coef diff| "
+        f"{c['max_coef_diff']:.1e}, load {c['load_avg_before']:.1f}"
+    )
 
 
 # --------------------------------------------------------------------------- report
@@ -317,15 +371,19 @@ def write_markdown(path, blob):
     args = meta["args"]
     L = ["# Regularisation path: l1scale vs glmnet, and n_jobs speed-ups\n"]
     if paths:
-        L.append(f"A {N_LAMS}-lam grid from lam_max down to {LAM_MIN_RATIO:g} lam_max (`l1scale.path.lam_grid`), "
-                 "the same `lambda_path` for both solvers; wall seconds of the whole call, single thread, each "
-                 f"in a forked child (median of {args['repeats']} under {args['repeat_below']:g} s). A path meets a "
-                 "target when its worst relative suboptimality over the 50 lams, `max_k (P_k - P*_k)/P*_k`, is at "
-                 "most the target; `P*_k` is the reference path's objective (l1scale at "
-                 f"tol={args['ref_tol']:g}) or any lower one found. Each solver's tolerance is the loosest of its "
-                 f"ladder that meets the target. Target: l1scale / glmnet <= {RATIO_GOAL:g} at 1e-4.\n")
-        L.append("| data | intercept | n x d | l1scale at 1e-4 | glmnet at 1e-4 | ratio 1e-4 | l1scale at 1e-6 | "
-                 "glmnet at 1e-6 | ratio 1e-6 |")
+        L.append(
+            f"A {N_LAMS}-lam grid from lam_max down to {LAM_MIN_RATIO:g} lam_max (`l1scale.path.lam_grid`), "
+            "the same `lambda_path` for both solvers; wall seconds of the whole call, single thread, each "
+            f"in a forked child (median of {args['repeats']} under {args['repeat_below']:g} s). A path meets a "
+            "target when its worst relative suboptimality over the 50 lams, `max_k (P_k - P*_k)/P*_k`, is at "
+            "most the target; `P*_k` is the reference path's objective (l1scale at "
+            f"tol={args['ref_tol']:g}) or any lower one found. Each solver's tolerance is the loosest of its "
+            f"ladder that meets the target. Target: l1scale / glmnet <= {RATIO_GOAL:g} at 1e-4.\n"
+        )
+        L.append(
+            "| data | intercept | n x d | l1scale at 1e-4 | glmnet at 1e-4 | ratio 1e-4 | l1scale at 1e-6 | "
+            "glmnet at 1e-6 | ratio 1e-6 |"
+        )
         L.append("|---|---|---|---|---|---|---|---|---|")
         for ds, r in paths.items():
             s = r["solvers"]
@@ -337,16 +395,19 @@ def write_markdown(path, blob):
         L.append("")
     if njobs:
         L.append("## n_jobs speed-ups\n")
-        L.append("Wall seconds of the whole fit, median of "
-                 f"{args['njobs_repeats']} (each in a forked child); speed-up = time(n_jobs=1) / time(n_jobs=2). "
-                 "The binary problems (one-vs-rest classes, CV folds) run in joblib threads over the nogil kernels; "
-                 "BLAS / OpenMP / Numba keep one thread each. `CPU s / wall s`: the fit's process CPU seconds (all "
-                 "threads) over its wall seconds, ~2 when both threads ran all along. `load` = the 1-minute load "
-                 "average before / after "
-                 f"(the machine has {meta['machine'].get('CPU(s)', '?')} CPUs and is shared: a busy core caps the "
-                 "speed-up).\n")
-        L.append("| case | data | n_jobs=1 s | n_jobs=2 s | speed-up | CPU s / wall s, n_jobs=2 | max abs coef diff "
-                 "| load |")
+        L.append(
+            "Wall seconds of the whole fit, median of "
+            f"{args['njobs_repeats']} (each in a forked child); speed-up = time(n_jobs=1) / time(n_jobs=2). "
+            "The binary problems (one-vs-rest classes, CV folds) run in joblib threads over the nogil kernels; "
+            "BLAS / OpenMP / Numba keep one thread each. `CPU s / wall s`: the fit's process CPU seconds (all "
+            "threads) over its wall seconds, ~2 when both threads ran all along. `load` = the 1-minute load "
+            "average before / after "
+            f"(the machine has {meta['machine'].get('CPU(s)', '?')} CPUs and is shared: a busy core caps the "
+            "speed-up).\n"
+        )
+        L.append(
+            "| case | data | n_jobs=1 s | n_jobs=2 s | speed-up | CPU s / wall s, n_jobs=2 | max abs coef diff | load |"
+        )
         L.append("|---|---|---|---|---|---|---|---|")
         for name, c in njobs.items():
             head = f"`{c.get('call', name)}` | {c.get('data', '')}"
@@ -354,51 +415,73 @@ def write_markdown(path, blob):
                 L.append(f"| {head} | {c['error']} | | | | | {c['load_avg_before']:.1f} |")
                 continue
             two = c["n_jobs=2"]
-            L.append(f"| {head} | {c['n_jobs=1']['time']:.3f} | {two['time']:.3f} | {c['speedup']:.2f}x | "
-                     f"{two['cpu_s'] / two['time']:.2f} | {c['max_coef_diff']:.1e} | {c['load_avg_before']:.1f} / "
-                     f"{c['load_avg_after']:.1f} |")
+            L.append(
+                f"| {head} | {c['n_jobs=1']['time']:.3f} | {two['time']:.3f} | {c['speedup']:.2f}x | "
+                f"{two['cpu_s'] / two['time']:.2f} | {c['max_coef_diff']:.1e} | {c['load_avg_before']:.1f} / "
+                f"{c['load_avg_after']:.1f} |"
+            )
         L.append("")
     m = meta["machine"]
     L.append("## Setup\n")
     L.append(f"- Date: {meta['date']}; command: `{meta['command']}`; total {meta.get('total_wall_s', 0):.0f} s")
-    L.append(f"- Machine: {m.get('Model name', '?')}, {m.get('CPU(s)', '?')} CPUs, RAM {m.get('RAM', '?')}; "
-             f"{m['platform']}, Python {m['python']}. Shared with other work: timings carry noise.")
+    L.append(
+        f"- Machine: {m.get('Model name', '?')}, {m.get('CPU(s)', '?')} CPUs, RAM {m.get('RAM', '?')}; "
+        f"{m['platform']}, Python {m['python']}. Shared with other work: timings carry noise."
+    )
     L.append("- Threads: " + ", ".join(f"{k}={v}" for k, v in m["threads"].items()))
     L.append("- Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()))
-    L.append(f"- l1scale: `regularization_path(X, y, lams=grid, tol=tol, fit_intercept=..., "
-             f"max_iter={args['l1_max_iter']})` on the CSR matrix (tol: relative duality gap of each lam), ladder "
-             "tol 1e-1..1e-9; its Numba code is compiled by a warm-up fit in the parent "
-             f"({meta['l1scale_compile']['first_call_wall_s']:.2f} s, not timed). glmnet: `LogitNet(alpha=1, "
-             "lambda_path=grid, standardize=False, tol=tol, max_iter=100000, n_splits=0, fit_intercept=...)` on "
-             "the same CSR matrix (it makes its own CSC copy, timed), ladder tol 1e-2..1e-12. A ladder stops at "
-             f"worst subopt <= 1e-6, when a path is killed at {args['fit_timeout']:g} s, or after "
-             f"{args['budget']:g} s of paths. Both minimise (1/n) sum log(1 + exp(-y (x.w + b))) + lam ||w||_1 "
-             "(glmnet: deviance / 2n + lam ||w||_1, the same).")
+    L.append(
+        f"- l1scale: `regularization_path(X, y, lams=grid, tol=tol, fit_intercept=..., "
+        f"max_iter={args['l1_max_iter']})` on the CSR matrix (tol: relative duality gap of each lam), ladder "
+        "tol 1e-1..1e-9; its Numba code is compiled by a warm-up fit in the parent "
+        f"({meta['l1scale_compile']['first_call_wall_s']:.2f} s, not timed). glmnet: `LogitNet(alpha=1, "
+        "lambda_path=grid, standardize=False, tol=tol, max_iter=100000, n_splits=0, fit_intercept=...)` on "
+        "the same CSR matrix (it makes its own CSC copy, timed), ladder tol 1e-2..1e-12. A ladder stops at "
+        f"worst subopt <= 1e-6, when a path is killed at {args['fit_timeout']:g} s, or after "
+        f"{args['budget']:g} s of paths. Both minimise (1/n) sum log(1 + exp(-y (x.w + b))) + lam ||w||_1 "
+        "(glmnet: deviance / 2n + lam ||w||_1, the same)."
+    )
     L.append("")
     for ds, r in paths.items():
         L.append(f"## {ds}: {DATASETS[ds][2]} (n={r['n']:,}, d={r['d']:,}, nnz={r['nnz']:,})\n")
         ref = r["reference"]
         bad = ", ".join(f"{r['grid'][k] / r['lam_max']:.3g}" for k in ref.get("not_finite_at") or [])
-        bad = f"; **its objective is not finite at lam/lam_max = {bad}** (P*_k there: the best other path's)" \
-            if bad else ""
-        L.append(f"lam_max = {r['lam_max']:.6g}, intercept: {'yes' if r['intercept'] else 'no'}. Reference: "
-                 + (f"l1scale path at tol={ref['tol']:g}, {ref['seconds']:.2f} s, largest certified relative gap "
-                    f"{ref['max_rel_certificate']:.1e}, {ref['nnz_last']} nonzeros at the last lam{bad}."
-                    if "error" not in ref else f"failed ({ref['error']}); P*_k is the best solution found.") + "\n")
-        L.append("| solver | tol | wall s | worst subopt | at lam/lam_max | median subopt | nnz at last lam | "
-                 "fitted lams / iterations |")
+        bad = (
+            f"; **its objective is not finite at lam/lam_max = {bad}** (P*_k there: the best other path's)"
+            if bad
+            else ""
+        )
+        L.append(
+            f"lam_max = {r['lam_max']:.6g}, intercept: {'yes' if r['intercept'] else 'no'}. Reference: "
+            + (
+                f"l1scale path at tol={ref['tol']:g}, {ref['seconds']:.2f} s, largest certified relative gap "
+                f"{ref['max_rel_certificate']:.1e}, {ref['nnz_last']} nonzeros at the last lam{bad}."
+                if "error" not in ref
+                else f"failed ({ref['error']}); P*_k is the best solution found."
+            )
+            + "\n"
+        )
+        L.append(
+            "| solver | tol | wall s | worst subopt | at lam/lam_max | median subopt | nnz at last lam | "
+            "fitted lams / iterations |"
+        )
         L.append("|---|---|---|---|---|---|---|---|")
         for solver, e in r["solvers"].items():
             for run in e["runs"]:
                 if run.get("time") is None:
                     L.append(f"| {LABELS[solver]} | {fmt_tol(run['tol'])} | {run.get('error', '')} | | | | | |")
                     continue
-                fitted = (f"{run['n_lams_fitted']} lams" if "n_lams_fitted" in run
-                          else f"{run.get('n_iter', '')} Newton steps")
+                fitted = (
+                    f"{run['n_lams_fitted']} lams"
+                    if "n_lams_fitted" in run
+                    else f"{run.get('n_iter', '')} Newton steps"
+                )
                 bad = f" (P not finite at {len(run['not_finite_at'])} lams)" if run.get("not_finite_at") else ""
-                L.append(f"| {LABELS[solver]} | {fmt_tol(run['tol'])} | {fmt_seconds(run['time'])} | "
-                         f"{_fmt_sub(run['worst_subopt'])}{bad} | {run['worst_at_ratio']:.3g} | "
-                         f"{_fmt_sub(run['median_subopt'])} | {run['nnz_last']} | {fitted} |")
+                L.append(
+                    f"| {LABELS[solver]} | {fmt_tol(run['tol'])} | {fmt_seconds(run['time'])} | "
+                    f"{_fmt_sub(run['worst_subopt'])}{bad} | {run['worst_at_ratio']:.3g} | "
+                    f"{_fmt_sub(run['median_subopt'])} | {run['nnz_last']} | {fitted} |"
+                )
         notes = [f"{LABELS[s]}: {n}" for s, n in r["notes"].items() if n]
         L.append("\n" + ("Notes: " + "; ".join(notes) + "\n" if notes else ""))
     path.write_text("\n".join(L) + "\n")
@@ -406,22 +489,32 @@ def write_markdown(path, blob):
 
 # --------------------------------------------------------------------------- main
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--datasets", default=",".join(PROTOCOL), help=f"comma-separated, from {sorted(DATASETS)}")
-    p.add_argument("--intercept", choices=("protocol", "no", "yes"), default="protocol",
-                   help=f"'protocol': per dataset {PROTOCOL}")
+    p.add_argument(
+        "--intercept", choices=("protocol", "no", "yes"), default="protocol", help=f"'protocol': per dataset {PROTOCOL}"
+    )
     p.add_argument("--solvers", default="l1scale,glmnet", help="comma-separated, from l1scale, glmnet")
     p.add_argument("--parts", default="path,njobs", help="comma-separated: path (the path timings), njobs")
-    p.add_argument("--quick", action="store_true",
-                   help=f"datasets {QUICK_DATASETS} only; writes path_quick.{{md,json}}")
+    p.add_argument(
+        "--quick", action="store_true", help=f"datasets {QUICK_DATASETS} only; writes path_quick.{{md,json}}"
+    )
     p.add_argument("--out", default=str(RESULTS_DIR), help="output folder")
     p.add_argument("--from-json", metavar="JSON", help="only re-render the markdown of an earlier run's JSON")
     p.add_argument("--data-dir", default=DATA_DIR)
-    p.add_argument("--cache-dir", default="/tmp/l1scale_bench_cache",
-                   help="where parsed datasets are cached as .npz ('' to disable)")
-    p.add_argument("--budget", type=float, default=240.0,
-                   help="seconds of paths per solver and dataset after which no new path is started")
+    p.add_argument(
+        "--cache-dir",
+        default="/tmp/l1scale_bench_cache",
+        help="where parsed datasets are cached as .npz ('' to disable)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=240.0,
+        help="seconds of paths per solver and dataset after which no new path is started",
+    )
     p.add_argument("--fit-timeout", type=float, default=120.0, help="a path (or n_jobs fit) is killed after this")
     p.add_argument("--repeats", type=int, default=3, help="repeats of a path that takes < --repeat-below s (median)")
     p.add_argument("--repeat-below", type=float, default=1.0)
@@ -439,8 +532,9 @@ def main(argv=None):
         write_markdown(src.with_suffix(".md"), json.loads(src.read_text()))
         print(f"wrote {src.with_suffix('.md')}")
         return
-    datasets = list(QUICK_DATASETS) if args.quick else [dataset_name(d.strip()) for d in args.datasets.split(",")
-                                                        if d.strip()]
+    datasets = (
+        list(QUICK_DATASETS) if args.quick else [dataset_name(d.strip()) for d in args.datasets.split(",") if d.strip()]
+    )
     args.solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     for s in args.solvers:
         if s not in LADDERS:
@@ -453,10 +547,16 @@ def main(argv=None):
     def log(msg):
         print(msg, flush=True)
 
-    meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "command": " ".join(["python", "benchmarks/bench_path.py"] + (argv or sys.argv[1:])),
-            "machine": machine_info(), "versions": package_versions(VERSIONED), "args": vars(args),
-            "datasets": datasets, "n_lams": N_LAMS, "lam_min_ratio": LAM_MIN_RATIO}
+    meta = {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "command": " ".join(["python", "benchmarks/bench_path.py"] + (argv or sys.argv[1:])),
+        "machine": machine_info(),
+        "versions": package_versions(VERSIONED),
+        "args": vars(args),
+        "datasets": datasets,
+        "n_lams": N_LAMS,
+        "lam_min_ratio": LAM_MIN_RATIO,
+    }
     meta["l1scale_compile"] = l1scale_warm_up()
     blob = {"meta": meta, "paths": {}, "njobs": None}
     t_all = time.perf_counter()

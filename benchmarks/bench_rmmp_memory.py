@@ -79,15 +79,16 @@ def worker(cfg: dict) -> dict:
 
     def stream_of(rows, width, **kw):
         return Stream.from_generator(
-            lambda: iter_sparse_text_chunks(rows, width, chunk_rows=cfg["chunk_rows"], random_state=cfg["seed"],
-                                            **kw),
-            n_features=width)
+            lambda: iter_sparse_text_chunks(rows, width, chunk_rows=cfg["chunk_rows"], random_state=cfg["seed"], **kw),
+            n_features=width,
+        )
 
     # Warm-up: load (or compile) the Numba kernels on a tiny stream.
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
         ReducedMemoryMultiPass(tol=1e-3, max_iter=3, max_active=10).solve(
-            StreamProblem(stream_of(500, 200, nnz_per_row=10, n_informative=20), "logistic", lam_ratio=0.1))
+            StreamProblem(stream_of(500, 200, nnz_per_row=10, n_informative=20), "logistic", lam_ratio=0.1)
+        )
     rss_before_peak, rss_before_now = peak_rss_mib(), status_mib("VmRSS")
     hwm_reset = reset_peak_rss()
 
@@ -103,8 +104,9 @@ def worker(cfg: dict) -> dict:
             stream = stream_of(n, d, **gen_kw)
         problem = StreamProblem(stream, "logistic", lam_ratio=cfg["lam_ratio"])
         t_scan = time.perf_counter() - t0
-        solver = ReducedMemoryMultiPass(tol=cfg["tol"], max_iter=cfg["max_iter"], max_active=cfg["max_active"],
-                                        tau=cfg["tau"], verbose=1)
+        solver = ReducedMemoryMultiPass(
+            tol=cfg["tol"], max_iter=cfg["max_iter"], max_active=cfg["max_active"], tau=cfg["tau"], verbose=1
+        )
         res = solver.solve(problem)
     wall = time.perf_counter() - t0
     _, tm_peak = tracemalloc.get_traced_memory()
@@ -125,14 +127,28 @@ def worker(cfg: dict) -> dict:
     h = res.history
     nnz_pass = h.data_accesses[0] if len(h) else 0
     return {
-        "n": n, "d": d, "nnz": int(nnz_pass), "lam": float(problem.lam), "lam_max": float(problem.lam_max),
-        "passes": int(res.n_iter), "converged": bool(res.converged), "stop_reason": res.stop_reason,
-        "kkt_over_lam": float(res.relative_certificate), "objective": float(res.objective),
-        "support": int(res.nnz), "max_active_seen": max(actives) if actives else 0,
-        "seconds_total": wall, "seconds_scan": t_scan, "seconds_solve": float(res.timings["solve"]),
-        "tracemalloc_peak_mib": tm_peak / MIB, "tracemalloc_source_pass_mib": src_peak / MIB,
-        "rss_peak_mib": rss_peak, "rss_peak_process_mib": rss_peak_process, "rss_peak_is_run_only": hwm_reset,
-        "rss_before_peak_mib": rss_before_peak, "rss_before_now_mib": rss_before_now,
+        "n": n,
+        "d": d,
+        "nnz": int(nnz_pass),
+        "lam": float(problem.lam),
+        "lam_max": float(problem.lam_max),
+        "passes": int(res.n_iter),
+        "converged": bool(res.converged),
+        "stop_reason": res.stop_reason,
+        "kkt_over_lam": float(res.relative_certificate),
+        "objective": float(res.objective),
+        "support": int(res.nnz),
+        "max_active_seen": max(actives) if actives else 0,
+        "seconds_total": wall,
+        "seconds_scan": t_scan,
+        "seconds_solve": float(res.timings["solve"]),
+        "tracemalloc_peak_mib": tm_peak / MIB,
+        "tracemalloc_source_pass_mib": src_peak / MIB,
+        "rss_peak_mib": rss_peak,
+        "rss_peak_process_mib": rss_peak_process,
+        "rss_peak_is_run_only": hwm_reset,
+        "rss_before_peak_mib": rss_before_peak,
+        "rss_before_now_mib": rss_before_now,
         "rss_increment_mib": rss_peak - rss_before_now,
         "warnings": sorted({f"{w.category.__name__}: {w.message}" for w in caught}),
     }
@@ -146,8 +162,9 @@ def run_size(cfg: dict) -> dict:
     if out is not None:
         out["subprocess_seconds"] = wall
         return out
-    raise RuntimeError(f"worker for n={cfg['n']} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}\n"
-                       f"{proc.stderr[-4000:]}")
+    raise RuntimeError(
+        f"worker for n={cfg['n']} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    )
 
 
 # ----------------------------------------------------------------------------- report
@@ -157,70 +174,93 @@ def render(doc: dict) -> str:
     d, k = cfg["d"], cfg["max_active"]
     L = []
     L.append("# RMMP memory: a 10x longer stream, the same memory\n")
-    L.append("`ReducedMemoryMultiPass` (L1 logistic regression, intercept, tol = "
-             f"{cfg['tol']:g} on the KKT violation / lam) on synthetic sparse text-like data streamed from "
-             "`iter_sparse_text_chunks` through `Stream.from_generator` (one chunk alive at a time; "
-             "every pass regenerates the rows, identically). Same d, same distribution and planted model, "
-             f"n = {small['n']:,} and {large['n']:,} rows. Each size runs in a fresh subprocess.\n")
+    L.append(
+        "`ReducedMemoryMultiPass` (L1 logistic regression, intercept, tol = "
+        f"{cfg['tol']:g} on the KKT violation / lam) on synthetic sparse text-like data streamed from "
+        "`iter_sparse_text_chunks` through `Stream.from_generator` (one chunk alive at a time; "
+        "every pass regenerates the rows, identically). Same d, same distribution and planted model, "
+        f"n = {small['n']:,} and {large['n']:,} rows. Each size runs in a fresh subprocess.\n"
+    )
     L.append("## Setup\n")
     L.append(f"- Date: {doc['date']}; command: `{doc['command']}`")
     L.append(f"- Machine: {doc['machine']}; {doc['versions']}")
-    L.append(f"- Data: d = {d:,}, nnz_per_row = {cfg['nnz_per_row']} (mean), n_informative = "
-             f"{cfg['n_informative']}, chunk_rows = {cfg['chunk_rows']:,}, random_state = {cfg['seed']}")
-    L.append(f"- Solver: `ReducedMemoryMultiPass(tol={cfg['tol']:g}, max_active={k}, tau={cfg['tau']:g}, "
-             f"max_iter={cfg['max_iter']})`, "
-             f"`StreamProblem(..., lam_ratio={cfg['lam_ratio']:g})` (lam resolved by the first pass of each size)")
-    L.append("- tracemalloc peak: from just before the StreamProblem (its label scan) to the end of `solve`. "
-             "Peak RSS: the subprocess's peak resident size (VmHWM) during the run, the mark reset "
-             "(`/proc/self/clear_refs`) after imports and a tiny warm-up solve (Numba caches loaded); the "
-             "process's all-time `ru_maxrss` is in the JSON. 'RSS before' = resident size after that warm-up, so "
-             "'RSS increment' = peak RSS - RSS before is what the run added. Times include tracemalloc's "
-             "overhead.\n")
+    L.append(
+        f"- Data: d = {d:,}, nnz_per_row = {cfg['nnz_per_row']} (mean), n_informative = "
+        f"{cfg['n_informative']}, chunk_rows = {cfg['chunk_rows']:,}, random_state = {cfg['seed']}"
+    )
+    L.append(
+        f"- Solver: `ReducedMemoryMultiPass(tol={cfg['tol']:g}, max_active={k}, tau={cfg['tau']:g}, "
+        f"max_iter={cfg['max_iter']})`, "
+        f"`StreamProblem(..., lam_ratio={cfg['lam_ratio']:g})` (lam resolved by the first pass of each size)"
+    )
+    L.append(
+        "- tracemalloc peak: from just before the StreamProblem (its label scan) to the end of `solve`. "
+        "Peak RSS: the subprocess's peak resident size (VmHWM) during the run, the mark reset "
+        "(`/proc/self/clear_refs`) after imports and a tiny warm-up solve (Numba caches loaded); the "
+        "process's all-time `ru_maxrss` is in the JSON. 'RSS before' = resident size after that warm-up, so "
+        "'RSS increment' = peak RSS - RSS before is what the run added. Times include tracemalloc's "
+        "overhead.\n"
+    )
     L.append("## Results\n")
-    L.append("| n | nnz(X) | lam/lam_max | passes (+1 label scan) | converged | support | max active (incl. intercept) "
-             "| seconds | tracemalloc peak (MiB) | a plain pass over the source alone (MiB) | peak RSS (MiB) | RSS before (MiB) | RSS increment (MiB) "
-             "| X held in memory would be (MiB) |")
+    L.append(
+        "| n | nnz(X) | lam/lam_max | passes (+1 label scan) | converged | support | max active (incl. intercept) "
+        "| seconds | tracemalloc peak (MiB) | a plain pass over the source alone (MiB) | peak RSS (MiB) | RSS before (MiB) | RSS increment (MiB) "
+        "| X held in memory would be (MiB) |"
+    )
     L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         held = (16 * r["nnz"] + 8 * (r["n"] + 1) + 8 * r["n"]) / MIB
-        L.append(f"| {r['n']:,} | {r['nnz']:,} | {cfg['lam_ratio']:g} | {r['passes']} | "
-                 f"{'yes' if r['converged'] else 'no (' + r['stop_reason'] + ')'} | {r['support']} | "
-                 f"{r['max_active_seen']} | {r['seconds_total']:.1f} | {r['tracemalloc_peak_mib']:.1f} | "
-                 f"{r['tracemalloc_source_pass_mib']:.1f} | "
-                 f"{r['rss_peak_mib']:.1f} | {r['rss_before_now_mib']:.1f} | {r['rss_increment_mib']:.1f} | "
-                 f"{held:.0f} |")
+        L.append(
+            f"| {r['n']:,} | {r['nnz']:,} | {cfg['lam_ratio']:g} | {r['passes']} | "
+            f"{'yes' if r['converged'] else 'no (' + r['stop_reason'] + ')'} | {r['support']} | "
+            f"{r['max_active_seen']} | {r['seconds_total']:.1f} | {r['tracemalloc_peak_mib']:.1f} | "
+            f"{r['tracemalloc_source_pass_mib']:.1f} | "
+            f"{r['rss_peak_mib']:.1f} | {r['rss_before_now_mib']:.1f} | {r['rss_increment_mib']:.1f} | "
+            f"{held:.0f} |"
+        )
     g = doc["growth"]
     L.append("")
-    L.append(f"**Growth from n = {small['n']:,} to {large['n']:,} ({large['n'] / small['n']:.0f}x the rows):** "
-             f"tracemalloc peak {g['tracemalloc_peak']:+.1%}, peak RSS {g['rss_peak']:+.1%}, "
-             f"RSS increment {g['rss_increment']:+.1%} (limit: < {GROWTH_LIMIT:.0%}). "
-             f"Verdict: **{'PASS' if doc['pass'] else 'FAIL'}** (tracemalloc and peak RSS both below the limit). "
-             f"Holding X instead would have grown by "
-             f"{(16 * (large['nnz'] - small['nnz'])) / MIB:,.0f} MiB.\n")
+    L.append(
+        f"**Growth from n = {small['n']:,} to {large['n']:,} ({large['n'] / small['n']:.0f}x the rows):** "
+        f"tracemalloc peak {g['tracemalloc_peak']:+.1%}, peak RSS {g['rss_peak']:+.1%}, "
+        f"RSS increment {g['rss_increment']:+.1%} (limit: < {GROWTH_LIMIT:.0%}). "
+        f"Verdict: **{'PASS' if doc['pass'] else 'FAIL'}** (tracemalloc and peak RSS both below the limit). "
+        f"Holding X instead would have grown by "
+        f"{(16 * (large['nnz'] - small['nnz'])) / MIB:,.0f} MiB.\n"
+    )
     ctl = doc.get("controls") or []
     if len(ctl) == 2:
         c0, c1 = ctl
-        L.append("**Control (the instrument sees n when n is there):** the same rows, solver and settings, but "
-                 "the data generated whole by `make_sparse_text` and held in memory (`Stream.from_arrays`): "
-                 f"tracemalloc peak {c0['tracemalloc_peak_mib']:.0f} -> {c1['tracemalloc_peak_mib']:.0f} MiB "
-                 f"({c1['tracemalloc_peak_mib'] / c0['tracemalloc_peak_mib'] - 1:+.0%}), peak RSS "
-                 f"{c0['rss_peak_mib']:.0f} -> {c1['rss_peak_mib']:.0f} MiB "
-                 f"({c1['rss_peak_mib'] / c0['rss_peak_mib'] - 1:+.0%}); the passes and solution are the "
-                 f"streamed runs' ({c0['passes']} / {c1['passes']} passes, support {c0['support']} / "
-                 f"{c1['support']}).\n")
-    L.append("The RSS increment moves by a few MiB from run to run (allocator arenas); it is not part of the "
-             "verdict.\n")
+        L.append(
+            "**Control (the instrument sees n when n is there):** the same rows, solver and settings, but "
+            "the data generated whole by `make_sparse_text` and held in memory (`Stream.from_arrays`): "
+            f"tracemalloc peak {c0['tracemalloc_peak_mib']:.0f} -> {c1['tracemalloc_peak_mib']:.0f} MiB "
+            f"({c1['tracemalloc_peak_mib'] / c0['tracemalloc_peak_mib'] - 1:+.0%}), peak RSS "
+            f"{c0['rss_peak_mib']:.0f} -> {c1['rss_peak_mib']:.0f} MiB "
+            f"({c1['rss_peak_mib'] / c0['rss_peak_mib'] - 1:+.0%}); the passes and solution are the "
+            f"streamed runs' ({c0['passes']} / {c1['passes']} passes, support {c0['support']} / "
+            f"{c1['support']}).\n"
+        )
+    L.append(
+        "The RSS increment moves by a few MiB from run to run (allocator arenas); it is not part of the verdict.\n"
+    )
     L.append("## The O(d + k^2) accounting\n")
     kk = max(r["max_active_seen"] for r in runs)
     chunk_nnz = cfg["chunk_rows"] * cfg["nnz_per_row"]
     items = [
-        (("one length-d float64 vector (beta, previous beta, gradient, its per-chunk part, \\|Omega\\|, candidate "
-          "scores)"),
-         8 * d),
+        (
+            (
+                "one length-d float64 vector (beta, previous beta, gradient, its per-chunk part, \\|Omega\\|, candidate "
+                "scores)"
+            ),
+            8 * d,
+        ),
         ("the int64 slot map (feature -> position in S)", 8 * d),
         (f"one sketch Psi_S, \\|S\\|^2 float64 with \\|S\\| = {kk} (max_active = {k} + intercept)", 8 * kk * kk),
-        (f"one chunk of {cfg['chunk_rows']:,} rows (~{chunk_nnz:,} nonzeros: float64 value + int64 index)",
-         16 * chunk_nnz + 8 * (cfg["chunk_rows"] + 1)),
+        (
+            f"one chunk of {cfg['chunk_rows']:,} rows (~{chunk_nnz:,} nonzeros: float64 value + int64 index)",
+            16 * chunk_nnz + 8 * (cfg["chunk_rows"] + 1),
+        ),
     ]
     L.append("| item | bytes | MiB |")
     L.append("|---|---|---|")
@@ -240,7 +280,8 @@ def render(doc: dict) -> str:
         f"{small['tracemalloc_peak_mib']:.0f} / {large['tracemalloc_peak_mib']:.0f} MiB; whereas "
         f"X itself is {16 * small['nnz'] / MIB:.0f} MiB at n = {small['n']:,} and "
         f"{16 * large['nnz'] / MIB:.0f} MiB at n = {large['n']:,}. The peak RSS is dominated by the interpreter, "
-        "NumPy/SciPy and the loaded Numba code (the 'RSS before' column).\n")
+        "NumPy/SciPy and the loaded Numba code (the 'RSS before' column).\n"
+    )
     if any(r["warnings"] for r in runs):
         L.append("## Warnings\n")
         for r in runs:
@@ -258,18 +299,32 @@ def main(argv=None):
     ap.add_argument("--nnz-per-row", type=float, default=50)
     ap.add_argument("--n-informative", type=int, default=1000)
     ap.add_argument("--lam-ratio", type=float, default=0.02)
-    ap.add_argument("--max-active", type=int, default=600,
-                    help="k; the default is below the first active set of both sizes, so |S| = k in both")
-    ap.add_argument("--tau", type=float, default=0.5,
-                    help="RMMP's tau (paper: 0.8); 0.5 widens the candidate set so that |S| fills k at both sizes")
+    ap.add_argument(
+        "--max-active",
+        type=int,
+        default=600,
+        help="k; the default is below the first active set of both sizes, so |S| = k in both",
+    )
+    ap.add_argument(
+        "--tau",
+        type=float,
+        default=0.5,
+        help="RMMP's tau (paper: 0.8); 0.5 widens the candidate set so that |S| fills k at both sizes",
+    )
     ap.add_argument("--chunk-rows", type=int, default=10_000)
     ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--max-iter", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--quick", action="store_true", help="n = 5,000 / 50,000, d = 20,000, max_active = 300, lam_ratio = 0.05")
+    ap.add_argument(
+        "--quick", action="store_true", help="n = 5,000 / 50,000, d = 20,000, max_active = 300, lam_ratio = 0.05"
+    )
     ap.add_argument("--out", default=str(RESULTS_DIR))
-    ap.add_argument("--no-control", dest="control", action="store_false",
-                    help="skip the control runs (the same rows held in memory: make_sparse_text + Stream.from_arrays)")
+    ap.add_argument(
+        "--no-control",
+        dest="control",
+        action="store_false",
+        help="skip the control runs (the same rows held in memory: make_sparse_text + Stream.from_arrays)",
+    )
     ap.add_argument("--from-json", help="only re-render the markdown of an earlier run")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -286,41 +341,71 @@ def main(argv=None):
     if args.quick:
         args.n, args.d, args.max_active, args.n_informative, args.lam_ratio = 5_000, 20_000, 300, 50, 0.05
         args.chunk_rows = 2_000
-    cfg = {"d": args.d, "nnz_per_row": args.nnz_per_row, "n_informative": args.n_informative,
-           "lam_ratio": args.lam_ratio, "max_active": args.max_active, "chunk_rows": args.chunk_rows,
-           "tol": args.tol, "max_iter": args.max_iter, "seed": args.seed, "tau": args.tau}
+    cfg = {
+        "d": args.d,
+        "nnz_per_row": args.nnz_per_row,
+        "n_informative": args.n_informative,
+        "lam_ratio": args.lam_ratio,
+        "max_active": args.max_active,
+        "chunk_rows": args.chunk_rows,
+        "tol": args.tol,
+        "max_iter": args.max_iter,
+        "seed": args.seed,
+        "tau": args.tau,
+    }
     runs = []
     for n in (args.n, args.factor * args.n):
         print(f"n = {n:,} ...", flush=True)
         r = run_size({**cfg, "n": n})
-        print(f"  passes {r['passes']} converged {r['converged']} support {r['support']} "
-              f"|S| {r['max_active_seen']}  {r['seconds_total']:.1f}s  tracemalloc peak "
-              f"{r['tracemalloc_peak_mib']:.1f} MiB  peak RSS {r['rss_peak_mib']:.1f} MiB "
-              f"(before {r['rss_before_now_mib']:.1f})", flush=True)
+        print(
+            f"  passes {r['passes']} converged {r['converged']} support {r['support']} "
+            f"|S| {r['max_active_seen']}  {r['seconds_total']:.1f}s  tracemalloc peak "
+            f"{r['tracemalloc_peak_mib']:.1f} MiB  peak RSS {r['rss_peak_mib']:.1f} MiB "
+            f"(before {r['rss_before_now_mib']:.1f})",
+            flush=True,
+        )
         runs.append(r)
     controls = []
     if args.control:
         for n in (args.n, args.factor * args.n):
             print(f"control (data held in memory, Stream.from_arrays): n = {n:,} ...", flush=True)
             r = run_size({**cfg, "n": n, "source": "arrays"})
-            print(f"  passes {r['passes']} tracemalloc peak {r['tracemalloc_peak_mib']:.1f} MiB  peak RSS "
-                  f"{r['rss_peak_mib']:.1f} MiB", flush=True)
+            print(
+                f"  passes {r['passes']} tracemalloc peak {r['tracemalloc_peak_mib']:.1f} MiB  peak RSS "
+                f"{r['rss_peak_mib']:.1f} MiB",
+                flush=True,
+            )
             controls.append(r)
     small, large = runs
-    growth = {key: large[key] / small[key] - 1.0
-              for key in ("tracemalloc_peak_mib", "rss_peak_mib", "rss_increment_mib")}
-    growth = {"tracemalloc_peak": growth["tracemalloc_peak_mib"], "rss_peak": growth["rss_peak_mib"],
-              "rss_increment": growth["rss_increment_mib"]}
+    growth = {
+        key: large[key] / small[key] - 1.0 for key in ("tracemalloc_peak_mib", "rss_peak_mib", "rss_increment_mib")
+    }
+    growth = {
+        "tracemalloc_peak": growth["tracemalloc_peak_mib"],
+        "rss_peak": growth["rss_peak_mib"],
+        "rss_increment": growth["rss_increment_mib"],
+    }
     ok = growth["tracemalloc_peak"] < GROWTH_LIMIT and growth["rss_peak"] < GROWTH_LIMIT
-    doc = {"date": utc_now(), "command": command_line(sys.argv[1:]), "machine": machine(with_ram=False),
-           "versions": versions(), "config": {**cfg, "n": args.n, "factor": args.factor},
-           "runs": runs, "controls": controls, "growth": growth, "growth_limit": GROWTH_LIMIT, "pass": ok}
+    doc = {
+        "date": utc_now(),
+        "command": command_line(sys.argv[1:]),
+        "machine": machine(with_ram=False),
+        "versions": versions(),
+        "config": {**cfg, "n": args.n, "factor": args.factor},
+        "runs": runs,
+        "controls": controls,
+        "growth": growth,
+        "growth_limit": GROWTH_LIMIT,
+        "pass": ok,
+    }
     out.mkdir(parents=True, exist_ok=True)
     (out / f"rmmp_memory{suffix}.json").write_text(json.dumps(doc, indent=1))
     (out / f"rmmp_memory{suffix}.md").write_text(render(doc))
-    print(f"growth: tracemalloc {growth['tracemalloc_peak']:+.1%}, peak RSS {growth['rss_peak']:+.1%}, "
-          f"RSS increment {growth['rss_increment']:+.1%} -> {'PASS' if ok else 'FAIL'}; "
-          f"wrote {out / f'rmmp_memory{suffix}.md'}")
+    print(
+        f"growth: tracemalloc {growth['tracemalloc_peak']:+.1%}, peak RSS {growth['rss_peak']:+.1%}, "
+        f"RSS increment {growth['rss_increment']:+.1%} -> {'PASS' if ok else 'FAIL'}; "
+        f"wrote {out / f'rmmp_memory{suffix}.md'}"
+    )
     return 0 if ok else 1
 
 

@@ -88,8 +88,12 @@ QUICK_SOLVERS = ("cd", "mp", "rmmp300")
 SKETCH_BUDGET_BYTES = 4 << 30
 PAPER = {  # Balakrishnan & Madigan sec. 7.1 on ModApte 'earn' (their d = 21,989, t = 9,603)
     "gamma=100": {"nnz": 31, "mp": "~6 (Table 3: = BBR at z = 5)", "rmmp300": "~7 (Table 3)"},
-    "gamma=10": {"nnz": 150, "mp": "~7", "rmmp300": "~15",
-                 "rmmp_large": "k = 3120 behaves as MP (Table 4: z = 8 shown)"},
+    "gamma=10": {
+        "nnz": 150,
+        "mp": "~7",
+        "rmmp300": "~15",
+        "rmmp_large": "k = 3120 behaves as MP (Table 4: z = 8 shown)",
+    },
 }
 
 
@@ -152,8 +156,11 @@ def worker(cfg: dict) -> dict:
             res = CoordinateDescent(tol=TOL, max_iter=1000).solve(problem)
             wall = time.perf_counter() - t0
             nnz = X.nnz
-            out.update(seconds_load=t_load, seconds_setup=t_setup,
-                       data_passes_equiv=res.history.data_accesses[-1] / nnz if len(res.history) else 0.0)
+            out.update(
+                seconds_load=t_load,
+                seconds_setup=t_setup,
+                data_passes_equiv=res.history.data_accesses[-1] / nnz if len(res.history) else 0.0,
+            )
         else:
             from l1scale.data.stream import Stream
             from l1scale.stream_problem import StreamProblem
@@ -169,13 +176,22 @@ def worker(cfg: dict) -> dict:
     h = res.history
     np.savez(cfg["coef_out"], coef=res.coef, intercept=np.array(res.intercept))
     out.update(
-        passes=int(res.n_iter), converged=bool(res.converged), stop_reason=res.stop_reason,
-        certificate_name=res.certificate_name, relative_certificate=float(res.relative_certificate),
-        seconds=wall, seconds_solve=float(res.timings["solve"]),
-        peak_rss_mib=peak, rss_before_mib=rss_before, rss_increment_mib=peak - rss_before,
-        peak_rss_process_mib=peak_process, peak_rss_is_run_only=hwm_reset,
-        history_objective=[float(v) for v in h.objective], history_nnz=list(h.nnz),
-        history_time=[float(v) for v in h.time], history_active=list(getattr(h, "active", []) or []),
+        passes=int(res.n_iter),
+        converged=bool(res.converged),
+        stop_reason=res.stop_reason,
+        certificate_name=res.certificate_name,
+        relative_certificate=float(res.relative_certificate),
+        seconds=wall,
+        seconds_solve=float(res.timings["solve"]),
+        peak_rss_mib=peak,
+        rss_before_mib=rss_before,
+        rss_increment_mib=peak - rss_before,
+        peak_rss_process_mib=peak_process,
+        peak_rss_is_run_only=hwm_reset,
+        history_objective=[float(v) for v in h.objective],
+        history_nnz=list(h.nnz),
+        history_time=[float(v) for v in h.time],
+        history_active=list(getattr(h, "active", []) or []),
         warnings=sorted({f"{w.category.__name__}: {str(w.message)[:300]}" for w in caught}),
     )
     return out
@@ -212,17 +228,23 @@ def cooccurrence_nnz(X, *, exact, seed=0, per_stratum=300, top=50):
     """
     t0 = time.perf_counter()
     n, d = X.shape
-    B = sp.csr_matrix((np.ones(X.nnz, np.float32), X.indices.astype(np.int32), X.indptr.astype(np.int64)),
-                      shape=X.shape)
+    B = sp.csr_matrix(
+        (np.ones(X.nnz, np.float32), X.indices.astype(np.int32), X.indptr.astype(np.int64)), shape=X.shape
+    )
     Bc = B.tocsc()
     rn = np.diff(B.indptr).astype(np.int64)
-    bound = int((rn ** 2).sum())
+    bound = int((rn**2).sum())
     if exact:
         total = 0
         for a in range(0, d, 4000):
-            total += (Bc[:, a:a + 4000].T @ B).nnz
-        return {"nnz": int(total), "se": 0.0, "exact": True, "sum_row_nnz_sq": bound,
-                "seconds": time.perf_counter() - t0}
+            total += (Bc[:, a : a + 4000].T @ B).nnz
+        return {
+            "nnz": int(total),
+            "se": 0.0,
+            "exact": True,
+            "sum_row_nnz_sq": bound,
+            "seconds": time.perf_counter() - t0,
+        }
     rng = np.random.default_rng(seed)
     cost = np.asarray(Bc.T @ rn.astype(np.float64)).ravel()  # per column: an upper bound on its nnz
     order = np.argsort(-cost)
@@ -243,9 +265,14 @@ def cooccurrence_nnz(X, *, exact, seed=0, per_stratum=300, top=50):
         v = colnnz(J).astype(np.float64)
         est += members.size * v.mean()
         if J.size > 1:
-            var += members.size ** 2 * v.var(ddof=1) / J.size * (1 - J.size / members.size)
-    return {"nnz": float(est), "se": float(np.sqrt(var)), "exact": False, "sum_row_nnz_sq": bound,
-            "seconds": time.perf_counter() - t0}
+            var += members.size**2 * v.var(ddof=1) / J.size * (1 - J.size / members.size)
+    return {
+        "nnz": float(est),
+        "se": float(np.sqrt(var)),
+        "exact": False,
+        "sum_row_nnz_sq": bound,
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def duplicate_columns(X):
@@ -290,9 +317,15 @@ def evaluate(problem, ref, run, coef_path):
     obj = float(problem.objective(coef, b))
     sup, sup_ref = set(np.flatnonzero(coef).tolist()), set(ref["support"])
     margin_diff = float(np.max(np.abs(problem_X(problem) @ (coef - ref["coef"]) + (b - ref["intercept"]))))
-    run.update(objective=obj, rel_objective=(obj - p_star) / abs(p_star), support=len(sup), max_margin_diff=margin_diff,
-               support_equal=sup == sup_ref, support_symdiff=len(sup ^ sup_ref),
-               l1_distance=float(np.abs(coef - ref["coef"]).sum() + abs(b - ref["intercept"])))
+    run.update(
+        objective=obj,
+        rel_objective=(obj - p_star) / abs(p_star),
+        support=len(sup),
+        max_margin_diff=margin_diff,
+        support_equal=sup == sup_ref,
+        support_symdiff=len(sup ^ sup_ref),
+        l1_distance=float(np.abs(coef - ref["coef"]).sum() + abs(b - ref["intercept"])),
+    )
     hist = run.get("history_objective", [])
     reach = [i + 1 for i, v in enumerate(hist) if np.isfinite(v) and (v - p_star) / abs(p_star) <= 1e-6]
     run["pass_to_1e-6"] = reach[0] if reach else None
@@ -315,8 +348,13 @@ def solver_plan(name, settings_solvers):
 
 
 def solver_label(key, name):
-    return {"cd": "CD (batch, in memory)", "mp": "MP", "rmmp300": "RMMP k=300",
-            "rmmp_large": f"RMMP k={LARGE_K[name]}", "online": "Online (1 pass)"}[key]
+    return {
+        "cd": "CD (batch, in memory)",
+        "mp": "MP",
+        "rmmp300": "RMMP k=300",
+        "rmmp_large": f"RMMP k={LARGE_K[name]}",
+        "online": "Online (1 pass)",
+    }[key]
 
 
 # ============================================================================ report
@@ -342,87 +380,111 @@ def _max_active(run):
 
 def render(doc) -> str:
     L = ["# Streaming solvers (MP, RMMP, Online) vs batch CD\n"]
-    L.append("L1 logistic regression with an unpenalised intercept, `P(w,b) = (1/n) sum_i log(1+exp(-y_i(x_i.w+b))) "
-             "+ lam ||w||_1`. The paper's gamma is the sum-form strength: `lam = gamma / n`. "
-             "All solvers stop at tol = 1e-6: CD on the relative duality gap, MP / RMMP on the KKT violation / lam "
-             "(Online makes exactly one pass and has no stopping rule). P* = CD at tol = 1e-10 (in memory, once per "
-             "setting). Streaming solvers read `Stream.from_svmlight(path, cache=DIR)` with the cache deleted before "
-             "each run: the label scan parses the text and writes the binary chunk cache, every solver pass reads "
-             "the cache, so their seconds include reading the data each pass; CD's seconds include `load_svmlight` "
-             "and building its `Problem`. Each run is a fresh subprocess (single thread).\n")
+    L.append(
+        "L1 logistic regression with an unpenalised intercept, `P(w,b) = (1/n) sum_i log(1+exp(-y_i(x_i.w+b))) "
+        "+ lam ||w||_1`. The paper's gamma is the sum-form strength: `lam = gamma / n`. "
+        "All solvers stop at tol = 1e-6: CD on the relative duality gap, MP / RMMP on the KKT violation / lam "
+        "(Online makes exactly one pass and has no stopping rule). P* = CD at tol = 1e-10 (in memory, once per "
+        "setting). Streaming solvers read `Stream.from_svmlight(path, cache=DIR)` with the cache deleted before "
+        "each run: the label scan parses the text and writes the binary chunk cache, every solver pass reads "
+        "the cache, so their seconds include reading the data each pass; CD's seconds include `load_svmlight` "
+        "and building its `Problem`. Each run is a fresh subprocess (single thread).\n"
+    )
     L.append("## Setup\n")
     L.append(f"- Date: {doc['date']}; command: `{doc['command']}`")
     L.append(f"- Machine: {doc['machine']}; {doc['versions']}")
-    L.append("- Columns: *passes* = solver passes over the data (+1 label scan for the streaming solvers; CD: "
-             "outer Newton iterations and, in brackets, the nonzeros of X it read in all, in units of nnz(X)); "
-             "*max |S|* = RMMP's largest active set (features; 'all' for the full sketch); *pass to 1e-6* = first "
-             "pass (CD: iteration) whose objective is within 1e-6 (relative) of P*; *seconds* = wall time, "
-             "data reading included, best of up to 3 runs when under 5 s (in brackets: the solver's own `solve` "
-             "time, and per pass for the streaming solvers); *rel. obj.* = (P - P*)/P*; "
-             "*support = ref?* compares the sets of nonzero coefficients with P*'s (the count of differing "
-             "features if not); *||w - w*||_1* includes the intercept; *max |margin - margin\\*|* = "
-             "max_i |x_i.(w - w*) + b - b*|; *peak RSS* = the peak resident size of the "
-             "run's process during the run (VmHWM, reset after imports and a warm-up solve that loads the Numba "
-             "caches, so a compile does not count), *+run* = above the resident size at that point.")
-    L.append("- Reuters: our features are L2-normalised sublinear TF-IDF with d = 27,901 (the paper's own "
-             "pre-processing gave d = 21,989 and different weights), so the same gamma gives a different, much "
-             "sparser model than the paper's (paper: 31 nonzeros at gamma = 100, 150 at gamma = 10); "
-             "lam_ratio = 0.01 is added for a denser model. The pass counts are comparable in spirit only.\n")
+    L.append(
+        "- Columns: *passes* = solver passes over the data (+1 label scan for the streaming solvers; CD: "
+        "outer Newton iterations and, in brackets, the nonzeros of X it read in all, in units of nnz(X)); "
+        "*max |S|* = RMMP's largest active set (features; 'all' for the full sketch); *pass to 1e-6* = first "
+        "pass (CD: iteration) whose objective is within 1e-6 (relative) of P*; *seconds* = wall time, "
+        "data reading included, best of up to 3 runs when under 5 s (in brackets: the solver's own `solve` "
+        "time, and per pass for the streaming solvers); *rel. obj.* = (P - P*)/P*; "
+        "*support = ref?* compares the sets of nonzero coefficients with P*'s (the count of differing "
+        "features if not); *||w - w*||_1* includes the intercept; *max |margin - margin\\*|* = "
+        "max_i |x_i.(w - w*) + b - b*|; *peak RSS* = the peak resident size of the "
+        "run's process during the run (VmHWM, reset after imports and a warm-up solve that loads the Numba "
+        "caches, so a compile does not count), *+run* = above the resident size at that point."
+    )
+    L.append(
+        "- Reuters: our features are L2-normalised sublinear TF-IDF with d = 27,901 (the paper's own "
+        "pre-processing gave d = 21,989 and different weights), so the same gamma gives a different, much "
+        "sparser model than the paper's (paper: 31 nonzeros at gamma = 100, 150 at gamma = 10); "
+        "lam_ratio = 0.01 is added for a denser model. The pass counts are comparable in spirit only.\n"
+    )
     for ds in doc["datasets"]:
         L.append(f"## {ds['name']}: {ds['label']} (n={ds['n']:,}, d={ds['d']:,}, nnz={ds['nnz']:,})\n")
         co = ds["cooccurrence"]
         if co["exact"]:
-            L.append(f"Full sketch (MP, Online): nnz(X^T X) = {co['nnz']:,.0f} entries (exact), i.e. "
-                     f"~{co['nnz'] * 12 / 2**30:.2f} GiB as a CSC matrix (8-byte value + 4-byte index; 16 bytes "
-                     f"with int64 indices: {co['nnz'] * 16 / 2**30:.2f} GiB), vs X itself {ds['nnz'] * 12 / 2**20:.0f} MiB.\n")
+            L.append(
+                f"Full sketch (MP, Online): nnz(X^T X) = {co['nnz']:,.0f} entries (exact), i.e. "
+                f"~{co['nnz'] * 12 / 2**30:.2f} GiB as a CSC matrix (8-byte value + 4-byte index; 16 bytes "
+                f"with int64 indices: {co['nnz'] * 16 / 2**30:.2f} GiB), vs X itself {ds['nnz'] * 12 / 2**20:.0f} MiB.\n"
+            )
         else:
-            L.append(f"Full sketch (MP, Online): nnz(X^T X) estimated at {co['nnz']:.3g} +- {co['se']:.2g} "
-                     f"entries (stratified sample of columns; upper bound sum_i nnz(x_i)^2 = "
-                     f"{co['sum_row_nnz_sq']:.3g}), i.e. ~{co['nnz'] * 12 / 2**30:.0f} GiB at 12 bytes per entry "
-                     f"(~{co['nnz'] * 16 / 2**30:.0f} GiB with int64 indices), before the per-chunk products and "
-                     f"the sum of two such matrices that a pass allocates. The machine has "
-                     f"{doc['ram_gib']:.0f} GiB: **MP and Online are skipped on {ds['name']}** (budget "
-                     f"{SKETCH_BUDGET_BYTES / 2**30:.0f} GiB for the sketch); RMMP's sketch is (k+1)^2 floats "
-                     f"(k = 2000: {2001**2 * 8 / 2**20:.0f} MiB).\n")
+            L.append(
+                f"Full sketch (MP, Online): nnz(X^T X) estimated at {co['nnz']:.3g} +- {co['se']:.2g} "
+                f"entries (stratified sample of columns; upper bound sum_i nnz(x_i)^2 = "
+                f"{co['sum_row_nnz_sq']:.3g}), i.e. ~{co['nnz'] * 12 / 2**30:.0f} GiB at 12 bytes per entry "
+                f"(~{co['nnz'] * 16 / 2**30:.0f} GiB with int64 indices), before the per-chunk products and "
+                f"the sum of two such matrices that a pass allocates. The machine has "
+                f"{doc['ram_gib']:.0f} GiB: **MP and Online are skipped on {ds['name']}** (budget "
+                f"{SKETCH_BUDGET_BYTES / 2**30:.0f} GiB for the sketch); RMMP's sketch is (k+1)^2 floats "
+                f"(k = 2000: {2001**2 * 8 / 2**20:.0f} MiB).\n"
+            )
         if ds.get("duplicate_columns"):
-            L.append(f"{ds['duplicate_columns']:,} columns of X belong to {ds['duplicate_groups']:,} groups of identical "
-                     "columns (terms that occur in exactly the same documents with the same weights). Where such twins enter the "
-                     "model, w* is not unique: the L1 penalty does not care how a weight is split between same-sign "
-                     "twins, so solutions with the same objective (to 1e-12) can be far apart in ||w - w*||_1 and "
-                     "can differ in support by coefficients of ~1e-9; the margins X w + b are unique, hence the "
-                     "*max |margin - margin\\*|* column.\n")
+            L.append(
+                f"{ds['duplicate_columns']:,} columns of X belong to {ds['duplicate_groups']:,} groups of identical "
+                "columns (terms that occur in exactly the same documents with the same weights). Where such twins enter the "
+                "model, w* is not unique: the L1 penalty does not care how a weight is split between same-sign "
+                "twins, so solutions with the same objective (to 1e-12) can be far apart in ||w - w*||_1 and "
+                "can differ in support by coefficients of ~1e-9; the margins X w + b are unique, hence the "
+                "*max |margin - margin\\*|* column.\n"
+            )
         for st in ds["settings"]:
             ref = st["reference"]
-            L.append(f"### {ds['name']}, {st['label']}: lam = {st['lam']:.4g} (gamma = n lam = {st['gamma']:.4g}, "
-                     f"lam/lam_max = {st['ratio']:.3g})\n")
-            L.append(f"P* = {ref['objective']:.12g}, support {len(ref['support'])} features "
-                     f"(CD tol=1e-10: {ref['n_iter']} iterations, relative gap {ref['relative_certificate']:.1e}, "
-                     f"{ref['seconds']:.2f} s).\n")
-            L.append("| solver | passes | converged | pass to 1e-6 | seconds | rel. obj. | support | support = ref? "
-                     "| \\|\\|w - w*\\|\\|_1 | max \\|margin - margin*\\| | max \\|S\\| | peak RSS MiB (+run) | paper passes |")
+            L.append(
+                f"### {ds['name']}, {st['label']}: lam = {st['lam']:.4g} (gamma = n lam = {st['gamma']:.4g}, "
+                f"lam/lam_max = {st['ratio']:.3g})\n"
+            )
+            L.append(
+                f"P* = {ref['objective']:.12g}, support {len(ref['support'])} features "
+                f"(CD tol=1e-10: {ref['n_iter']} iterations, relative gap {ref['relative_certificate']:.1e}, "
+                f"{ref['seconds']:.2f} s).\n"
+            )
+            L.append(
+                "| solver | passes | converged | pass to 1e-6 | seconds | rel. obj. | support | support = ref? "
+                "| \\|\\|w - w*\\|\\|_1 | max \\|margin - margin*\\| | max \\|S\\| | peak RSS MiB (+run) | paper passes |"
+            )
             L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
             for run in st["runs"]:
                 key = run["key"]
                 paper = PAPER.get(st["label"], {}).get(key, "")
                 if "skipped" in run or "error" in run:
-                    L.append(f"| {run['label']} | {run.get('skipped') or run.get('error')} |  |  |  |  |  |  |  |  |  "
-                             f"|  | {paper} |")
+                    L.append(
+                        f"| {run['label']} | {run.get('skipped') or run.get('error')} |  |  |  |  |  |  |  |  |  "
+                        f"|  | {paper} |"
+                    )
                     continue
                 if key == "cd":
                     passes = f"{run['passes']} it. (reads = {run['data_passes_equiv']:.0f} passes)"
                     secs = f"{run['seconds']:.2f} ({run['seconds_solve']:.2f})"
                 else:
                     passes = f"{run['passes']} + 1"
-                    secs = (f"{run['seconds']:.2f} ({run['seconds_solve']:.2f}; "
-                            f"{run['seconds_solve'] / max(run['passes'], 1):.3g}/pass)")
+                    secs = (
+                        f"{run['seconds']:.2f} ({run['seconds_solve']:.2f}; "
+                        f"{run['seconds_solve'] / max(run['passes'], 1):.3g}/pass)"
+                    )
                 conv = "yes" if run["converged"] else f"no ({run['stop_reason']})"
                 if key == "online":
                     conv = "one pass"
                 eq = "yes" if run["support_equal"] else f"no ({run['support_symdiff']})"
-                L.append(f"| {run['label']} | {passes} | {conv} | {run['pass_to_1e-6'] or '-'} | {secs} | "
-                         f"{_fmt_rel(run['rel_objective'])} | {run['support']} | {eq} | {run['l1_distance']:.2g} | "
-                         f"{run['max_margin_diff']:.2g} | {_max_active(run)} | "
-                         f"{run['peak_rss_mib']:.0f} (+{run['rss_increment_mib']:.0f}) | {paper} |")
+                L.append(
+                    f"| {run['label']} | {passes} | {conv} | {run['pass_to_1e-6'] or '-'} | {secs} | "
+                    f"{_fmt_rel(run['rel_objective'])} | {run['support']} | {eq} | {run['l1_distance']:.2g} | "
+                    f"{run['max_margin_diff']:.2g} | {_max_active(run)} | "
+                    f"{run['peak_rss_mib']:.0f} (+{run['rss_increment_mib']:.0f}) | {paper} |"
+                )
             notes = [(r["label"], w) for r in st["runs"] for w in r.get("warnings", [])]
             if notes:
                 L.append("")
@@ -430,8 +492,10 @@ def render(doc) -> str:
                     L.append(f"- {label}: {w}")
             L.append("")
     L.append("## Paper vs ours (ModApte 'earn', k = 300)\n")
-    L.append("| gamma | paper: nonzeros | paper: MP passes | paper: RMMP k=300 passes | ours: nonzeros | ours: MP passes "
-             "| ours: RMMP k=300 passes (+1 label scan) | ours: first active set (k = 3000) |")
+    L.append(
+        "| gamma | paper: nonzeros | paper: MP passes | paper: RMMP k=300 passes | ours: nonzeros | ours: MP passes "
+        "| ours: RMMP k=300 passes (+1 label scan) | ours: first active set (k = 3000) |"
+    )
     L.append("|---|---|---|---|---|---|---|---|")
     for ds in doc["datasets"]:
         if ds["name"] != "earn":
@@ -442,21 +506,30 @@ def render(doc) -> str:
 
             def cnt(k):
                 r = runs.get(k)
-                return "-" if r is None or "passes" not in r else f"{r['passes']}" + ("" if r["converged"] else " (not converged)")
-            L.append(f"| {st['gamma']:.3g} | {p['nnz'] if p else '-'} | {p['mp'] if p else '-'} | "
-                     f"{p['rmmp300'] if p else '-'} | {len(st['reference']['support'])} | {cnt('mp')} | {cnt('rmmp300')} "
-                     f"| {_first_active(runs.get('rmmp_large'))} |")
+                return (
+                    "-"
+                    if r is None or "passes" not in r
+                    else f"{r['passes']}" + ("" if r["converged"] else " (not converged)")
+                )
+
+            L.append(
+                f"| {st['gamma']:.3g} | {p['nnz'] if p else '-'} | {p['mp'] if p else '-'} | "
+                f"{p['rmmp300'] if p else '-'} | {len(st['reference']['support'])} | {cnt('mp')} | {cnt('rmmp300')} "
+                f"| {_first_active(runs.get('rmmp_large'))} |"
+            )
     L.append("")
-    L.append("RMMP's first pass is at beta = 0 with an empty active set (no outer products, as in the paper), so it "
-             "takes one pass more than MP to reach the same iterates when k covers the first active set. The "
-             "paper counts passes to parameters 'indistinguishable from BBR' (a few digits); ours count passes to a "
-             "KKT violation of 1e-6 lam, a tighter test (the *pass to 1e-6* column is usually 1-2 passes earlier). "
-             "Our pass counts sit at the paper's MP counts, and RMMP with k = 300 needs no more passes than with "
-             "k = 3000 at gamma = 100 and 10: with our features the solutions have 2 and 12 nonzeros and the first "
-             "active set (10 and 272 features) fits in k = 300, so RMMP follows MP's path. The paper's ~15 passes at "
-             "gamma = 10 come from k = 300 being only twice its 150 nonzeros, with a first active set of ~3,000 "
-             "that k = 300 had to cut; our lam_ratio = 0.01 row (first active set 989 > k = 300, 27 nonzeros) is "
-             "the closest analogue and costs no extra pass either.\n")
+    L.append(
+        "RMMP's first pass is at beta = 0 with an empty active set (no outer products, as in the paper), so it "
+        "takes one pass more than MP to reach the same iterates when k covers the first active set. The "
+        "paper counts passes to parameters 'indistinguishable from BBR' (a few digits); ours count passes to a "
+        "KKT violation of 1e-6 lam, a tighter test (the *pass to 1e-6* column is usually 1-2 passes earlier). "
+        "Our pass counts sit at the paper's MP counts, and RMMP with k = 300 needs no more passes than with "
+        "k = 3000 at gamma = 100 and 10: with our features the solutions have 2 and 12 nonzeros and the first "
+        "active set (10 and 272 features) fits in k = 300, so RMMP follows MP's path. The paper's ~15 passes at "
+        "gamma = 10 come from k = 300 being only twice its 150 nonzeros, with a first active set of ~3,000 "
+        "that k = 300 had to cut; our lam_ratio = 0.01 row (first active set 989 > k = 300, 27 nonzeros) is "
+        "the closest analogue and costs no extra pass either.\n"
+    )
     if doc.get("when_to_choose"):
         L.append("## When to choose which\n")
         L.append(doc["when_to_choose"] + "\n")
@@ -517,17 +590,26 @@ def when_to_choose(doc) -> str:
         "'stalled' and says that max_active is too small. "
         "**MP** makes the same iterates as RMMP with k >= the first active set, one pass sooner, but keeps "
         "Psi on every co-occurring pair, nnz(X^T X): "
-        + (f"{earn['cooccurrence']['nnz']:.2g} entries on earn, ~{rng('earn', 'mp', 'seconds_solve', '{:.2g}')} s "
-           f"of solve and +{rng('earn', 'mp', 'rss_increment_mib', '{:.0f}')} MiB where RMMP needs a fraction of a "
-           "second and +40 MiB, " if earn else "")
-        + (f"and ~{news['cooccurrence']['nnz']:.1e} entries (~{news['cooccurrence']['nnz'] * 12 / 2**30:.0f} GiB) "
-           "on news20, where it cannot run. " if news else "")
+        + (
+            f"{earn['cooccurrence']['nnz']:.2g} entries on earn, ~{rng('earn', 'mp', 'seconds_solve', '{:.2g}')} s "
+            f"of solve and +{rng('earn', 'mp', 'rss_increment_mib', '{:.0f}')} MiB where RMMP needs a fraction of a "
+            "second and +40 MiB, "
+            if earn
+            else ""
+        )
+        + (
+            f"and ~{news['cooccurrence']['nnz']:.1e} entries (~{news['cooccurrence']['nnz'] * 12 / 2**30:.0f} GiB) "
+            "on news20, where it cannot run. "
+            if news
+            else ""
+        )
         + "It is only worth it for small d (dense sketch). "
         "**Online** reads the data once, but it holds the same full sketch and runs Shooting per example "
         f"({rng('earn', 'online')} s and +{rng('earn', 'online', 'rss_increment_mib', '{:.0f}')} MiB on earn), "
         f"and one pass does not reach P* (relative objective error {online_rel} on the three earn settings, "
         "worse as the model gets denser; the paper found its ModApte estimates 'not particularly good' too). "
-        "Use it when each example can be seen only once and d is small; otherwise RMMP.")
+        "Use it when each example can be seen only once and d is small; otherwise RMMP."
+    )
     return txt
 
 
@@ -566,9 +648,17 @@ def main(argv=None):
     suffix = "_quick" if args.quick else ""
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
-    doc = {"date": utc_now(), "command": command_line(sys.argv[1:]), "machine": machine(), "ram_gib": ram_gib(),
-           "versions": versions(), "tol": TOL, "ref_tol": REF_TOL,
-           "max_iter": args.max_iter, "datasets": []}
+    doc = {
+        "date": utc_now(),
+        "command": command_line(sys.argv[1:]),
+        "machine": machine(),
+        "ram_gib": ram_gib(),
+        "versions": versions(),
+        "tol": TOL,
+        "ref_tol": REF_TOL,
+        "max_iter": args.max_iter,
+        "datasets": [],
+    }
 
     def save():
         (out / f"streaming{suffix}.json").write_text(json.dumps(doc, indent=1))
@@ -583,8 +673,17 @@ def main(argv=None):
         co = cooccurrence_nnz(X, exact=d <= 100_000)
         print(f"   nnz(X^T X) {'=' if co['exact'] else '~'} {co['nnz']:.4g} ({co['seconds']:.1f} s)", flush=True)
         dup_cols, dup_groups = duplicate_columns(X)
-        ds = {"name": name, "label": label, "n": n, "d": d, "nnz": int(X.nnz), "cooccurrence": co,
-              "duplicate_columns": dup_cols, "duplicate_groups": dup_groups, "settings": []}
+        ds = {
+            "name": name,
+            "label": label,
+            "n": n,
+            "d": d,
+            "nnz": int(X.nnz),
+            "cooccurrence": co,
+            "duplicate_columns": dup_cols,
+            "duplicate_groups": dup_groups,
+            "settings": [],
+        }
         doc["datasets"].append(ds)
         lam_max = Problem(X, y, lam=1.0).lam_max()
         for slabel, kind, value in settings.get(name, []):
@@ -592,27 +691,51 @@ def main(argv=None):
             problem, ref_res, ref_s = reference(X, y, lam)
             _X_FOR_EVAL.clear()
             _X_FOR_EVAL[id(problem)] = X
-            ref = {"objective": float(ref_res.objective), "support": np.flatnonzero(ref_res.coef).tolist(),
-                   "coef": ref_res.coef, "intercept": float(ref_res.intercept), "n_iter": int(ref_res.n_iter),
-                   "relative_certificate": float(ref_res.relative_certificate), "seconds": ref_s}
-            st = {"label": slabel, "lam": lam, "gamma": lam * n, "ratio": lam / lam_max,
-                  "reference": {k: v for k, v in ref.items() if k != "coef"}, "runs": []}
+            ref = {
+                "objective": float(ref_res.objective),
+                "support": np.flatnonzero(ref_res.coef).tolist(),
+                "coef": ref_res.coef,
+                "intercept": float(ref_res.intercept),
+                "n_iter": int(ref_res.n_iter),
+                "relative_certificate": float(ref_res.relative_certificate),
+                "seconds": ref_s,
+            }
+            st = {
+                "label": slabel,
+                "lam": lam,
+                "gamma": lam * n,
+                "ratio": lam / lam_max,
+                "reference": {k: v for k, v in ref.items() if k != "coef"},
+                "runs": [],
+            }
             ds["settings"].append(st)
-            print(f"-- {name} {slabel}: lam={lam:.4g} P*={ref['objective']:.12g} nnz*={len(ref['support'])} "
-                  f"({ref_s:.1f} s)", flush=True)
+            print(
+                f"-- {name} {slabel}: lam={lam:.4g} P*={ref['objective']:.12g} nnz*={len(ref['support'])} "
+                f"({ref_s:.1f} s)",
+                flush=True,
+            )
             for key, skind, k in solver_plan(name, solvers):
                 run = {"key": key, "label": solver_label(key, name), "kind": skind, "max_active": k}
                 if skind in ("mp", "online") and co["nnz"] * 12 > SKETCH_BUDGET_BYTES:
-                    run["skipped"] = (f"skipped: full sketch nnz(X^T X) ~ {co['nnz']:.2g} entries "
-                                      f"(~{co['nnz'] * 12 / 2**30:.0f} GiB)")
+                    run["skipped"] = (
+                        f"skipped: full sketch nnz(X^T X) ~ {co['nnz']:.2g} entries (~{co['nnz'] * 12 / 2**30:.0f} GiB)"
+                    )
                     st["runs"].append(run)
                     print(f"   {key}: {run['skipped']}", flush=True)
                     continue
                 cache = work / f"cache_{name}"
                 shutil.rmtree(cache, ignore_errors=True)
                 coef_out = work / f"coef_{name}_{key}.npz"
-                cfg = {"kind": skind, "path": path, "d": d, "lam": lam, "max_active": k,
-                       "max_iter": args.max_iter, "cache": str(cache), "coef_out": str(coef_out)}
+                cfg = {
+                    "kind": skind,
+                    "path": path,
+                    "d": d,
+                    "lam": lam,
+                    "max_active": k,
+                    "max_iter": args.max_iter,
+                    "cache": str(cache),
+                    "coef_out": str(coef_out),
+                }
                 t0 = time.perf_counter()
                 res = run_one(cfg, args.timeout)
                 tries = [res["seconds"]] if "error" not in res else []
@@ -625,17 +748,26 @@ def main(argv=None):
                         break
                     tries.append(again["seconds"])
                     if again["seconds"] < res["seconds"]:
-                        res.update(seconds=again["seconds"], seconds_solve=again["seconds_solve"],
-                                   **{k: again[k] for k in ("seconds_scan_and_cache", "seconds_load", "seconds_setup")
-                                      if k in again})
+                        res.update(
+                            seconds=again["seconds"],
+                            seconds_solve=again["seconds_solve"],
+                            **{
+                                k: again[k]
+                                for k in ("seconds_scan_and_cache", "seconds_load", "seconds_setup")
+                                if k in again
+                            },
+                        )
                 res["seconds_all_tries"] = tries
                 run.update(res)
                 if "error" not in res:
                     evaluate(problem, ref, run, coef_out)
-                    print(f"   {key:10s} passes {run['passes']:3d} conv {run['converged']!s:5s} "
-                          f"{run['seconds']:7.2f}s rel {run['rel_objective']:+.2e} nnz {run['support']} "
-                          f"eq {run['support_equal']} rss {run['peak_rss_mib']:.0f} MiB "
-                          f"(+{run['rss_increment_mib']:.0f})  [{time.perf_counter() - t0:.0f}s]", flush=True)
+                    print(
+                        f"   {key:10s} passes {run['passes']:3d} conv {run['converged']!s:5s} "
+                        f"{run['seconds']:7.2f}s rel {run['rel_objective']:+.2e} nnz {run['support']} "
+                        f"eq {run['support_equal']} rss {run['peak_rss_mib']:.0f} MiB "
+                        f"(+{run['rss_increment_mib']:.0f})  [{time.perf_counter() - t0:.0f}s]",
+                        flush=True,
+                    )
                 else:
                     print(f"   {key}: {res['error']}", flush=True)
                 st["runs"].append(run)

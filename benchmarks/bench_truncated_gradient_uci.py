@@ -66,13 +66,13 @@ METHODS = {
     "cd_lasso": ("batch L1 (CD path, warm-started)", None, None, None),
 }
 N_RANDOM, P_RANDOM = 1000, 0.05
-LOSS_TOL = 0.01          # accuracy may fall to (1 - LOSS_TOL) x the dense model's
-PASS_DECAY = 0.8         # learning rate x 0.8 per pass, constant within a pass (the paper's multi-pass mode)
-ETA_GRID = (0.1, 0.3, 1.0)   # eta0 = c / mean ||x_i||^2 (train part)
+LOSS_TOL = 0.01  # accuracy may fall to (1 - LOSS_TOL) x the dense model's
+PASS_DECAY = 0.8  # learning rate x 0.8 per pass, constant within a pass (the paper's multi-pass mode)
+ETA_GRID = (0.1, 0.3, 1.0)  # eta0 = c / mean ||x_i||^2 (train part)
 MAX_PASSES = 10
-GRAVITY_FRACTIONS = np.geomspace(10.0, 1e-3, 13)    # g = f * lam_max (per-example lam); plus g = 0 (dense)
-CD_FRACTIONS = np.geomspace(1.0, 1e-3, 13)          # lam = f * lam_max; the last is the "dense" model
-ROUND_FRACTIONS = np.geomspace(1.0, 1e-3, 13)       # theta = f * max|w_dense|; plus theta = 0 (dense)
+GRAVITY_FRACTIONS = np.geomspace(10.0, 1e-3, 13)  # g = f * lam_max (per-example lam); plus g = 0 (dense)
+CD_FRACTIONS = np.geomspace(1.0, 1e-3, 13)  # lam = f * lam_max; the last is the "dense" model
+ROUND_FRACTIONS = np.geomspace(1.0, 1e-3, 13)  # theta = f * max|w_dense|; plus theta = 0 (dense)
 NOTES = (
     "**Why truncated gradient with theta = inf keeps the random features (spambase, a9a).** Its selected models keep "
     "most of the 1,000 random features, but at the scale of the last learning steps, not of real weights: on "
@@ -96,13 +96,16 @@ NOTES = (
     "**Lasso (cd_lasso)**: as in the paper's Figure 2 it is the best at the sparse end (spambase 26 features, "
     "a9a 13, magic04 3 at <= 1.3% loss) and overfits at the dense end (its dense model is below SGD's on "
     "spambase and splice, which also makes its 1% criterion lenient there: the selected model beats it). CD on w8a + random features is slow at small lam (229 s for 4 paths down to "
-    "1e-3 lam_max; a single path to 1e-4 lam_max takes ~80 s, 29 s for the last lam alone).")
-PAPER = ("Paper (Langford, Li & Zhang 2009, sec. 5, Figure 1; K = 1, theta = inf, square loss in VW, 10-fold CV): "
-         "on eleven UCI sets with 1,000 random binary features added, truncated gradient removed more than 90% of "
-         "the features within 1% accuracy loss on all but one (ad: 71%); the AUC ratio with/without "
-         "sparsification was 'often above 98%'. Figure 2 (K = 10): truncated gradient (theta = inf) is competitive "
-         "with or better than the other online methods, theta = g behaves like rounding, and the Lasso is similar "
-         "at the sparse end and worse (overfits) at the dense end.")
+    "1e-3 lam_max; a single path to 1e-4 lam_max takes ~80 s, 29 s for the last lam alone)."
+)
+PAPER = (
+    "Paper (Langford, Li & Zhang 2009, sec. 5, Figure 1; K = 1, theta = inf, square loss in VW, 10-fold CV): "
+    "on eleven UCI sets with 1,000 random binary features added, truncated gradient removed more than 90% of "
+    "the features within 1% accuracy loss on all but one (ad: 71%); the AUC ratio with/without "
+    "sparsification was 'often above 98%'. Figure 2 (K = 10): truncated gradient (theta = inf) is competitive "
+    "with or better than the other online methods, theta = g behaves like rounding, and the Lasso is similar "
+    "at the sparse end and worse (overfits) at the dense end."
+)
 
 
 # ============================================================================ data
@@ -130,9 +133,11 @@ def load(name, data_dir, seed):
         mu, sd = Xd.mean(axis=0), Xd.std(axis=0)
         sd[sd == 0] = 1.0
         X, Xt = sp.csr_matrix((Xd - mu) / sd), sp.csr_matrix((Xtd - mu) / sd)
+
     # 1,000 random binary features, P(1) = 0.05, independent of the labels.
     def noise(n):
         return sp.csr_matrix((rng.random((n, N_RANDOM)) < P_RANDOM).astype(np.float64))
+
     X = sp.hstack([X, noise(X.shape[0])], format="csr")
     Xt = sp.hstack([Xt, noise(Xt.shape[0])], format="csr")
     X.sort_indices()
@@ -151,9 +156,14 @@ def evaluate(X, y, coef, b, d_orig):
     z = scores(X, coef, b)
     pred = np.where(z > 0, 1.0, -1.0)
     nz = np.flatnonzero(coef)
-    return {"acc": accuracy(y, pred), "auc": roc_auc(y, z), "nnz": int(nz.size),
-            "nnz_orig": int((nz < d_orig).sum()), "nnz_random": int((nz >= d_orig).sum()),
-            "logloss": float(np.mean(np.logaddexp(0.0, -y * z)))}
+    return {
+        "acc": accuracy(y, pred),
+        "auc": roc_auc(y, z),
+        "nnz": int(nz.size),
+        "nnz_orig": int((nz < d_orig).sum()),
+        "nnz_random": int((nz >= d_orig).sum()),
+        "logloss": float(np.mean(np.logaddexp(0.0, -y * z))),
+    }
 
 
 def online_fit(X, y, method, param, eta0, passes, callback=None):
@@ -170,8 +180,9 @@ def online_fit(X, y, method, param, eta0, passes, callback=None):
         kw = {"gravity": param}
         if theta == "g":
             kw["theta"] = param
-    solver = TruncatedGradient(sparsifier=sparsifier, K=K, eta0=eta0, power_t=0.0, pass_decay=PASS_DECAY,
-                               max_iter=passes, holdout=0, **kw)
+    solver = TruncatedGradient(
+        sparsifier=sparsifier, K=K, eta0=eta0, power_t=0.0, pass_decay=PASS_DECAY, max_iter=passes, holdout=0, **kw
+    )
 
     def finish(z, coef):
         if sparsifier == "l1_subgradient" and param > 0:
@@ -223,6 +234,7 @@ def cv_grid(X, y, folds, d_orig, method, values, etas):
                     acc[f, a, k, :], nnz[f, a, k, :] = np.mean(pred == yv), np.count_nonzero(coef)
                 continue
             for k, v in enumerate(values):
+
                 def cb(z, coef, b, f=f, a=a, k=k):
                     pred = np.where(Xv @ coef + b > 0, 1.0, -1.0)
                     acc[f, a, k, z - 1], nnz[f, a, k, z - 1] = np.mean(pred == yv), np.count_nonzero(coef)
@@ -241,8 +253,13 @@ def sweep_values(method, lam_max, w_dense_max):
 
 def best_of(acc, nnz, mask=None):
     """Index (a, k, p) of the largest accuracy (ties: fewer nonzeros, fewer passes, smaller eta)."""
-    cells = [(a, k, p) for a in range(acc.shape[0]) for k in range(acc.shape[1]) for p in range(acc.shape[2])
-             if mask is None or mask[a, k, p]]
+    cells = [
+        (a, k, p)
+        for a in range(acc.shape[0])
+        for k in range(acc.shape[1])
+        for p in range(acc.shape[2])
+        if mask is None or mask[a, k, p]
+    ]
     return max(cells, key=lambda c: (round(acc[c], 9), -nnz[c], -c[2], -c[0]))
 
 
@@ -256,22 +273,44 @@ def run_dataset(name, args):
     lmax = float(lam_max_of(X, y))
     folds = folds_of(X.shape[0], args.folds, args.seed)
     etas = [c / mean_sq for c in ETA_GRID]
-    print(f"== {name}: train {X.shape[0]:,} test {Xt.shape[0]:,} d {d_orig}+{N_RANDOM} "
-          f"mean||x||^2 {mean_sq:.3g} lam_max {lmax:.3g}", flush=True)
+    print(
+        f"== {name}: train {X.shape[0]:,} test {Xt.shape[0]:,} d {d_orig}+{N_RANDOM} "
+        f"mean||x||^2 {mean_sq:.3g} lam_max {lmax:.3g}",
+        flush=True,
+    )
     # Plain SGD (gravity 0): its CV-best rate sets the scale of the rounding thresholds.
     t0 = time.perf_counter()
     acc0, nnz0 = cv_grid(X, y, folds, d_orig, "tg", [0.0], etas)
     a0, _, p0 = best_of(acc0, nnz0)
     w_dense, _ = online_fit(X, y, "tg", 0.0, etas[a0], p0 + 1)
     w_dense_max = float(np.abs(w_dense).max())
-    print(f"   plain SGD: CV best c = {ETA_GRID[a0]}, {p0 + 1} passes, CV acc {acc0[a0, 0, p0]:.4f} "
-          f"({time.perf_counter() - t0:.1f} s)", flush=True)
-    ds = {"name": name, "label": DATASETS[name][3], "split": split, "n_train": int(X.shape[0]),
-          "n_test": int(Xt.shape[0]), "d_orig": d_orig, "d_total": d_total, "nnz_train": int(X.nnz),
-          "positives_train": float((y > 0).mean()), "mean_sq_norm": mean_sq, "lam_max": lmax,
-          "sgd": {"c": ETA_GRID[a0], "eta0": etas[a0], "passes": p0 + 1, "cv_acc": float(acc0[a0, 0, p0]),
-                  "cv_acc_grid": acc0[:, 0, :].tolist()},
-          "w_dense_max": w_dense_max, "methods": {}}
+    print(
+        f"   plain SGD: CV best c = {ETA_GRID[a0]}, {p0 + 1} passes, CV acc {acc0[a0, 0, p0]:.4f} "
+        f"({time.perf_counter() - t0:.1f} s)",
+        flush=True,
+    )
+    ds = {
+        "name": name,
+        "label": DATASETS[name][3],
+        "split": split,
+        "n_train": int(X.shape[0]),
+        "n_test": int(Xt.shape[0]),
+        "d_orig": d_orig,
+        "d_total": d_total,
+        "nnz_train": int(X.nnz),
+        "positives_train": float((y > 0).mean()),
+        "mean_sq_norm": mean_sq,
+        "lam_max": lmax,
+        "sgd": {
+            "c": ETA_GRID[a0],
+            "eta0": etas[a0],
+            "passes": p0 + 1,
+            "cv_acc": float(acc0[a0, 0, p0]),
+            "cv_acc_grid": acc0[:, 0, :].tolist(),
+        },
+        "w_dense_max": w_dense_max,
+        "methods": {},
+    }
     for method in args.methods:
         t0 = time.perf_counter()
         cd = method == "cd_lasso"
@@ -284,27 +323,47 @@ def run_dataset(name, args):
         only_dense[:, dense_k, :] = True
         dense_cell = best_of(acc, nnz, only_dense)
         limit = (1.0 - LOSS_TOL) * acc[dense_cell]
-        sel_cell = min(((a, k, p) for a in range(acc.shape[0]) for k in range(acc.shape[1])
-                        for p in range(acc.shape[2]) if acc[a, k, p] >= limit),
-                       key=lambda c: (nnz[c], -acc[c], c[2], c[0]))
+        sel_cell = min(
+            (
+                (a, k, p)
+                for a in range(acc.shape[0])
+                for k in range(acc.shape[1])
+                for p in range(acc.shape[2])
+                if acc[a, k, p] >= limit
+            ),
+            key=lambda c: (nnz[c], -acc[c], c[2], c[0]),
+        )
 
         def refit(cell):
             a, k, p = cell
             coef, b = online_fit(X, y, method, values[k], m_etas[a], p + 1)
             e = evaluate(Xt, yt, coef, b, d_orig)
-            return {"param": float(values[k]),
-                    "param_over_ref": float(values[k] / (w_dense_max if method == "rounding" else lmax)),
-                    "c": ETA_GRID[a], "passes": p + 1, "cv_acc": float(acc[cell]), "cv_nnz": float(nnz[cell]),
-                    **{"test_" + kk: vv for kk, vv in e.items()}}
+            return {
+                "param": float(values[k]),
+                "param_over_ref": float(values[k] / (w_dense_max if method == "rounding" else lmax)),
+                "c": ETA_GRID[a],
+                "passes": p + 1,
+                "cv_acc": float(acc[cell]),
+                "cv_nnz": float(nnz[cell]),
+                **{"test_" + kk: vv for kk, vv in e.items()},
+            }
 
         # The curve: every sweep value at its CV-best (eta0, passes), refitted on the whole training part.
         if cd:
             sweep = []
             for k, (coef, b) in enumerate(cd_path(X, y, values)):
                 e = evaluate(Xt, yt, coef, b, d_orig)
-                sweep.append({"param": float(values[k]), "param_over_ref": float(values[k] / lmax), "c": None,
-                              "passes": None, "cv_acc": float(acc[0, k, 0]), "cv_nnz": float(nnz[0, k, 0]),
-                              **{"test_" + kk: vv for kk, vv in e.items()}})
+                sweep.append(
+                    {
+                        "param": float(values[k]),
+                        "param_over_ref": float(values[k] / lmax),
+                        "c": None,
+                        "passes": None,
+                        "cv_acc": float(acc[0, k, 0]),
+                        "cv_nnz": float(nnz[0, k, 0]),
+                        **{"test_" + kk: vv for kk, vv in e.items()},
+                    }
+                )
             selected = sweep[sel_cell[1]]
         else:
             sweep = []
@@ -317,22 +376,32 @@ def run_dataset(name, args):
         # Test-side (oracle) choice, for reference: the sparsest point of the curve within 1% of the dense test accuracy.
         tok = [r for r in sweep if r["test_acc"] >= (1.0 - LOSS_TOL) * dense["test_acc"]]
         orc = min(tok, key=lambda r: (r["test_nnz"], -r["test_acc"]))
-        m = {"label": METHODS[method][0], "sweep": sweep, "dense_index": dense_k, "selected": selected,
-             "selected_index": int(sel_cell[1]),
-             "frac_removed": 1.0 - selected["test_nnz"] / d_total,
-             "frac_random_removed": 1.0 - selected["test_nnz_random"] / N_RANDOM,
-             "acc_loss_rel": 1.0 - selected["test_acc"] / dense["test_acc"],
-             "auc_ratio": selected["test_auc"] / dense["test_auc"],
-             "oracle": orc, "oracle_frac_removed": 1.0 - orc["test_nnz"] / d_total,
-             "oracle_auc_ratio": orc["test_auc"] / dense["test_auc"],
-             "seconds_cv": t_cv, "seconds": time.perf_counter() - t0}
+        m = {
+            "label": METHODS[method][0],
+            "sweep": sweep,
+            "dense_index": dense_k,
+            "selected": selected,
+            "selected_index": int(sel_cell[1]),
+            "frac_removed": 1.0 - selected["test_nnz"] / d_total,
+            "frac_random_removed": 1.0 - selected["test_nnz_random"] / N_RANDOM,
+            "acc_loss_rel": 1.0 - selected["test_acc"] / dense["test_acc"],
+            "auc_ratio": selected["test_auc"] / dense["test_auc"],
+            "oracle": orc,
+            "oracle_frac_removed": 1.0 - orc["test_nnz"] / d_total,
+            "oracle_auc_ratio": orc["test_auc"] / dense["test_auc"],
+            "seconds_cv": t_cv,
+            "seconds": time.perf_counter() - t0,
+        }
         ds["methods"][method] = m
         sel = selected
-        print(f"   {method:12s} dense acc {dense['test_acc']:.4f} auc {dense['test_auc']:.4f} nnz {dense['test_nnz']:5d} | "
-              f"sel {sel['param_over_ref']:.3g} c {sel['c']} p {sel['passes']}: acc {sel['test_acc']:.4f} "
-              f"auc {sel['test_auc']:.4f} nnz {sel['test_nnz']:5d} ({sel['test_nnz_orig']} + {sel['test_nnz_random']}) "
-              f"removed {m['frac_removed']:.1%} auc ratio {m['auc_ratio']:.3f} | oracle {m['oracle_frac_removed']:.1%} "
-              f"[{m['seconds']:.1f} s]", flush=True)
+        print(
+            f"   {method:12s} dense acc {dense['test_acc']:.4f} auc {dense['test_auc']:.4f} nnz {dense['test_nnz']:5d} | "
+            f"sel {sel['param_over_ref']:.3g} c {sel['c']} p {sel['passes']}: acc {sel['test_acc']:.4f} "
+            f"auc {sel['test_auc']:.4f} nnz {sel['test_nnz']:5d} ({sel['test_nnz_orig']} + {sel['test_nnz_random']}) "
+            f"removed {m['frac_removed']:.1%} auc ratio {m['auc_ratio']:.3f} | oracle {m['oracle_frac_removed']:.1%} "
+            f"[{m['seconds']:.1f} s]",
+            flush=True,
+        )
     ds["seconds"] = time.perf_counter() - t_start
     return ds
 
@@ -340,8 +409,10 @@ def run_dataset(name, args):
 # ============================================================================ report
 def render(doc) -> str:
     L = ["# Truncated gradient on UCI data + 1,000 random binary features (seed 3, Langford, Li & Zhang)\n"]
-    L.append(f"Generated by `{doc['command']}` on {doc['date']}.  \nMachine: {doc['machine']}.  \n"
-             f"Versions: {doc['versions']}.  \nTotal run time: {doc.get('seconds', float('nan')):.0f} s.\n")
+    L.append(
+        f"Generated by `{doc['command']}` on {doc['date']}.  \nMachine: {doc['machine']}.  \n"
+        f"Versions: {doc['versions']}.  \nTotal run time: {doc.get('seconds', float('nan')):.0f} s.\n"
+    )
     L.append("## Protocol\n")
     L.append(
         f"* Data: each set with {N_RANDOM:,} random binary features appended (value 1 with probability "
@@ -354,7 +425,7 @@ def render(doc) -> str:
         f"training part (as the paper did, with 10 folds), eta0 = c / mean ||x_i||^2 with c in {list(ETA_GRID)}, "
         f"passes 1..{MAX_PASSES} (read off one {MAX_PASSES}-pass run after each pass); constant rate within a pass, "
         f"x {PASS_DECAY} per pass (`power_t=0, pass_decay={PASS_DECAY}`, the paper's \"decaying learning rate "
-        "across passes\"); no holdout.\n"
+        'across passes"); no holdout.\n'
         "* Sparsity sweep (per method): gravity g = f x lam_max with f = 10 ... 1e-3 (13 values, geometric) and "
         "g = 0 (truncated gradient, theta = g, subgradient); rounding threshold theta = f x max|w| of the dense "
         "SGD model, f = 1 ... 1e-3 (13 values) and theta = 0; CD: lam = f x lam_max, f = 1 ... 1e-3 (13 values; smaller lam costs minutes on w8a), "
@@ -367,29 +438,39 @@ def render(doc) -> str:
         "method's least-regularised model (g = 0, theta = 0, or the smallest lam; over c and passes), refitted on the whole training part and scored on the test part. "
         "*removed* = 1 - nnz(w) / (d + 1000); *acc loss* = 1 - acc / acc(dense), relative; *AUC ratio* = test "
         "AUC of the selected model / test AUC of the dense one. *oracle* columns: the same choice made on the test "
-        "curve (for reference, optimistic).\n")
+        "curve (for reference, optimistic).\n"
+    )
     L.append("## Paper vs ours\n")
     L.append(PAPER + "\n")
-    L.append("| data set | n train / test | d + 1000 | method | dense: test acc, AUC | selected: c, passes | "
-             "test acc (loss) | nnz (orig + random) | **removed** | **AUC ratio** | oracle removed / AUC ratio | s |")
+    L.append(
+        "| data set | n train / test | d + 1000 | method | dense: test acc, AUC | selected: c, passes | "
+        "test acc (loss) | nnz (orig + random) | **removed** | **AUC ratio** | oracle removed / AUC ratio | s |"
+    )
     L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for ds in doc["datasets"]:
         first = True
         for key, m in ds["methods"].items():
             dense, sel = m["sweep"][m["dense_index"]], m["selected"]
-            head = (f"| {ds['name']} | {ds['n_train']:,} / {ds['n_test']:,} | {ds['d_orig']} + 1000 |"
-                    if first else "| | | |")
+            head = (
+                f"| {ds['name']} | {ds['n_train']:,} / {ds['n_test']:,} | {ds['d_orig']} + 1000 |"
+                if first
+                else "| | | |"
+            )
             first = False
             cp = "-" if sel["c"] is None else f"{sel['c']}, {sel['passes']}"
-            L.append(f"{head} {key} | {dense['test_acc']:.4f}, {dense['test_auc']:.4f} | {cp} | "
-                     f"{sel['test_acc']:.4f} ({m['acc_loss_rel']:+.2%}) | "
-                     f"{sel['test_nnz']} ({sel['test_nnz_orig']} + {sel['test_nnz_random']}) | "
-                     f"**{m['frac_removed']:.1%}** | **{m['auc_ratio']:.3f}** | "
-                     f"{m['oracle_frac_removed']:.1%} / {m['oracle_auc_ratio']:.3f} | {m['seconds']:.0f} |")
+            L.append(
+                f"{head} {key} | {dense['test_acc']:.4f}, {dense['test_auc']:.4f} | {cp} | "
+                f"{sel['test_acc']:.4f} ({m['acc_loss_rel']:+.2%}) | "
+                f"{sel['test_nnz']} ({sel['test_nnz_orig']} + {sel['test_nnz_random']}) | "
+                f"**{m['frac_removed']:.1%}** | **{m['auc_ratio']:.3f}** | "
+                f"{m['oracle_frac_removed']:.1%} / {m['oracle_auc_ratio']:.3f} | {m['seconds']:.0f} |"
+            )
     L.append("")
-    L.append("*loss* = relative test-accuracy loss vs the method's dense model (positive = worse); c: eta0 = c / "
-             "mean ||x||^2. Online methods' dense model (g = 0 or theta = 0) is plain SGD, the same for all five "
-             "up to the CV choice of (c, passes); CD's dense model is lam = 1e-3 lam_max.\n")
+    L.append(
+        "*loss* = relative test-accuracy loss vs the method's dense model (positive = worse); c: eta0 = c / "
+        "mean ||x||^2. Online methods' dense model (g = 0 or theta = 0) is plain SGD, the same for all five "
+        "up to the CV choice of (c, passes); CD's dense model is lam = 1e-3 lam_max.\n"
+    )
     if doc.get("summary"):
         L.append("## Do the paper's claims hold?\n")
         L.append(doc["summary"] + "\n")
@@ -400,21 +481,29 @@ def render(doc) -> str:
     L.append("## Sweeps (test part, models refitted on the whole training part)\n")
     for ds in doc["datasets"]:
         L.append(f"### {ds['name']}: {ds['label']}; {ds['split']}\n")
-        L.append(f"Plain SGD CV choice: c = {ds['sgd']['c']} (eta0 = {ds['sgd']['eta0']:.4g}), "
-                 f"{ds['sgd']['passes']} passes, CV accuracy {ds['sgd']['cv_acc']:.4f}; lam_max = "
-                 f"{ds['lam_max']:.4g}; max|w| of the dense SGD model {ds['w_dense_max']:.3g}; "
-                 f"{ds['seconds']:.0f} s.\n")
+        L.append(
+            f"Plain SGD CV choice: c = {ds['sgd']['c']} (eta0 = {ds['sgd']['eta0']:.4g}), "
+            f"{ds['sgd']['passes']} passes, CV accuracy {ds['sgd']['cv_acc']:.4f}; lam_max = "
+            f"{ds['lam_max']:.4g}; max|w| of the dense SGD model {ds['w_dense_max']:.3g}; "
+            f"{ds['seconds']:.0f} s.\n"
+        )
         for key, m in ds["methods"].items():
-            pname = "theta / max|w_dense|" if key == "rounding" else ("lam" if key == "cd_lasso" else "g") + " / lam_max"
+            pname = (
+                "theta / max|w_dense|" if key == "rounding" else ("lam" if key == "cd_lasso" else "g") + " / lam_max"
+            )
             L.append(f"<details><summary>{key}: {m['label']}</summary>\n")
             L.append(f"| {pname} | c, passes (CV) | CV acc | CV nnz | test acc | test AUC | nnz (orig + random) |")
             L.append("|---|---|---|---|---|---|---|")
             for k, r in enumerate(m["sweep"]):
-                mark = (" **(selected g/theta/lam)**" if k == m["selected_index"] else "") + (" (dense)" if k == m["dense_index"] else "")
+                mark = (" **(selected g/theta/lam)**" if k == m["selected_index"] else "") + (
+                    " (dense)" if k == m["dense_index"] else ""
+                )
                 cp = "-" if r["c"] is None else f"{r['c']}, {r['passes']}"
-                L.append(f"| {r['param_over_ref']:.3g}{mark} | {cp} | {r['cv_acc']:.4f} | {r['cv_nnz']:.0f} | "
-                         f"{r['test_acc']:.4f} | {r['test_auc']:.4f} | {r['test_nnz']} ({r['test_nnz_orig']} + "
-                         f"{r['test_nnz_random']}) |")
+                L.append(
+                    f"| {r['param_over_ref']:.3g}{mark} | {cp} | {r['cv_acc']:.4f} | {r['cv_nnz']:.0f} | "
+                    f"{r['test_acc']:.4f} | {r['test_auc']:.4f} | {r['test_nnz']} ({r['test_nnz_orig']} + "
+                    f"{r['test_nnz_random']}) |"
+                )
             L.append("\n</details>\n")
     return "\n".join(L)
 
@@ -432,14 +521,17 @@ def summary(doc) -> str:
         auc98 = [n for n, m in ms if m["auc_ratio"] > 0.98]
         removed = ", ".join(f"{n} {100 * m['frac_removed']:.0f}%" for n, m in ms)
         ratios = ", ".join(f"{m['auc_ratio']:.3f}" for n, m in ms)
-        parts.append(f"`{key}`: removed > 90% on {len(over90)}/{len(ms)} sets "
-                     f"({removed}); AUC ratio > 0.98 on {len(auc98)}/{len(ms)} ({ratios}).")
+        parts.append(
+            f"`{key}`: removed > 90% on {len(over90)}/{len(ms)} sets "
+            f"({removed}); AUC ratio > 0.98 on {len(auc98)}/{len(ms)} ({ratios})."
+        )
     return " ".join(parts)
 
 
 def plot(doc, path):
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -462,8 +554,10 @@ def plot(doc, path):
             ax.set_ylim(max(min(accs), top - 0.15), top + 0.01)
     axes[0][0].set_ylabel("test accuracy")
     axes[0][-1].legend(fontsize=7, loc="lower right")
-    fig.suptitle("Test accuracy vs features kept; * = CV choice within 1% accuracy loss; dotted: d of the original data",
-                 fontsize=9)
+    fig.suptitle(
+        "Test accuracy vs features kept; * = CV choice within 1% accuracy loss; dotted: d of the original data",
+        fontsize=9,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -498,10 +592,20 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = "truncated_gradient_uci" + ("_quick" if args.quick else "")
-    doc = {"date": utc_now(), "command": command_line(argv or sys.argv[1:]), "machine": machine(),
-           "versions": versions(), "seed": args.seed, "folds": args.folds,
-           "loss_tol": LOSS_TOL, "pass_decay": PASS_DECAY, "eta_grid": list(ETA_GRID), "max_passes": MAX_PASSES,
-           "paper": PAPER, "datasets": []}
+    doc = {
+        "date": utc_now(),
+        "command": command_line(argv or sys.argv[1:]),
+        "machine": machine(),
+        "versions": versions(),
+        "seed": args.seed,
+        "folds": args.folds,
+        "loss_tol": LOSS_TOL,
+        "pass_decay": PASS_DECAY,
+        "eta_grid": list(ETA_GRID),
+        "max_passes": MAX_PASSES,
+        "paper": PAPER,
+        "datasets": [],
+    }
     t0 = time.perf_counter()
 
     def save():

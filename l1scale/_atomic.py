@@ -49,8 +49,15 @@ from contextlib import contextmanager, suppress
 
 from .exceptions import DiskFullError
 
-__all__ = ["STALE_SECONDS", "AtomicFile", "atomic_file", "collect_stale_temporaries", "disk_full_error",
-           "is_temporary_of", "translate_write_errors"]
+__all__ = [
+    "STALE_SECONDS",
+    "AtomicFile",
+    "atomic_file",
+    "collect_stale_temporaries",
+    "disk_full_error",
+    "is_temporary_of",
+    "translate_write_errors",
+]
 
 #: Age (seconds, by mtime) past which any temporary of a target is collected, whoever wrote it.
 STALE_SECONDS = 24 * 3600
@@ -78,7 +85,7 @@ def is_temporary_of(name: str, base: str) -> bool:
     prefix = f".{base}."
     if not (name.startswith(prefix) and name.endswith(".tmp")):
         return False
-    middle = name[len(prefix):-4]
+    middle = name[len(prefix) : -4]
     return bool(middle) and "/" not in middle and os.sep not in middle
 
 
@@ -95,7 +102,7 @@ def _pid_alive(pid: int) -> bool:
 def _is_stale(name: str, base: str, mtime: float, now: float) -> bool:
     if now - mtime > STALE_SECONDS:
         return True
-    middle = name[len(base) + 2:-4]
+    middle = name[len(base) + 2 : -4]
     m = re.fullmatch(r"(\d+)-([0-9a-f]{6})\.[0-9a-f]+", middle)
     if m is None or m.group(2) != _HOST:
         return False  # another host, or an old-style name: only the age tells
@@ -151,8 +158,10 @@ def disk_full_error(path, exc: BaseException, *, intact=True):
     if not (isinstance(exc, OSError) and (code in _SPACE_ERRNOS or short)):
         return exc
     if code == errno.EFBIG:
-        why = ("file too large: the file system's or this process's file-size limit (ulimit -f) was reached "
-               "(no space left for it)")
+        why = (
+            "file too large: the file system's or this process's file-size limit (ulimit -f) was reached "
+            "(no space left for it)"
+        )
     elif code == getattr(errno, "EDQUOT", None) and code != errno.ENOSPC:
         why = "disk quota exceeded: no space left for this user"
     else:
@@ -227,8 +236,9 @@ class AtomicFile:
         try:  # os.open with 0o666 honours the umask, unlike tempfile's 0o600
             fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except OSError as e:
-            raise disk_full_error(self.path, type(e)(e.errno, f"cannot write {what} {self.path!r}: {e.strerror}")) \
-                from None
+            raise disk_full_error(
+                self.path, type(e)(e.errno, f"cannot write {what} {self.path!r}: {e.strerror}")
+            ) from None
         self._raw = os.fdopen(fd, "wb")
         self._layers = []
         stream = self._raw

@@ -59,8 +59,9 @@ def fit(est, X, y, sample_weight, *, classifier: bool):
 
         lam_ratio = None if est.lam is not None else (_DEFAULT_LAM_RATIO if est.lam_ratio is None else est.lam_ratio)
         for k, y_k in enumerate(targets):
-            problem = GeneratedProblem(space, X, y_k, est.loss, est.lam, lam_ratio=lam_ratio,
-                                       fit_intercept=est.fit_intercept, sample_weight=s)
+            problem = GeneratedProblem(
+                space, X, y_k, est.loss, est.lam, lam_ratio=lam_ratio, fit_intercept=est.fit_intercept, sample_weight=s
+            )
             results.append(est._make_solver(k, len(targets)).solve(problem))
             lams.append(problem.lam)
     else:
@@ -88,8 +89,10 @@ def space_spec(space) -> dict:
     """What a saved model needs to rebuild its feature space: class, parameters and input width
     (every space's layout depends on its parameters and the width only)."""
     if "random_state" in space.get_params() and space.random_state is None:
-        raise ValueError(f"{type(space).__name__}(random_state=None) draws new features at every fit: give it a "
-                         "random_state to save a model that can be loaded")
+        raise ValueError(
+            f"{type(space).__name__}(random_state=None) draws new features at every fit: give it a "
+            "random_state to save a model that can be loaded"
+        )
     return {"class": type(space).__name__, "params": space.get_params(), "n_inputs": int(space.n_inputs_)}
 
 

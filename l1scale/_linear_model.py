@@ -83,8 +83,9 @@ class _SparseLinearModel(BaseEstimator):
     def _check_params(self, streaming=False):
         """Validate the parameters; returns the solver's name (``"auto"`` resolved)."""
         if self.loss not in self._losses:
-            raise ValueError(f"loss={self.loss!r} is not supported by {type(self).__name__}; "
-                             f"choose one of {list(self._losses)}")
+            raise ValueError(
+                f"loss={self.loss!r} is not supported by {type(self).__name__}; choose one of {list(self._losses)}"
+            )
         features = getattr(self, "features", None)
         if isinstance(self.solver, Solver):
             solver = self.solver.name
@@ -97,11 +98,15 @@ class _SparseLinearModel(BaseEstimator):
             # (a path or a Stream) to RMMP, whose memory does not grow with n.
             solver = ("rmmp" if streaming else "cd") if self.solver == "auto" else self.solver
         if solver in GENERATED_SOLVERS and features is None:
-            raise ValueError(f"solver={solver!r} trains over a generated feature space: give features= "
-                             "(e.g. l1scale.data.DNAPatterns(d=8))")
+            raise ValueError(
+                f"solver={solver!r} trains over a generated feature space: give features= "
+                "(e.g. l1scale.data.DNAPatterns(d=8))"
+            )
         if features is not None and (streaming or solver in _STREAMING):
-            raise ValueError(f"features= takes raw inputs in memory; solver={solver!r} and streamed data do not "
-                             "apply (use solver='fcl')")
+            raise ValueError(
+                f"features= takes raw inputs in memory; solver={solver!r} and streamed data do not "
+                "apply (use solver='fcl')"
+            )
         if self.lam is not None and self.lam_ratio is not None:
             raise ValueError("give lam or lam_ratio, not both")
         for name in ("lam", "lam_ratio"):
@@ -115,22 +120,29 @@ class _SparseLinearModel(BaseEstimator):
         if not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
             raise ValueError(f"max_iter must be an integer >= 1, got max_iter={self.max_iter!r}")
         if self.two_stage is not None and (not isinstance(self.two_stage, numbers.Real) or not 0 < self.two_stage <= 1):
-            raise ValueError(f"two_stage must be None or a ratio in (0, 1] (lam2 = two_stage * lam), "
-                             f"got two_stage={self.two_stage!r}")
+            raise ValueError(
+                f"two_stage must be None or a ratio in (0, 1] (lam2 = two_stage * lam), "
+                f"got two_stage={self.two_stage!r}"
+            )
         if self.two_stage is not None and streaming:
             raise ValueError("two_stage re-solves on the support in memory; it does not apply to streamed data")
         if self.max_active is not None and (not isinstance(self.max_active, numbers.Integral) or self.max_active < 1):
             raise ValueError(f"max_active must be an integer >= 1, got max_active={self.max_active!r}")
         if streaming == "dask" and solver not in _DISTRIBUTED:
-            raise ValueError(f"solver={solver!r} has no distributed version; a DaskDataset is fitted by one of "
-                             f"{list(_DISTRIBUTED)}")
+            raise ValueError(
+                f"solver={solver!r} has no distributed version; a DaskDataset is fitted by one of {list(_DISTRIBUTED)}"
+            )
         if streaming is True and solver not in _STREAMING:
-            raise ValueError(f"solver={solver!r} needs the data in memory; a path or Stream is read by "
-                             f"one of {list(_STREAMING)} (or load it with l1scale.data.load_svmlight)")
+            raise ValueError(
+                f"solver={solver!r} needs the data in memory; a path or Stream is read by "
+                f"one of {list(_STREAMING)} (or load it with l1scale.data.load_svmlight)"
+            )
         _check_n_jobs(getattr(self, "n_jobs", None))
         if getattr(self, "checkpoint", None) is not None and solver not in resumable_solvers():
-            raise ValueError(f"checkpoint= is not supported by solver={solver!r}; the resumable (multi-pass) solvers "
-                             f"are {resumable_solvers()}")
+            raise ValueError(
+                f"checkpoint= is not supported by solver={solver!r}; the resumable (multi-pass) solvers "
+                f"are {resumable_solvers()}"
+            )
         if getattr(self, "checkpoint", None) is not None and streaming == "dask" and solver not in ("mp", "rmmp"):
             # the distributed drivers of the other solvers keep their state on the workers
             raise ValueError(f"checkpoint= with a DaskDataset applies to solver='mp' or 'rmmp', not {solver!r}")
@@ -141,8 +153,12 @@ class _SparseLinearModel(BaseEstimator):
         a generated feature space: they keep their own passes), as scikit-learn does."""
         n_jobs = getattr(self, "n_jobs", None)
         if n_jobs not in (None, 1):
-            warnings.warn(f"n_jobs={n_jobs} has no effect on {how}: the binary problems are solved one after "
-                          "the other (n_jobs applies to in-memory solvers)", UserWarning, stacklevel=stacklevel + 1)
+            warnings.warn(
+                f"n_jobs={n_jobs} has no effect on {how}: the binary problems are solved one after "
+                "the other (n_jobs applies to in-memory solvers)",
+                UserWarning,
+                stacklevel=stacklevel + 1,
+            )
 
     def _make_solver(self, k=0, n_problems=1, stage=""):
         """The Solver instance for binary problem k (of ``n_problems``); ``stage`` names a second
@@ -157,8 +173,9 @@ class _SparseLinearModel(BaseEstimator):
             solver = self.solver
             if checkpoint is None and getattr(solver, "checkpoint", None) is not None and (n_problems > 1 or stage):
                 # the instance's own checkpoint, one file per problem and stage
-                checkpoint = os.fspath(solver.checkpoint) + (f".{k}" if n_problems > 1 else "") + \
-                    (f".{stage}" if stage else "")
+                checkpoint = (
+                    os.fspath(solver.checkpoint) + (f".{k}" if n_problems > 1 else "") + (f".{stage}" if stage else "")
+                )
             if checkpoint is not None and getattr(solver, "resumable", False):
                 solver = copy.copy(solver)  # the estimator's checkpoint= applies to a solver instance too
                 solver.checkpoint = checkpoint
@@ -166,11 +183,17 @@ class _SparseLinearModel(BaseEstimator):
         common = {"callback": self.callback, "verbose": self.verbose}
         cache_bytes = "1GB" if getattr(self, "cache_bytes", None) is None else self.cache_bytes
         if self.solver_ == "fcl":
-            return SOLVERS["fcl"](cache_bytes=cache_bytes, tol=self.tol, max_sweeps=self.max_iter,
-                                  random_state=self.random_state, **common)
+            return SOLVERS["fcl"](
+                cache_bytes=cache_bytes,
+                tol=self.tol,
+                max_sweeps=self.max_iter,
+                random_state=self.random_state,
+                **common,
+            )
         if self.solver_ == "dcl_sgd":
-            return SOLVERS["dcl_sgd"](cache_bytes=cache_bytes, max_epochs=self.max_iter,
-                                      random_state=self.random_state, verbose=self.verbose)
+            return SOLVERS["dcl_sgd"](
+                cache_bytes=cache_bytes, max_epochs=self.max_iter, random_state=self.random_state, verbose=self.verbose
+            )
         if self.solver_ == "online":
             return OnlineSketch(**common)
         if issubclass(SOLVERS[self.solver_], OnlineSolver):
@@ -181,8 +204,9 @@ class _SparseLinearModel(BaseEstimator):
             return SOLVERS["mp"](tol=self.tol, max_iter=self.max_iter, checkpoint=checkpoint, **common)
         if self.solver_ == "rmmp":
             k_max = _DEFAULT_MAX_ACTIVE if self.max_active is None else self.max_active
-            return SOLVERS["rmmp"](tol=self.tol, max_iter=self.max_iter, max_active=k_max, checkpoint=checkpoint,
-                                   **common)
+            return SOLVERS["rmmp"](
+                tol=self.tol, max_iter=self.max_iter, max_active=k_max, checkpoint=checkpoint, **common
+            )
         cls = SOLVERS[self.solver_]
         if checkpoint is not None and getattr(cls, "resumable", False):
             common["checkpoint"] = checkpoint
@@ -192,12 +216,26 @@ class _SparseLinearModel(BaseEstimator):
         """One binary (or regression) problem held in memory (problem k of ``n_problems``);
         returns (Result, lam)."""
         if self.lam is not None:
-            problem = Problem(X, y, self.loss, self.lam, l1_ratio=self.l1_ratio,
-                              fit_intercept=self.fit_intercept, sample_weight=sample_weight)
+            problem = Problem(
+                X,
+                y,
+                self.loss,
+                self.lam,
+                l1_ratio=self.l1_ratio,
+                fit_intercept=self.fit_intercept,
+                sample_weight=sample_weight,
+            )
         else:
             ratio = _DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio
-            problem = Problem(X, y, self.loss, lam_ratio=ratio, l1_ratio=self.l1_ratio,
-                              fit_intercept=self.fit_intercept, sample_weight=sample_weight)
+            problem = Problem(
+                X,
+                y,
+                self.loss,
+                lam_ratio=ratio,
+                l1_ratio=self.l1_ratio,
+                fit_intercept=self.fit_intercept,
+                sample_weight=sample_weight,
+            )
         result = self._own_solver(k, n_problems).solve(problem, coef_init, intercept_init)
         if self.two_stage is not None:
             result = self._second_stage(X, y, sample_weight, problem.lam, result, k, n_problems)
@@ -214,6 +252,7 @@ class _SparseLinearModel(BaseEstimator):
         the order of ``targets``. With more than one they run in threads over ``n_jobs``
         (joblib's conventions; the kernels release the GIL) on X converted to the column
         layout once; each solve is seeded alike, so the results do not depend on n_jobs."""
+
         def warm(k):
             return (None if coef_init is None else coef_init[k], None if intercept_init is None else intercept_init[k])
 
@@ -221,7 +260,8 @@ class _SparseLinearModel(BaseEstimator):
             return [self._solve(X, targets[0], sample_weight, *warm(0))]
         X = column_matrix(X)  # shared by every problem: Problem(X, ...) copies nothing
         return Parallel(n_jobs=getattr(self, "n_jobs", None), prefer="threads")(
-            delayed(self._solve)(X, y_k, sample_weight, *warm(k), k, len(targets)) for k, y_k in enumerate(targets))
+            delayed(self._solve)(X, y_k, sample_weight, *warm(k), k, len(targets)) for k, y_k in enumerate(targets)
+        )
 
     def _second_stage(self, X, y, sample_weight, lam, first, k=0, n_problems=1):
         """Qin et al.'s two-stage active set (sec. 3.2): re-solve on the first solution's
@@ -230,8 +270,15 @@ class _SparseLinearModel(BaseEstimator):
         support = np.flatnonzero(first.coef)
         if support.size == 0:
             return first
-        sub = Problem(X[:, support], y, self.loss, self.two_stage * lam, l1_ratio=self.l1_ratio,
-                      fit_intercept=self.fit_intercept, sample_weight=sample_weight)
+        sub = Problem(
+            X[:, support],
+            y,
+            self.loss,
+            self.two_stage * lam,
+            l1_ratio=self.l1_ratio,
+            fit_intercept=self.fit_intercept,
+            sample_weight=sample_weight,
+        )
         second = self._own_solver(k, n_problems, "stage2").solve(sub, first.coef[support], first.intercept)
         coef = np.zeros_like(first.coef)
         coef[support] = second.coef
@@ -247,10 +294,18 @@ class _SparseLinearModel(BaseEstimator):
         coef_init, intercept_init = self._warm(len(positives), stream.n_features)
         for k, positive in enumerate(positives):
             lam_ratio = (_DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio) if self.lam is None else None
-            problem = _stream_problem(stream, self.loss, self.lam, lam_ratio=lam_ratio, l1_ratio=self.l1_ratio,
-                                      fit_intercept=self.fit_intercept, positive_class=positive,
-                                      class_weight=class_weight, scan=scan,
-                                      **({} if classes is None else {"classes": classes}))
+            problem = _stream_problem(
+                stream,
+                self.loss,
+                self.lam,
+                lam_ratio=lam_ratio,
+                l1_ratio=self.l1_ratio,
+                fit_intercept=self.fit_intercept,
+                positive_class=positive,
+                class_weight=class_weight,
+                scan=scan,
+                **({} if classes is None else {"classes": classes}),
+            )
             solver = self._make_solver(k, len(positives))
             if _is_dask_dataset(stream):
                 from .distributed import distributed_solver
@@ -261,8 +316,11 @@ class _SparseLinearModel(BaseEstimator):
                     problem.resolve_lam(problem.gradient_at_start())  # lam_max: one pass first
                 result = solver.solve(problem)
             else:
-                result = solver.solve(problem, None if coef_init is None else coef_init[k],
-                                      None if intercept_init is None else intercept_init[k])
+                result = solver.solve(
+                    problem,
+                    None if coef_init is None else coef_init[k],
+                    None if intercept_init is None else intercept_init[k],
+                )
             if hasattr(solver, "state_"):
                 states.append(solver.state_)
             results.append(result)
@@ -291,8 +349,15 @@ class _SparseLinearModel(BaseEstimator):
         else:
             raise ValueError("partial_fit needs lam: lam_ratio needs lam_max, which needs all the data first")
         self.solver_ = self._check_params()
-        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
-                             reset=first, y_numeric=self.loss == "squared")
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            accept_sparse=("csr", "csc"),
+            dtype=(np.float64, np.float32),
+            reset=first,
+            y_numeric=self.loss == "squared",
+        )
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
         targets = positives_of(y, first)
         solver = self._make_solver()
@@ -320,8 +385,9 @@ class _SparseLinearModel(BaseEstimator):
         else:
             return None
         if y is not None or sample_weight is not None:
-            raise ValueError("with a path or Stream as X, labels and weights come from it: give y=None "
-                             "and sample_weight=None")
+            raise ValueError(
+                "with a path or Stream as X, labels and weights come from it: give y=None and sample_weight=None"
+            )
         return stream
 
     def _warm(self, n_rows, n_features):
@@ -337,9 +403,16 @@ class _SparseLinearModel(BaseEstimator):
         estimator's own keys.
         """
         check_is_fitted(self)
-        meta = {**dict(metadata or {}), "estimator": type(self).__name__, "params": _json_params(self.get_params()),
-                "loss": self.loss, "lam": np.atleast_1d(self.lam_).tolist(), "l1_ratio": self.l1_ratio,
-                "fit_intercept": self.fit_intercept, "n_features": int(np.shape(self.coef_)[-1])}
+        meta = {
+            **dict(metadata or {}),
+            "estimator": type(self).__name__,
+            "params": _json_params(self.get_params()),
+            "loss": self.loss,
+            "lam": np.atleast_1d(self.lam_).tolist(),
+            "l1_ratio": self.l1_ratio,
+            "fit_intercept": self.fit_intercept,
+            "n_features": int(np.shape(self.coef_)[-1]),
+        }
         if hasattr(self, "classes_"):
             meta["classes"] = self.classes_.tolist()
         if getattr(self, "features_", None) is not None:

@@ -47,8 +47,15 @@ import numpy as np
 from ._atomic import atomic_file
 from .exceptions import CheckpointError
 
-__all__ = ["DEFAULT_INTERVAL", "FORMAT_VERSION", "Checkpoint", "CheckpointState", "problem_fingerprint",
-           "solver_fingerprint", "start"]
+__all__ = [
+    "DEFAULT_INTERVAL",
+    "FORMAT_VERSION",
+    "Checkpoint",
+    "CheckpointState",
+    "problem_fingerprint",
+    "solver_fingerprint",
+    "start",
+]
 
 FORMAT_VERSION = 3
 #: Seconds between two writes of an in-memory solver's checkpoint (its iterations may take
@@ -56,8 +63,16 @@ FORMAT_VERSION = 3
 DEFAULT_INTERVAL = 5.0
 _RESERVED = ("l1scale_checkpoint", "manifest", "fingerprint", "json", "history")
 # Solver attributes that do not change the iterates: a run may resume with other values.
-_NOT_FINGERPRINTED = {"tol", "max_iter", "callback", "verbose", "checkpoint", "checkpoint_interval",
-                      "compute_objective", "state_"}
+_NOT_FINGERPRINTED = {
+    "tol",
+    "max_iter",
+    "callback",
+    "verbose",
+    "checkpoint",
+    "checkpoint_interval",
+    "compute_objective",
+    "state_",
+}
 
 
 def _plain(value):
@@ -76,8 +91,9 @@ def _plain(value):
 def solver_fingerprint(solver, **extra) -> dict:
     """The solver's name and the public parameters that change its iterates (not tol, max_iter,
     callback, verbose, checkpoint: a run may resume with other values of these)."""
-    params = {k: _plain(v) for k, v in sorted(vars(solver).items())
-              if not k.startswith("_") and k not in _NOT_FINGERPRINTED}
+    params = {
+        k: _plain(v) for k, v in sorted(vars(solver).items()) if not k.startswith("_") and k not in _NOT_FINGERPRINTED
+    }
     return {"solver": solver.name, "solver_params": params, **{k: _plain(v) for k, v in extra.items()}}
 
 
@@ -103,11 +119,18 @@ def problem_fingerprint(problem) -> dict:
     for part in cols.arrays[:3]:
         crc = _crc(crc, part)
     crc = _crc(_crc(crc, problem.y), problem.c)
-    return {"loss": problem.loss.name, "lam": float(problem.penalty.lam), "l1_ratio": float(problem.penalty.l1_ratio)
-            if hasattr(problem.penalty, "l1_ratio") else None, "l1": float(problem.penalty.l1),
-            "l2": float(problem.penalty.l2), "fit_intercept": bool(problem.fit_intercept),
-            "n_samples": int(problem.n_samples), "n_features": int(problem.n_features), "nnz": int(cols.nnz),
-            "data_crc32": int(crc)}
+    return {
+        "loss": problem.loss.name,
+        "lam": float(problem.penalty.lam),
+        "l1_ratio": float(problem.penalty.l1_ratio) if hasattr(problem.penalty, "l1_ratio") else None,
+        "l1": float(problem.penalty.l1),
+        "l2": float(problem.penalty.l2),
+        "fit_intercept": bool(problem.fit_intercept),
+        "n_samples": int(problem.n_samples),
+        "n_features": int(problem.n_features),
+        "nnz": int(cols.nnz),
+        "data_crc32": int(crc),
+    }
 
 
 def start(solver, problem, **extra):
@@ -116,8 +139,11 @@ def start(solver, problem, **extra):
     path = getattr(solver, "checkpoint", None)
     if path is None:
         return None, None
-    ck = Checkpoint(path, {**solver_fingerprint(solver, **extra), **problem_fingerprint(problem)},
-                    getattr(solver, "checkpoint_interval", DEFAULT_INTERVAL))
+    ck = Checkpoint(
+        path,
+        {**solver_fingerprint(solver, **extra), **problem_fingerprint(problem)},
+        getattr(solver, "checkpoint_interval", DEFAULT_INTERVAL),
+    )
     return ck, ck.load()
 
 
@@ -214,8 +240,9 @@ class CheckpointState(dict):
         try:
             rng.bit_generator.state = saved
         except (TypeError, ValueError, KeyError) as e:
-            raise CheckpointError(f"entry {name!r} is not a state of {type(rng.bit_generator).__name__} ({e})",
-                                  self.path) from None
+            raise CheckpointError(
+                f"entry {name!r} is not a state of {type(rng.bit_generator).__name__} ({e})", self.path
+            ) from None
         return rng
 
 
@@ -251,8 +278,9 @@ class Checkpoint:
                     other[k] = v
                     continue
                 raise ValueError(f"checkpoint state may not use the name {k!r}")
-            if isinstance(v, np.ndarray) or (isinstance(v, (bool, int, float, np.generic))
-                                             and not isinstance(v, np.str_)):
+            if isinstance(v, np.ndarray) or (
+                isinstance(v, (bool, int, float, np.generic)) and not isinstance(v, np.str_)
+            ):
                 arrays[k] = np.asarray(v)
             else:
                 other[k] = v
@@ -287,8 +315,9 @@ class Checkpoint:
             # Whatever a damaged archive makes zipfile, zlib, json or numpy raise (BadZipFile,
             # zlib.error, EOFError, NotImplementedError, RuntimeError, OSError, MemoryError,
             # ValueError, ...) is one documented error naming the file.
-            raise CheckpointError(f"not a readable l1scale checkpoint, corrupted or truncated "
-                                  f"({type(e).__name__}: {e})", path) from e
+            raise CheckpointError(
+                f"not a readable l1scale checkpoint, corrupted or truncated ({type(e).__name__}: {e})", path
+            ) from e
         if not isinstance(saved, dict):
             raise CheckpointError("not a readable l1scale checkpoint (no fingerprint)", path)
         mine = self.fingerprint
@@ -302,8 +331,11 @@ class Checkpoint:
                     detail.append(f"{k}: {', '.join(f'{j} {a.get(j)!r} != {b.get(j)!r}' for j in sub[:4])}")
                 else:
                     detail.append(f"{k} {a!r} != {b!r}")
-            raise CheckpointError(f"was written for another run (differs in {', '.join(differ)}: "
-                                  f"{'; '.join(detail)}); delete it or give another path", path)
+            raise CheckpointError(
+                f"was written for another run (differs in {', '.join(differ)}: "
+                f"{'; '.join(detail)}); delete it or give another path",
+                path,
+            )
         return CheckpointState(path, values)
 
 
@@ -316,26 +348,37 @@ def _read(fh):
         if "fingerprint" not in names:
             raise CheckpointError("not an l1scale checkpoint (no fingerprint)", "")
         if "l1scale_checkpoint" not in names:
-            raise CheckpointError("written by an older l1scale (format version 1, MP / RMMP), which this "
-                                  "version does not resume; delete it", "")
+            raise CheckpointError(
+                "written by an older l1scale (format version 1, MP / RMMP), which this "
+                "version does not resume; delete it",
+                "",
+            )
         version = int(z["l1scale_checkpoint"])
         if version > FORMAT_VERSION:
-            raise CheckpointError(f"format version {version} is newer than this library reads "
-                                  f"({FORMAT_VERSION}); upgrade l1scale", "")
+            raise CheckpointError(
+                f"format version {version} is newer than this library reads ({FORMAT_VERSION}); upgrade l1scale", ""
+            )
         if version < FORMAT_VERSION:
-            raise CheckpointError(f"written by an older l1scale (format version {version}), which this "
-                                  "version does not resume; delete it", "")
+            raise CheckpointError(
+                f"written by an older l1scale (format version {version}), which this "
+                "version does not resume; delete it",
+                "",
+            )
         if "manifest" not in names:
             raise CheckpointError("not a readable l1scale checkpoint (no manifest)", "")
         manifest = json.loads(bytes(z["manifest"]).decode("utf-8"))
         if not isinstance(manifest, dict) or set(manifest) != names - {"manifest"}:
-            raise CheckpointError("not a readable l1scale checkpoint (its members differ from its "
-                                  "manifest: a damaged archive)", "")
+            raise CheckpointError(
+                "not a readable l1scale checkpoint (its members differ from its manifest: a damaged archive)", ""
+            )
         arrays = {k: z[k] for k in names - {"manifest"}}
         for k, a in arrays.items():
             if manifest[k] != [a.dtype.str, list(a.shape)]:
-                raise CheckpointError(f"not a readable l1scale checkpoint (member {k!r} is "
-                                      f"{a.dtype.str}{list(a.shape)}, its manifest says {manifest[k]})", "")
+                raise CheckpointError(
+                    f"not a readable l1scale checkpoint (member {k!r} is "
+                    f"{a.dtype.str}{list(a.shape)}, its manifest says {manifest[k]})",
+                    "",
+                )
         saved = json.loads(bytes(arrays["fingerprint"]).decode("utf-8"))
         values = {k: a for k, a in arrays.items() if k not in _RESERVED}
         if "json" in arrays:

@@ -101,8 +101,9 @@ def run_demo(quick=False, *, random_state=0, tol=1e-6, log=None):
         else:
             lam_args = {"lam_ratio": settings["lam_ratio"]}
             fit_intercept = True
-        est = SparseLogisticRegression(loss, fit_intercept=fit_intercept, tol=tol,
-                                       random_state=random_state, **lam_args)
+        est = SparseLogisticRegression(
+            loss, fit_intercept=fit_intercept, tol=tol, random_state=random_state, **lam_args
+        )
         if log is not None:
             log(f"{name}: fitting {loss} on {X_train.shape[0]} x {X_train.shape[1]}")
         with warnings.catch_warnings(record=True) as caught:
@@ -111,20 +112,34 @@ def run_demo(quick=False, *, random_state=0, tol=1e-6, log=None):
             est.fit(X_train, y_train)
             seconds = time.perf_counter() - t0
         result = est.result_
-        rows.append({
-            "dataset": name, "n_samples": int(X.shape[0]), "n_train": int(X_train.shape[0]),
-            "n_test": int(X_test.shape[0]), "n_features": int(X.shape[1]),
-            "nnz": int(X.nnz if hasattr(X, "nnz") else np.count_nonzero(X)),
-            "loss": loss, "gamma": settings.get("gamma"), "lam": float(est.lam_[0]),
-            "fit_intercept": fit_intercept, "objective": float(result.objective),
-            "certificate_name": result.certificate_name, "certificate": float(result.certificate),
-            "relative_certificate": float(result.relative_certificate), "tol": tol,
-            "converged": bool(result.converged), "stop_reason": result.stop_reason,
-            "n_iter": int(result.n_iter), "nnz_coef": int(result.nnz),
-            "train_accuracy": float(est.score(X_train, y_train)),
-            "test_accuracy": float(est.score(X_test, y_test)),
-            "seconds": seconds, "solve_seconds": float(result.timings.get("solve", np.nan)),
-            "compile_seconds": float(result.timings.get("compile", 0.0)),
-            "data_seconds": data_seconds, "warnings": [str(w.message) for w in caught],
-        })
+        rows.append(
+            {
+                "dataset": name,
+                "n_samples": int(X.shape[0]),
+                "n_train": int(X_train.shape[0]),
+                "n_test": int(X_test.shape[0]),
+                "n_features": int(X.shape[1]),
+                "nnz": int(X.nnz if hasattr(X, "nnz") else np.count_nonzero(X)),
+                "loss": loss,
+                "gamma": settings.get("gamma"),
+                "lam": float(est.lam_[0]),
+                "fit_intercept": fit_intercept,
+                "objective": float(result.objective),
+                "certificate_name": result.certificate_name,
+                "certificate": float(result.certificate),
+                "relative_certificate": float(result.relative_certificate),
+                "tol": tol,
+                "converged": bool(result.converged),
+                "stop_reason": result.stop_reason,
+                "n_iter": int(result.n_iter),
+                "nnz_coef": int(result.nnz),
+                "train_accuracy": float(est.score(X_train, y_train)),
+                "test_accuracy": float(est.score(X_test, y_test)),
+                "seconds": seconds,
+                "solve_seconds": float(result.timings.get("solve", np.nan)),
+                "compile_seconds": float(result.timings.get("compile", 0.0)),
+                "data_seconds": data_seconds,
+                "warnings": [str(w.message) for w in caught],
+            }
+        )
     return rows

@@ -113,10 +113,29 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
 
     _losses = ("logistic", "probit", "squared_hinge")
 
-    def __init__(self, loss="logistic", *, lam=None, lam_ratio=None, l1_ratio=1.0, fit_intercept=True,
-                 solver="auto", tol=1e-6, max_iter=200, class_weight=None, warm_start=False,
-                 random_state=None, verbose=0, callback=None, max_active=None, checkpoint=None,
-                 two_stage=None, features=None, cache_bytes=None, n_jobs=None):
+    def __init__(
+        self,
+        loss="logistic",
+        *,
+        lam=None,
+        lam_ratio=None,
+        l1_ratio=1.0,
+        fit_intercept=True,
+        solver="auto",
+        tol=1e-6,
+        max_iter=200,
+        class_weight=None,
+        warm_start=False,
+        random_state=None,
+        verbose=0,
+        callback=None,
+        max_active=None,
+        checkpoint=None,
+        two_stage=None,
+        features=None,
+        cache_bytes=None,
+        n_jobs=None,
+    ):
         self.loss = loss
         self.lam = lam
         self.lam_ratio = lam_ratio
@@ -158,8 +177,10 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
             return _generated_fit.fit(self, X, y, sample_weight, classifier=True)
         stream = self._stream_for(X, y, sample_weight)
         if classes is not None and (stream is None or _is_dask_dataset(stream)):
-            raise ValueError("classes= declares the labels of a Stream or path X (no label pass); arrays and "
-                             "DaskDatasets give their labels")
+            raise ValueError(
+                "classes= declares the labels of a Stream or path X (no label pass); arrays and "
+                "DaskDatasets give their labels"
+            )
         self.solver_ = self._check_params(streaming="dask" if _is_dask_dataset(stream) else stream is not None)
         self.__dict__.pop("stream_scan_", None)  # set again by a streamed fit
         if classes is not None:
@@ -169,8 +190,9 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
             check_classification_targets(y)
             # Streams carry float labels: stream the class codes, map them back after.
             labels, codes = np.unique(y, return_inverse=True)
-            stream = Stream.from_arrays(X, codes.astype(np.float64),
-                                        _check_sample_weight(sample_weight, X, dtype=np.float64))
+            stream = Stream.from_arrays(
+                X, codes.astype(np.float64), _check_sample_weight(sample_weight, X, dtype=np.float64)
+            )
             return self._fit_classifier_stream(stream, labels)
         if stream is not None:
             return self._fit_classifier_stream(stream)
@@ -178,8 +200,9 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         targets = [classes[1]] if classes.shape[0] == 2 else list(classes)
         coef_init, intercept_init = self._warm(len(targets), X.shape[1])
         # One-vs-rest: the binary problems in threads over n_jobs.
-        fits = self._solve_all(X, [np.where(y == positive, 1.0, -1.0) for positive in targets], sample_weight,
-                               coef_init, intercept_init)
+        fits = self._solve_all(
+            X, [np.where(y == positive, 1.0, -1.0) for positive in targets], sample_weight, coef_init, intercept_init
+        )
         self._set_fitted(classes, [result for result, _ in fits], [lam for _, lam in fits])
         return self
 
@@ -201,8 +224,10 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         classes = scan.classes
         names = classes if labels is None else labels[classes.astype(np.int64)]
         if classes.shape[0] < 2:  # names, not classes: from arrays, the stream's labels are codes (0.0)
-            raise ValueError(f"y has {'only one class' if classes.size else 'no class table (too many values)'}"
-                             f" {names[:1].tolist()}; a classifier needs at least two")
+            raise ValueError(
+                f"y has {'only one class' if classes.size else 'no class table (too many values)'}"
+                f" {names[:1].tolist()}; a classifier needs at least two"
+            )
         class_weight = self.class_weight
         if isinstance(class_weight, str):
             if class_weight != "balanced":
@@ -221,12 +246,16 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         """A binary fit over a stream whose two classes are declared: no label pass."""
         declared = np.unique(np.asarray(classes, dtype=np.float64))
         if declared.shape[0] != 2:
-            raise ValueError(f"classes: declare the two labels of a binary problem, got {declared.tolist()} "
-                             "(one-vs-rest reads the data once per class: leave classes=None)")
+            raise ValueError(
+                f"classes: declare the two labels of a binary problem, got {declared.tolist()} "
+                "(one-vs-rest reads the data once per class: leave classes=None)"
+            )
         class_weight = self.class_weight
         if class_weight == "balanced":
-            raise ValueError(f"class_weight={class_weight!r} needs the class counts, which only a label pass "
-                             "finds: give a dict, or classes=None")
+            raise ValueError(
+                f"class_weight={class_weight!r} needs the class counts, which only a label pass "
+                "finds: give a dict, or classes=None"
+            )
         results, lams = self._fit_stream(stream, [declared[1]], class_weight, None, classes=declared)
         self._set_stream_width(stream, self.stream_scan_)
         self._set_fitted(declared, results, lams)
@@ -247,6 +276,7 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
 
         Regularisation grows with the weight seen (``gamma_i = W_i lam``), so ``lam`` is needed.
         """
+
         def targets(y, first):
             if first:
                 if classes is None:
@@ -342,9 +372,26 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
     _losses = ("squared",)
     loss = "squared"
 
-    def __init__(self, *, lam=None, lam_ratio=None, l1_ratio=1.0, fit_intercept=True, solver="auto",
-                 tol=1e-6, max_iter=200, warm_start=False, random_state=None, verbose=0, callback=None,
-                 max_active=None, checkpoint=None, two_stage=None, features=None, cache_bytes=None):
+    def __init__(
+        self,
+        *,
+        lam=None,
+        lam_ratio=None,
+        l1_ratio=1.0,
+        fit_intercept=True,
+        solver="auto",
+        tol=1e-6,
+        max_iter=200,
+        warm_start=False,
+        random_state=None,
+        verbose=0,
+        callback=None,
+        max_active=None,
+        checkpoint=None,
+        two_stage=None,
+        features=None,
+        cache_bytes=None,
+    ):
         self.lam = lam
         self.lam_ratio = lam_ratio
         self.l1_ratio = l1_ratio
@@ -373,8 +420,9 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
         self.__dict__.pop("stream_scan_", None)  # set again by a streamed fit
         from_arrays = stream is None and self.solver_ in _STREAMING
         if from_arrays:
-            X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
-                                 y_numeric=True)
+            X, y = validate_data(
+                self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), y_numeric=True
+            )
             stream = Stream.from_arrays(X, y, _check_sample_weight(sample_weight, X, dtype=np.float64))
         if stream is not None:
             scan = _scan(stream)
@@ -383,13 +431,16 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
                 self._set_stream_width(stream, scan)
             self._set_fitted(results[0], lams[0])
             return self
-        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
-                             y_numeric=True)
+        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), y_numeric=True)
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
         coef_init, intercept_init = self._warm(1, X.shape[1])
-        result, lam = self._solve(X, np.asarray(y, dtype=np.float64), sample_weight,
-                                  None if coef_init is None else coef_init[0],
-                                  None if intercept_init is None else intercept_init[0])
+        result, lam = self._solve(
+            X,
+            np.asarray(y, dtype=np.float64),
+            sample_weight,
+            None if coef_init is None else coef_init[0],
+            None if intercept_init is None else intercept_init[0],
+        )
         self._set_fitted(result, lam)
         return self
 
@@ -408,8 +459,9 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
     @available_if(_SparseLinearModel._is_online)
     def partial_fit(self, X, y, sample_weight=None):
         """Learn from the rows of X with the Online algorithm (solver="online"); ``lam`` is needed."""
-        states = self._partial_fit(X, y, sample_weight,
-                                   lambda y, first: [(np.asarray(y, dtype=np.float64), np.ones(y.shape[0]))])
+        states = self._partial_fit(
+            X, y, sample_weight, lambda y, first: [(np.asarray(y, dtype=np.float64), np.ones(y.shape[0]))]
+        )
         self.coef_ = states[0].coef
         self.intercept_ = states[0].intercept
         self.n_iter_ = 1
@@ -440,8 +492,9 @@ def load(path):
     name = meta.get("estimator")
     if name not in _ESTIMATORS:
         raise ModelFormatError(f"{path}: not an l1scale estimator model (estimator={name!r})")
-    est = _ESTIMATORS[name](**{k: v for k, v in meta.get("params", {}).items()
-                               if k in _ESTIMATORS[name]().get_params()})
+    est = _ESTIMATORS[name](
+        **{k: v for k, v in meta.get("params", {}).items() if k in _ESTIMATORS[name]().get_params()}
+    )
     est.coef_ = np.asarray(coef, dtype=np.float64)
     est.n_features_in_ = int(meta["n_features"])
     lam = np.asarray(meta["lam"], dtype=np.float64)

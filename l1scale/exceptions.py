@@ -6,8 +6,15 @@ data files, the parameter for estimator and solver options.
 
 from __future__ import annotations
 
-__all__ = ["CheckpointError", "ConvergenceWarning", "DataFormatError", "DiskFullError", "DistributedError",
-           "DivergenceError", "ModelFormatError"]
+__all__ = [
+    "CheckpointError",
+    "ConvergenceWarning",
+    "DataFormatError",
+    "DiskFullError",
+    "DistributedError",
+    "DivergenceError",
+    "ModelFormatError",
+]
 
 from sklearn.exceptions import ConvergenceWarning
 

@@ -43,8 +43,9 @@ class GeneratedProblem:
     sample_weight : ndarray (n,), optional
     """
 
-    def __init__(self, space, raw, y, loss="logistic", lam=None, *, lam_ratio=None, fit_intercept=True,
-                 sample_weight=None):
+    def __init__(
+        self, space, raw, y, loss="logistic", lam=None, *, lam_ratio=None, fit_intercept=True, sample_weight=None
+    ):
         self.loss = get_loss(loss)
         if not self.loss.smooth:
             raise ValueError(f"loss {self.loss.name!r} is not smooth: feature cached loops take Newton steps")

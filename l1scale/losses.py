@@ -276,6 +276,7 @@ def hinge_value(y, z):
 def hinge_derivative(y, z):
     return _hinge_derivative(y, z)
 
+
 # --------------------------------------------------------------------------- dispatch
 # Jitted solver kernels take the loss as a small integer (``Loss.kernel_id``) and
 # branch here, once per element: Numba cannot cache kernels that take functions

@@ -31,8 +31,9 @@ def _check(y_true, other, sample_weight, other_name, score=False):
     if y_true.ndim != 1:
         raise ValueError(f"y_true must be 1-D, got shape {y_true.shape}")
     if other.shape[:1] != y_true.shape:
-        raise ValueError(f"y_true has {y_true.shape[0]} samples but {other_name} has "
-                         f"{other.shape[0] if other.ndim else 'a scalar'}")
+        raise ValueError(
+            f"y_true has {y_true.shape[0]} samples but {other_name} has {other.shape[0] if other.ndim else 'a scalar'}"
+        )
     if y_true.size == 0:
         raise ValueError("y_true is empty")
     for name, arr in (("y_true", y_true), (other_name, other)):
@@ -43,13 +44,11 @@ def _check(y_true, other, sample_weight, other_name, score=False):
         if not np.isfinite(other).all():
             raise ValueError(f"{other_name} contains NaN or infinity")
     elif (y_true.dtype.kind in "USO") != (other.dtype.kind in "USO"):
-        raise ValueError(f"y_true ({y_true.dtype}) and {other_name} ({other.dtype}) mix string "
-                         "and numeric labels")
+        raise ValueError(f"y_true ({y_true.dtype}) and {other_name} ({other.dtype}) mix string and numeric labels")
     if sample_weight is not None:
         sample_weight = np.asarray(sample_weight, dtype=np.float64)
         if sample_weight.shape != y_true.shape:
-            raise ValueError(f"sample_weight has shape {sample_weight.shape}, expected "
-                             f"{y_true.shape}")
+            raise ValueError(f"sample_weight has shape {sample_weight.shape}, expected {y_true.shape}")
         if not np.isfinite(sample_weight).all():
             raise ValueError("sample_weight contains NaN or infinity")
         if not sample_weight.any():
@@ -60,8 +59,7 @@ def _check(y_true, other, sample_weight, other_name, score=False):
 def _pos_label(labels, pos_label):
     """Resolve the positive class among at most two labels."""
     if labels.size > 2:
-        raise ValueError(f"binary metric, but the labels hold {labels.size} classes: "
-                         f"{labels.tolist()[:10]}")
+        raise ValueError(f"binary metric, but the labels hold {labels.size} classes: {labels.tolist()[:10]}")
     if pos_label is not None:
         if labels.size == 2 and pos_label not in labels:
             raise ValueError(f"pos_label={pos_label!r} is not one of the labels {labels.tolist()}")
@@ -124,9 +122,11 @@ def roc_auc(y_true, y_score, *, pos_label=None, sample_weight=None):
     """
     tps, fps, pos = _threshold_counts(y_true, y_score, sample_weight, pos_label)
     if tps[-1] <= 0 or fps[-1] <= 0:
-        raise ValueError("roc_auc: y_true contains only one class "
-                         f"({'no' if tps[-1] <= 0 else 'only'} samples of pos_label={pos!r}); "
-                         "ROC AUC is undefined")
+        raise ValueError(
+            "roc_auc: y_true contains only one class "
+            f"({'no' if tps[-1] <= 0 else 'only'} samples of pos_label={pos!r}); "
+            "ROC AUC is undefined"
+        )
     if fps.size > 2:  # drop collinear points, as roc_curve(drop_intermediate=True)
         keep = np.r_[True, np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), True]
         fps, tps = fps[keep], tps[keep]
@@ -143,8 +143,7 @@ def auprc(y_true, y_score, *, pos_label=None, sample_weight=None):
     """
     tps, fps, pos = _threshold_counts(y_true, y_score, sample_weight, pos_label)
     if tps[-1] <= 0:
-        raise ValueError(f"auprc: y_true has no samples of pos_label={pos!r}; "
-                         "average precision is undefined")
+        raise ValueError(f"auprc: y_true has no samples of pos_label={pos!r}; average precision is undefined")
     ps = tps + fps
     prec = np.divide(tps, ps, out=np.zeros_like(tps), where=ps != 0)
     prec, rec = np.r_[prec[::-1], 1.0], np.r_[(tps / tps[-1])[::-1], 0.0]
@@ -234,8 +233,7 @@ def log_loss(y_true, proba, *, labels=None, sample_weight=None):
         raise ValueError("proba must lie in [0, 1]")
     classes = np.unique(y_true if labels is None else np.asarray(labels))
     if classes.size < 2:
-        raise ValueError(f"y_true contains only one label ({classes.tolist()}); pass all "
-                         "classes through labels")
+        raise ValueError(f"y_true contains only one label ({classes.tolist()}); pass all classes through labels")
     if proba.ndim == 1:
         proba = np.column_stack([1 - proba, proba])
     if proba.shape[1] != classes.size:
@@ -259,11 +257,18 @@ def classification_report(y_true, y_pred, y_score=None, *, pos_label=None, sampl
     """
     y_true, y_pred, w = _check(y_true, y_pred, sample_weight, "y_pred")
     labels = np.unique(np.concatenate([y_true, y_pred]))
-    report = {"n_samples": int(y_true.size), "labels": labels.tolist(), "pos_label": None,
-              "accuracy": accuracy(y_true, y_pred, sample_weight=w),
-              "precision": None, "recall": None, "f1": None, "auc": None, "auprc": None,
-              "confusion": confusion_matrix(y_true, y_pred, labels=labels,
-                                            sample_weight=w).tolist()}
+    report = {
+        "n_samples": int(y_true.size),
+        "labels": labels.tolist(),
+        "pos_label": None,
+        "accuracy": accuracy(y_true, y_pred, sample_weight=w),
+        "precision": None,
+        "recall": None,
+        "f1": None,
+        "auc": None,
+        "auprc": None,
+        "confusion": confusion_matrix(y_true, y_pred, labels=labels, sample_weight=w).tolist(),
+    }
     if labels.size > 2:
         return report
     pos = _pos_label(labels, pos_label)

@@ -67,12 +67,13 @@ def _npy_bytes(array):
 def _check_arrays(coef, intercept, where):
     """Shared by save and load: float coef of 1 or 2 dims, matching intercept."""
     if coef.dtype.kind != "f" or coef.ndim not in (1, 2):
-        raise ModelFormatError(f"{where}coef must be a 1-D or 2-D float array, got "
-                               f"{coef.dtype} of shape {coef.shape}")
+        raise ModelFormatError(f"{where}coef must be a 1-D or 2-D float array, got {coef.dtype} of shape {coef.shape}")
     expected = () if coef.ndim == 1 else (coef.shape[0],)
     if intercept.dtype.kind != "f" or intercept.shape not in {(), expected}:
-        raise ModelFormatError(f"{where}intercept of shape {intercept.shape} does not fit coef of "
-                               f"shape {coef.shape} (expected a scalar or {expected})")
+        raise ModelFormatError(
+            f"{where}intercept of shape {intercept.shape} does not fit coef of "
+            f"shape {coef.shape} (expected a scalar or {expected})"
+        )
 
 
 def save_model(path, *, coef, intercept, metadata=None):
@@ -113,19 +114,27 @@ def save_model(path, *, coef, intercept, metadata=None):
         intercept = intercept.astype(np.float64)
     _check_arrays(coef, intercept, "")
     meta = {k: v for k, v in dict(metadata or {}).items() if k not in _RESERVED}
-    header = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
-              "library_version": _library_version(),
-              "created": datetime.now(UTC).isoformat(timespec="seconds")}
+    header = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "library_version": _library_version(),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
     text = json.dumps({**header, **meta}, default=_json_default, indent=1, sort_keys=False)
     # Serialise everything before touching the disk, so that bad metadata or
     # arrays fail without creating any file.
-    members = [("model.json", text.encode("utf-8")), ("coef.npy", _npy_bytes(coef)),
-               ("intercept.npy", _npy_bytes(intercept))]
+    members = [
+        ("model.json", text.encode("utf-8")),
+        ("coef.npy", _npy_bytes(coef)),
+        ("intercept.npy", _npy_bytes(intercept)),
+    ]
 
     # atomic_file: a temporary next to ``path``, synced and renamed over it; a full disk
     # raises DiskFullError naming ``path`` and leaves the previous model in place.
-    with atomic_file(path, what="model file") as fh, zipfile.ZipFile(
-            fh, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:  # sparse coef: zeros compress well
+    with (
+        atomic_file(path, what="model file") as fh,
+        zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf,
+    ):  # sparse coef: zeros compress well
         for name, payload in members:
             zf.writestr(name, payload)
 
@@ -170,13 +179,13 @@ def load_model(path):
             # zlib.error, EOFError, NotImplementedError for an unknown compression method,
             # RuntimeError for a set encryption flag, OSError for a bad seek, MemoryError for
             # an absurd array header, ...) is one documented error naming the file.
-            raise ModelFormatError(f"{where}corrupt or truncated model file "
-                                   f"({type(exc).__name__}: {exc})") from exc
+            raise ModelFormatError(f"{where}corrupt or truncated model file ({type(exc).__name__}: {exc})") from exc
     _check_arrays(coef, intercept, where)
     n_features = meta.get("n_features")
     if n_features is not None and n_features != coef.shape[-1]:
-        raise ModelFormatError(f"{where}coef has {coef.shape[-1]} features but the metadata "
-                               f"says n_features={n_features}")
+        raise ModelFormatError(
+            f"{where}coef has {coef.shape[-1]} features but the metadata says n_features={n_features}"
+        )
     return coef, (float(intercept) if intercept.ndim == 0 else intercept), meta
 
 
@@ -190,8 +199,7 @@ def _read_members(fh, where):
         meta = json.loads(zf.read("model.json").decode("utf-8"))
         found = meta.get("format") if isinstance(meta, dict) else None
         if found != FORMAT_NAME:
-            raise ModelFormatError(f"{where}not an l1scale model file (format is {found!r}, "
-                                   f"expected {FORMAT_NAME!r})")
+            raise ModelFormatError(f"{where}not an l1scale model file (format is {found!r}, expected {FORMAT_NAME!r})")
         _check_version(meta.get("format_version"), where)
         missing = {"coef.npy", "intercept.npy"} - names
         if missing:
@@ -207,8 +215,10 @@ def _check_version(found, where):
     except ValueError:
         raise ModelFormatError(f"{where}unreadable format_version {found!r}") from None
     if major > FORMAT_VERSION:
-        raise ModelFormatError(f"{where}model format version {found} is newer than this "
-                               f"library reads (version {FORMAT_VERSION}); upgrade l1scale "
-                               f"(library {_library_version()})")
+        raise ModelFormatError(
+            f"{where}model format version {found} is newer than this "
+            f"library reads (version {FORMAT_VERSION}); upgrade l1scale "
+            f"(library {_library_version()})"
+        )
     if major < 1:
         raise ModelFormatError(f"{where}invalid format_version {found!r}")

@@ -71,9 +71,22 @@ class PathResult(NamedTuple):
         return np.count_nonzero(self.coefs, axis=1)
 
 
-def regularization_path(X, y, loss="logistic", *, lams=None, n_lams=50, lam_min_ratio=1e-3, l1_ratio=1.0,
-                        fit_intercept=True, sample_weight=None, solver="cd", tol=1e-6, max_iter=200,
-                        warm_start=True) -> PathResult:
+def regularization_path(
+    X,
+    y,
+    loss="logistic",
+    *,
+    lams=None,
+    n_lams=50,
+    lam_min_ratio=1e-3,
+    l1_ratio=1.0,
+    fit_intercept=True,
+    sample_weight=None,
+    solver="cd",
+    tol=1e-6,
+    max_iter=200,
+    warm_start=True,
+) -> PathResult:
     """Solve at every lam of a decreasing grid, warm-starting each solve from the previous one.
 
     Parameters
@@ -91,16 +104,17 @@ def regularization_path(X, y, loss="logistic", *, lams=None, n_lams=50, lam_min_
     warm_start : bool, default True
         False solves every lam from zero (for comparison).
     """
-    base = Problem(X, y, loss, lam=1.0, l1_ratio=l1_ratio, fit_intercept=fit_intercept,
-                   sample_weight=sample_weight)
+    base = Problem(X, y, loss, lam=1.0, l1_ratio=l1_ratio, fit_intercept=fit_intercept, sample_weight=sample_weight)
     if lams is None:
         lams = lam_grid(base.lam_max(), n_lams, lam_min_ratio)
     lams = np.sort(np.asarray(lams, dtype=np.float64))[::-1]
     if lams.size == 0 or not (lams > 0).all():
         raise ValueError("lams must be a non-empty array of numbers > 0")
     if SOLVERS[solver].data_access != "columns":
-        raise ValueError(f"solver={solver!r} reads data in passes; a path needs a solver over columns "
-                         f"(one of {sorted(k for k, v in SOLVERS.items() if v.data_access == 'columns')})")
+        raise ValueError(
+            f"solver={solver!r} reads data in passes; a path needs a solver over columns "
+            f"(one of {sorted(k for k, v in SOLVERS.items() if v.data_access == 'columns')})"
+        )
     coefs, intercepts = np.zeros((lams.size, base.n_features)), np.zeros(lams.size)
     out = {k: np.zeros(lams.size) for k in ("objectives", "certificates", "seconds")}
     n_iter = np.zeros(lams.size, dtype=np.int64)
@@ -163,9 +177,25 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         The refit path on all the data, down to the chosen lam.
     """
 
-    def __init__(self, loss="logistic", *, lams=None, n_lams=20, lam_min_ratio=1e-3, cv=5, scoring="log_loss",
-                 l1_ratio=1.0, fit_intercept=True, solver="auto", tol=1e-6, max_iter=200, class_weight=None,
-                 random_state=None, verbose=0, n_jobs=None):
+    def __init__(
+        self,
+        loss="logistic",
+        *,
+        lams=None,
+        n_lams=20,
+        lam_min_ratio=1e-3,
+        cv=5,
+        scoring="log_loss",
+        l1_ratio=1.0,
+        fit_intercept=True,
+        solver="auto",
+        tol=1e-6,
+        max_iter=200,
+        class_weight=None,
+        random_state=None,
+        verbose=0,
+        n_jobs=None,
+    ):
         self.loss = loss
         self.lams = lams
         self.n_lams = n_lams
@@ -200,12 +230,16 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         if scorer is None:
             raise ValueError(f"scoring={self.scoring!r}; choose one of {sorted(_SCORERS)} or a callable")
         X, y, classes, sample_weight = self._classification_data(X, y, sample_weight)
-        splitter = check_cv(self.cv, y, classifier=True) if not isinstance(self.cv, numbers.Integral) \
+        splitter = (
+            check_cv(self.cv, y, classifier=True)
+            if not isinstance(self.cv, numbers.Integral)
             else StratifiedKFold(n_splits=self.cv)
+        )
         folds = list(splitter.split(X, y))  # the same folds for every one-vs-rest problem
         positives = [classes[1]] if classes.shape[0] == 2 else list(classes)
-        fits = self._cross_validate(X, [np.where(y == positive, 1.0, -1.0) for positive in positives],
-                                    sample_weight, folds, solver, scorer)
+        fits = self._cross_validate(
+            X, [np.where(y == positive, 1.0, -1.0) for positive in positives], sample_weight, folds, solver, scorer
+        )
         self.solver_ = solver
         self.classes_ = classes
         self.coef_ = np.vstack([path.coefs[-1] for _, _, _, path in fits])
@@ -236,25 +270,54 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         not 4)."""
         X_columns = column_matrix(X)
         if self.lams is None:
-            grids = [lam_grid(Problem(X_columns, y_pm, self.loss, lam_ratio=1.0, l1_ratio=self.l1_ratio,
-                                      fit_intercept=self.fit_intercept, sample_weight=sample_weight).lam_max(),
-                              self.n_lams, self.lam_min_ratio) for y_pm in targets]
+            grids = [
+                lam_grid(
+                    Problem(
+                        X_columns,
+                        y_pm,
+                        self.loss,
+                        lam_ratio=1.0,
+                        l1_ratio=self.l1_ratio,
+                        fit_intercept=self.fit_intercept,
+                        sample_weight=sample_weight,
+                    ).lam_max(),
+                    self.n_lams,
+                    self.lam_min_ratio,
+                )
+                for y_pm in targets
+            ]
         else:
             grids = [np.sort(np.asarray(self.lams, dtype=np.float64))[::-1]] * len(targets)
         link = get_link(self.loss)
-        kw = dict(l1_ratio=self.l1_ratio, fit_intercept=self.fit_intercept, solver=solver, tol=self.tol,
-                  max_iter=self.max_iter)
+        kw = dict(
+            l1_ratio=self.l1_ratio,
+            fit_intercept=self.fit_intercept,
+            solver=solver,
+            tol=self.tol,
+            max_iter=self.max_iter,
+        )
 
         def refit(k, n_lams=None):
-            return delayed(regularization_path)(X_columns, targets[k], self.loss, lams=grids[k][:n_lams],
-                                                sample_weight=sample_weight, **kw)
+            return delayed(regularization_path)(
+                X_columns, targets[k], self.loss, lams=grids[k][:n_lams], sample_weight=sample_weight, **kw
+            )
 
         def fold_jobs():  # fold by fold, so that a fold's matrices are dropped once its paths are done
             for train, test in folds:
                 X_train, X_test = column_matrix(X[train]), X[test]
                 for y_pm, lams in zip(targets, grids):
-                    yield delayed(_fold_scores)(X_train, y_pm[train], sample_weight[train], X_test, y_pm[test],
-                                                lams, self.loss, link, scorer, kw)
+                    yield delayed(_fold_scores)(
+                        X_train,
+                        y_pm[train],
+                        sample_weight[train],
+                        X_test,
+                        y_pm[test],
+                        lams,
+                        self.loss,
+                        link,
+                        scorer,
+                        kw,
+                    )
 
         n = len(targets)
         with Parallel(n_jobs=self.n_jobs, prefer="threads") as parallel:
@@ -281,8 +344,13 @@ def _fold_scores(X_train, y_train, sample_weight, X_test, y_test, lams, loss, li
 def _first_lams(path, n):
     """The PathResult of the first n lams of ``path`` (its per-lam arrays cut)."""
     size = path.lams.shape[0]
-    return path._replace(**{name: value[:n] for name, value in path._asdict().items()
-                            if isinstance(value, np.ndarray) and value.ndim and value.shape[0] == size})
+    return path._replace(
+        **{
+            name: value[:n]
+            for name, value in path._asdict().items()
+            if isinstance(value, np.ndarray) and value.ndim and value.shape[0] == size
+        }
+    )
 
 
 def get_link(loss):
@@ -290,5 +358,3 @@ def get_link(loss):
     from scipy.special import expit, ndtr
 
     return {"logistic": expit, "probit": ndtr}[loss]
-
-

@@ -128,8 +128,9 @@ def optimal_intercept(loss, y, c, z, b=0.0, tol=1e-13, max_iter=100):
         kind = loss.kernel_id
         y, c, z = (np.ascontiguousarray(a, dtype=np.float64) for a in (y, c, z))
         return newton_intercept(lambda b: weighted_derivatives(kind, y, z, b, c), b, tol, max_iter)
-    return newton_intercept(lambda b: (_wsum(c, loss.derivative(y, z + b)), _wsum(c, loss.curvature(y, z + b))),
-                            b, tol, max_iter)
+    return newton_intercept(
+        lambda b: (_wsum(c, loss.derivative(y, z + b)), _wsum(c, loss.curvature(y, z + b))), b, tol, max_iter
+    )
 
 
 def lam_max(X, y, loss="logistic", *, l1_ratio=1.0, fit_intercept=True, sample_weight=None):
@@ -166,8 +167,9 @@ class Problem:
     sample_weight : ndarray, optional
     """
 
-    def __init__(self, X, y, loss="logistic", lam=None, *, lam_ratio=None, l1_ratio=1.0,
-                 fit_intercept=True, sample_weight=None):
+    def __init__(
+        self, X, y, loss="logistic", lam=None, *, lam_ratio=None, l1_ratio=1.0, fit_intercept=True, sample_weight=None
+    ):
         self.loss = get_loss(loss)
         X = check_design(X)
         self.n_samples, self.n_features = X.shape
@@ -286,8 +288,9 @@ class Problem:
     def _conjugate_sum(self, z, u, scale) -> float:
         """sum_i c_i f_i*(scale * u_i), u = loss'(y, z) when not given."""
         if u is None and self.loss.kernel_id >= 0:
-            return float(weighted_conjugate(self.loss.kernel_id, self.y, np.asarray(z, dtype=np.float64),
-                                            self.c, scale))
+            return float(
+                weighted_conjugate(self.loss.kernel_id, self.y, np.asarray(z, dtype=np.float64), self.c, scale)
+            )
         u = self.loss.derivative(self.y, z) if u is None else np.asarray(u, dtype=np.float64)
         f = self.loss.conjugate(self.y, scale * u)
         # Rows of zero weight do not enter the dual (and may sit outside the domain).

@@ -88,12 +88,15 @@ def scan_stream(stream: Stream) -> StreamScan:
     for y, s, chunk_nnz in stream.label_pass():
         bad = ~np.isfinite(y)
         if bad.any():
-            raise DataFormatError(f"label of row {n + int(np.flatnonzero(bad)[0])} is NaN or infinite",
-                                  path=_source_name(stream))
+            raise DataFormatError(
+                f"label of row {n + int(np.flatnonzero(bad)[0])} is NaN or infinite", path=_source_name(stream)
+            )
         s = np.ones_like(y) if s is None else s
         if not np.isfinite(s).all() or (s < 0).any():
-            raise DataFormatError(f"sample weights of rows {n}..{n + y.shape[0] - 1} must be finite and "
-                                  "non-negative", path=_source_name(stream))
+            raise DataFormatError(
+                f"sample weights of rows {n}..{n + y.shape[0] - 1} must be finite and non-negative",
+                path=_source_name(stream),
+            )
         if found is not None:
             values, inverse = np.unique(y, return_inverse=True)
             counts = np.bincount(inverse, minlength=values.shape[0])
@@ -112,9 +115,16 @@ def scan_stream(stream: Stream) -> StreamScan:
     if weight_sum <= 0:
         raise DataFormatError("the sample weights sum to zero", path=_source_name(stream))
     keys = sorted(found) if found is not None else []
-    return StreamScan(n, int(stream.n_features), np.array(keys, dtype=np.float64),
-                      np.array([found[k][0] for k in keys], dtype=np.int64),
-                      np.array([found[k][1] for k in keys], dtype=np.float64), weight_sum, label_sum, nnz)
+    return StreamScan(
+        n,
+        int(stream.n_features),
+        np.array(keys, dtype=np.float64),
+        np.array([found[k][0] for k in keys], dtype=np.int64),
+        np.array([found[k][1] for k in keys], dtype=np.float64),
+        weight_sum,
+        label_sum,
+        nnz,
+    )
 
 
 def _check_class_labels(classes, stream):
@@ -132,8 +142,9 @@ def _check_class_labels(classes, stream):
         check_classification_targets(classes)
     except ValueError as exc:
         odd = classes[classes != np.round(classes)]
-        raise ValueError(f"{exc} (labels that are not integers: {odd[:5].tolist()}; in "
-                         f"{_source_name(stream)})") from None
+        raise ValueError(
+            f"{exc} (labels that are not integers: {odd[:5].tolist()}; in {_source_name(stream)})"
+        ) from None
 
 
 class StreamProblem:
@@ -165,8 +176,20 @@ class StreamProblem:
         ends, ``scan``, ``n_samples`` and ``weight_sum`` are None.
     """
 
-    def __init__(self, stream, loss="logistic", lam=None, *, lam_ratio=None, l1_ratio=1.0,
-                 fit_intercept=True, positive_class=None, class_weight=None, scan=None, classes=None):
+    def __init__(
+        self,
+        stream,
+        loss="logistic",
+        lam=None,
+        *,
+        lam_ratio=None,
+        l1_ratio=1.0,
+        fit_intercept=True,
+        positive_class=None,
+        class_weight=None,
+        scan=None,
+        classes=None,
+    ):
         self.stream = Stream.open(stream)
         self.loss = get_loss(loss)
         if (lam is None) == (lam_ratio is None):
@@ -201,8 +224,10 @@ class StreamProblem:
             raise ValueError(f"declare two classes (a binary problem), got {classes.tolist()}")
         _check_class_labels(classes, self.stream)
         if self.stream.n_features is None:
-            raise ValueError(f"declared classes need the width of {_source_name(self.stream)} before the first pass: "
-                             "give n_features (e.g. Stream.from_svmlight(path, n_features=...))")
+            raise ValueError(
+                f"declared classes need the width of {_source_name(self.stream)} before the first pass: "
+                "give n_features (e.g. Stream.from_svmlight(path, n_features=...))"
+            )
         self.scan = self.n_samples = self.weight_sum = None
         self.n_features = int(self.stream.n_features)
         self.classes = classes
@@ -222,12 +247,13 @@ class StreamProblem:
             return
         _check_class_labels(scan.classes, self.stream)
         if scan.classes.shape[0] < 2:
-            raise ValueError(f"the labels have only one class ({scan.classes[:1].tolist()}); "
-                             "a classifier needs two")
+            raise ValueError(f"the labels have only one class ({scan.classes[:1].tolist()}); a classifier needs two")
         if positive_class is None:
             if scan.classes.shape[0] > 2:
-                raise ValueError(f"the labels have {scan.classes.shape[0]} classes; give positive_class "
-                                 "(the estimators fit one-vs-rest)")
+                raise ValueError(
+                    f"the labels have {scan.classes.shape[0]} classes; give positive_class "
+                    "(the estimators fit one-vs-rest)"
+                )
             positive_class = scan.classes[1]
         if positive_class not in scan.classes:
             raise ValueError(f"positive_class={positive_class!r} is not among the labels {scan.classes.tolist()}")
@@ -260,8 +286,11 @@ class StreamProblem:
         b0 = self.intercept_only()
         grad = np.zeros(self.n_features)
         for rows, y, s, _ in self.chunks():
-            X = (rows.data.reshape(rows.shape) if rows.dense
-                 else sp.csr_matrix((rows.data, rows.indices, rows.indptr), shape=rows.shape))
+            X = (
+                rows.data.reshape(rows.shape)
+                if rows.dense
+                else sp.csr_matrix((rows.data, rows.indices, rows.indptr), shape=rows.shape)
+            )
             grad += X.T @ (s * self.loss.derivative(y, np.full(y.shape[0], b0)))
         return grad / self.weight_sum
 
@@ -270,8 +299,10 @@ class StreamProblem:
         if not self.fit_intercept:
             return 0.0
         if self.scan is None:
-            raise ValueError("b0 needs the label pass: this problem's classes are declared (a solver with "
-                             "needs_label_pass=False starts at b = 0)")
+            raise ValueError(
+                "b0 needs the label pass: this problem's classes are declared (a solver with "
+                "needs_label_pass=False starts at b = 0)"
+            )
         name = self.loss.name
         if name == "squared":
             return self.scan.label_weighted_sum / self.scan.weight_sum
@@ -302,12 +333,13 @@ class StreamProblem:
             X, y = chunk.X, chunk.y
             rows = y.shape[0]
             if X.shape[1] != self.n_features:
-                raise DataFormatError(f"rows {first}..{first + rows - 1} have {X.shape[1]} features, "
-                                      f"the stream has {self.n_features}", path=where)
+                raise DataFormatError(
+                    f"rows {first}..{first + rows - 1} have {X.shape[1]} features, the stream has {self.n_features}",
+                    path=where,
+                )
             values = X.data if sp.issparse(X) else X
             if check and not np.isfinite(values).all():
-                raise DataFormatError(f"rows {first}..{first + rows - 1} contain NaN or infinite values",
-                                      path=where)
+                raise DataFormatError(f"rows {first}..{first + rows - 1} contain NaN or infinite values", path=where)
             s = np.ones(rows) if chunk.sample_weight is None else np.asarray(chunk.sample_weight, dtype=np.float64)
             if classification:
                 known = np.isin(y, classes) if check else None
@@ -315,9 +347,11 @@ class StreamProblem:
                     bad = int(np.flatnonzero(~known)[0])
                     raise DataFormatError(
                         f"row {first + bad} has label {float(y[bad])!r}, not among the declared classes {classes.tolist()}"
-                        if tally is not None else
-                        f"row {first + bad} has a label not seen by the first pass (the stream changed between "
-                        "passes)", path=where)
+                        if tally is not None
+                        else f"row {first + bad} has a label not seen by the first pass (the stream changed between "
+                        "passes)",
+                        path=where,
+                    )
                 if tally is not None:
                     tally.add(X, y, s, first, where)
                 if self.class_weight:  # labels are among the classes (checked above, first pass)
@@ -338,10 +372,17 @@ class StreamProblem:
 
     def describe(self) -> dict:
         """What identifies this problem (for checkpoints)."""
-        return {"loss": self.loss.name, "lam": self.lam, "lam_ratio": self.lam_ratio, "l1_ratio": self.l1_ratio,
-                "fit_intercept": self.fit_intercept, "n_samples": self.n_samples, "n_features": self.n_features,
-                "positive_class": None if self.positive_class is None else _plain(self.positive_class),
-                "weight_sum": self.weight_sum}
+        return {
+            "loss": self.loss.name,
+            "lam": self.lam,
+            "lam_ratio": self.lam_ratio,
+            "l1_ratio": self.l1_ratio,
+            "fit_intercept": self.fit_intercept,
+            "n_samples": self.n_samples,
+            "n_features": self.n_features,
+            "positive_class": None if self.positive_class is None else _plain(self.positive_class),
+            "weight_sum": self.weight_sum,
+        }
 
 
 def _plain(v):
@@ -360,8 +401,9 @@ class _Tally:
 
     def add(self, X, y, s, first, where):
         if not np.isfinite(s).all() or (s < 0).any():
-            raise DataFormatError(f"sample weights of rows {first}..{first + y.shape[0] - 1} must be finite and "
-                                  "non-negative", path=where)
+            raise DataFormatError(
+                f"sample weights of rows {first}..{first + y.shape[0] - 1} must be finite and non-negative", path=where
+            )
         k = np.searchsorted(self.classes, y)
         self.counts += np.bincount(k, minlength=self.classes.shape[0])
         self.weights += np.bincount(k, weights=s, minlength=self.classes.shape[0])
@@ -372,5 +414,13 @@ class _Tally:
         n = int(self.counts.sum())
         if n == 0:
             raise DataFormatError("the stream has no rows", path=where)
-        return StreamScan(n, int(n_features), self.classes, self.counts, self.weights, float(self.weights.sum()),
-                          self.label_sum, self.nnz)
+        return StreamScan(
+            n,
+            int(n_features),
+            self.classes,
+            self.counts,
+            self.weights,
+            float(self.weights.sum()),
+            self.label_sum,
+            self.nnz,
+        )

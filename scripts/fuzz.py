@@ -30,8 +30,13 @@ def targets(keyword=None):
     """The fuzz targets: the hypothesis tests of tests/test_fuzz.py (``@given``)."""
     with open(TESTS, encoding="utf-8") as f:
         tree = ast.parse(f.read())
-    names = [node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
-             and any(isinstance(d, ast.Call) and getattr(d.func, "id", "") == "given" for d in node.decorator_list)]
+    names = [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and node.name.startswith("test_")
+        and any(isinstance(d, ast.Call) and getattr(d.func, "id", "") == "given" for d in node.decorator_list)
+    ]
     return [n for n in names if keyword is None or keyword in n]
 
 
@@ -43,9 +48,11 @@ def run(target, minutes):
     # ignored, and Python installs its handler only when it is not.
     # SIGUSR1 makes the child print every thread's stack (faulthandler): the script sends
     # it to a child that does not stop after the interrupt, to show where it sits.
-    child = ("import faulthandler, signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler); "
-             "faulthandler.register(signal.SIGUSR1, all_threads=True); "
-             f"sys.exit(pytest.main({args!r}))")
+    child = (
+        "import faulthandler, signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "faulthandler.register(signal.SIGUSR1, all_threads=True); "
+        f"sys.exit(pytest.main({args!r}))"
+    )
     cmd = [sys.executable, "-c", child]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -64,8 +71,15 @@ def run(target, minutes):
     seconds = time.perf_counter() - start
     # 1: a test failed (a finding); 2: interrupted at the time limit; 0: cannot happen
     # with an unbounded example count, but is no finding either.
-    outcome = ("FINDING" if proc.returncode == 1 else "none" if proc.returncode in (0, 2)
-               else "no exit after SIGINT (killed)" if proc.returncode == -signal.SIGKILL else f"rc {proc.returncode}")
+    outcome = (
+        "FINDING"
+        if proc.returncode == 1
+        else "none"
+        if proc.returncode in (0, 2)
+        else "no exit after SIGINT (killed)"
+        if proc.returncode == -signal.SIGKILL
+        else f"rc {proc.returncode}"
+    )
     return target, seconds, outcome, output[-4000:]
 
 
@@ -81,9 +95,14 @@ def main(argv=None):
         parser.error("no fuzz target matches")
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         results = list(pool.map(lambda t: run(t, args.minutes), names))
-    lines = [f"# Fuzzing run, {datetime.datetime.now(datetime.UTC).date()}", "",
-             f"`scripts/fuzz.py --minutes {args.minutes:g} --jobs {args.jobs}`, fresh random seeds.", "",
-             "| target | minutes | finding |", "|---|---|---|"]
+    lines = [
+        f"# Fuzzing run, {datetime.datetime.now(datetime.UTC).date()}",
+        "",
+        f"`scripts/fuzz.py --minutes {args.minutes:g} --jobs {args.jobs}`, fresh random seeds.",
+        "",
+        "| target | minutes | finding |",
+        "|---|---|---|",
+    ]
     for target, seconds, outcome, _ in results:
         lines.append(f"| {target} | {seconds / 60:.1f} | {outcome} |")
     for target, _, outcome, tail in results:

@@ -31,13 +31,16 @@ def problem(name):
 
 
 def solver(name, **kw):
-    options = {"smidas": {"max_iter": 12, "shuffle": True, "random_state": 5},
-               "truncated_gradient": {"max_iter": 12, "shuffle": True, "random_state": 5},
-               "sgd_cumulative": {"max_iter": 12, "shuffle": True, "random_state": 5},
-               "mp": {"tol": 1e-10, "max_iter": 30}, "rmmp": {"tol": 1e-10, "max_iter": 30, "max_active": 20},
-               "cd": {"tol": 1e-12, "max_iter": 60, "random_state": 3},
-               "scd": {"tol": 1e-9, "max_iter": 40, "random_state": 3},
-               "detcd": {"tol": 1e-9, "max_iter": 40}}.get(name, {"tol": 1e-9, "max_iter": 40})
+    options = {
+        "smidas": {"max_iter": 12, "shuffle": True, "random_state": 5},
+        "truncated_gradient": {"max_iter": 12, "shuffle": True, "random_state": 5},
+        "sgd_cumulative": {"max_iter": 12, "shuffle": True, "random_state": 5},
+        "mp": {"tol": 1e-10, "max_iter": 30},
+        "rmmp": {"tol": 1e-10, "max_iter": 30, "max_active": 20},
+        "cd": {"tol": 1e-12, "max_iter": 60, "random_state": 3},
+        "scd": {"tol": 1e-9, "max_iter": 40, "random_state": 3},
+        "detcd": {"tol": 1e-9, "max_iter": 40},
+    }.get(name, {"tol": 1e-9, "max_iter": 40})
     if name in ("cd", "fista", "ista", "multiscale_fista", "cgd", "scd", "detcd"):
         options["checkpoint_interval"] = 0.0
     return SOLVERS[name](**{**options, **kw})

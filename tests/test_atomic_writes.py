@@ -72,8 +72,11 @@ def _read_svmlight(path):
     return X[0, 0]
 
 
-KINDS = {"model": (_write_model, _read_model), "checkpoint": (_write_checkpoint, _read_checkpoint),
-         "svmlight": (_write_svmlight, _read_svmlight)}
+KINDS = {
+    "model": (_write_model, _read_model),
+    "checkpoint": (_write_checkpoint, _read_checkpoint),
+    "svmlight": (_write_svmlight, _read_svmlight),
+}
 
 
 # ----------------------------------------------------------------------------- full disk
@@ -175,8 +178,16 @@ def test_file_size_limit(tmp_path, kind):
     def limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 
-    out = subprocess.run([sys.executable, "-c", script], env=_env(), cwd=ROOT, preexec_fn=limit,
-                         capture_output=True, text=True, timeout=300, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        env=_env(),
+        cwd=ROOT,
+        preexec_fn=limit,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     assert "DiskFullError:" in out.stdout and path in out.stdout and "file-size limit" in out.stdout
     assert KINDS[kind][1](path) == 1.0
@@ -209,8 +220,14 @@ _WRITER = textwrap.dedent("""
 
 
 def _kill_writer(kind, path, mode, delay):
-    proc = subprocess.Popen([sys.executable, "-c", _WRITER, kind, path, mode, os.path.dirname(__file__)],
-                            env=_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, kind, path, mode, os.path.dirname(__file__)],
+        env=_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
         time.sleep(delay)
@@ -350,10 +367,19 @@ def test_a_real_full_file_system(tmp_path):
         pytest.skip("no unshare")
     mnt = tmp_path / "small"
     mnt.mkdir()
-    shell = (f"mount -t tmpfs -o size=1m tmpfs {mnt} || exit 77; "
-             f"exec {sys.executable} -c '{_SMALL_FS}' {mnt} {os.path.dirname(os.path.abspath(__file__))}")
-    out = subprocess.run(["unshare", "-rm", "sh", "-c", shell], env=_env(), cwd=ROOT, capture_output=True,
-                         text=True, timeout=300, check=False)
+    shell = (
+        f"mount -t tmpfs -o size=1m tmpfs {mnt} || exit 77; "
+        f"exec {sys.executable} -c '{_SMALL_FS}' {mnt} {os.path.dirname(os.path.abspath(__file__))}"
+    )
+    out = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", shell],
+        env=_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     if out.returncode == 77 or (out.returncode != 0 and "unshare" in out.stderr):
         pytest.skip(f"cannot mount a tmpfs here: {out.stderr.strip()}")
     assert out.returncode == 0, out.stdout + out.stderr

@@ -19,8 +19,14 @@ from l1scale.data import Products
 from l1scale.solvers import SOLVERS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CHECKED = ["test_svmlight.py", "test_hashing.py", "test_stream.py", "test_corrupt_inputs.py", "test_fuzz.py",
-           "test_boundscheck.py"]
+CHECKED = [
+    "test_svmlight.py",
+    "test_hashing.py",
+    "test_stream.py",
+    "test_corrupt_inputs.py",
+    "test_fuzz.py",
+    "test_boundscheck.py",
+]
 
 
 def data(dense, seed=0, n=80, d=15):
@@ -39,21 +45,36 @@ def test_every_solver_fits_small_data(solver, dense, fit_intercept):
     """A small fit of each solver: cheap here, and under bounds checks in the child."""
     X, y = data(dense)
     extra = {"features": Products(degree=2), "cache_bytes": "1MB"} if solver in GENERATED_SOLVERS else {}
-    model = SparseLogisticRegression(solver=solver, lam_ratio=0.2, max_iter=20, fit_intercept=fit_intercept,
-                                     random_state=0, **extra)
+    model = SparseLogisticRegression(
+        solver=solver, lam_ratio=0.2, max_iter=20, fit_intercept=fit_intercept, random_state=0, **extra
+    )
     model.fit(X, y)
     assert np.isfinite(model.coef_).all() and model.predict(X).shape == y.shape
     if solver in ("cd", "fista", "truncated_gradient", "sgd_cumulative"):
-        reg = SparseLinearRegression(solver=solver, lam_ratio=0.2, max_iter=20, fit_intercept=fit_intercept,
-                                     random_state=0).fit(X, y)
+        reg = SparseLinearRegression(
+            solver=solver, lam_ratio=0.2, max_iter=20, fit_intercept=fit_intercept, random_state=0
+        ).fit(X, y)
         assert np.isfinite(reg.coef_).all()
 
 
 @pytest.mark.slow
 def test_under_boundscheck(tmp_path):
     env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"))
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-rs", "-p", "no:cacheprovider", "-p", "no:xdist",
-           "-k", "not test_under_boundscheck", *(os.path.join(HERE, name) for name in CHECKED)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-x",
+        "-rs",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "-k",
+        "not test_under_boundscheck",
+        *(os.path.join(HERE, name) for name in CHECKED),
+    ]
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800, check=False)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
     assert " passed" in run.stdout.splitlines()[-1]

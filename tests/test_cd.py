@@ -71,8 +71,11 @@ def test_elastic_net_and_small_lam_reach_relative_gap_1e_10(loss, fit_intercept)
 @pytest.mark.parametrize("loss", LOSSES)
 def test_layouts_and_dtypes_give_the_same_model(loss):
     X, y = _data(loss, seed=2)
-    models = [_solve(Problem(_layout(X, lay, dt), y, loss, lam_ratio=0.05), tol=1e-12)
-              for lay in ("dense", "csr", "csc") for dt in (np.float64, np.float32)]
+    models = [
+        _solve(Problem(_layout(X, lay, dt), y, loss, lam_ratio=0.05), tol=1e-12)
+        for lay in ("dense", "csr", "csc")
+        for dt in (np.float64, np.float32)
+    ]
     for m in models[1:]:
         # float32 input is rounded once; the solves then agree to their tolerance.
         np.testing.assert_allclose(m.coef, models[0].coef, atol=1e-5)
@@ -160,8 +163,7 @@ def test_matches_sklearn_lasso(fit_intercept, layout):
     X, y = _data("squared", n=200, d=30, seed=4)
     lam = 0.05
     ref = Lasso(alpha=lam, fit_intercept=fit_intercept, tol=1e-14, max_iter=200_000).fit(X, y)
-    res = _solve(Problem(_layout(X, layout, np.float64), y, "squared", lam=lam, fit_intercept=fit_intercept),
-                 tol=1e-13)
+    res = _solve(Problem(_layout(X, layout, np.float64), y, "squared", lam=lam, fit_intercept=fit_intercept), tol=1e-13)
     np.testing.assert_allclose(res.coef, ref.coef_, atol=1e-6)
     assert res.intercept == pytest.approx(ref.intercept_, abs=1e-6)
     assert np.array_equal(res.coef != 0, ref.coef_ != 0)
@@ -174,10 +176,10 @@ def test_matches_sklearn_elastic_net(l1_ratio, fit_intercept):
 
     X, y = _data("squared", n=200, d=30, seed=5)
     lam = 0.05
-    ref = ElasticNet(alpha=lam, l1_ratio=l1_ratio, fit_intercept=fit_intercept, tol=1e-14,
-                     max_iter=200_000).fit(X, y)
-    res = _solve(Problem(sp.csr_matrix(X), y, "squared", lam=lam, l1_ratio=l1_ratio,
-                         fit_intercept=fit_intercept), tol=1e-13)
+    ref = ElasticNet(alpha=lam, l1_ratio=l1_ratio, fit_intercept=fit_intercept, tol=1e-14, max_iter=200_000).fit(X, y)
+    res = _solve(
+        Problem(sp.csr_matrix(X), y, "squared", lam=lam, l1_ratio=l1_ratio, fit_intercept=fit_intercept), tol=1e-13
+    )
     np.testing.assert_allclose(res.coef, ref.coef_, atol=1e-6)
     assert res.intercept == pytest.approx(ref.intercept_, abs=1e-6)
 
@@ -254,6 +256,7 @@ def test_callback_sees_every_iteration():
     X, y = _data("logistic", seed=13)
     seen = []
     res = CoordinateDescent(tol=1e-8, callback=lambda it, h: seen.append((it, len(h)))).solve(
-        Problem(X, y, "logistic", lam_ratio=0.05))
+        Problem(X, y, "logistic", lam_ratio=0.05)
+    )
     assert [it for it, _ in seen] == list(range(res.n_iter + 1))
     assert all(n == it + 1 for it, n in seen)

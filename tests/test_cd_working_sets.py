@@ -56,8 +56,15 @@ def test_working_sets_and_screening_give_the_full_solvers_model(loss, fit_interc
     X, y = _data(loss, seed=1)
     weights = np.random.default_rng(2).uniform(0.2, 3.0, size=y.shape[0])
     for lam_ratio, l1_ratio, sample_weight in [(0.05, 1.0, None), (0.01, 1.0, weights), (0.02, 0.5, weights)]:
-        p = Problem(_layout(X, layout), y, loss, lam_ratio=lam_ratio, l1_ratio=l1_ratio,
-                    fit_intercept=fit_intercept, sample_weight=sample_weight)
+        p = Problem(
+            _layout(X, layout),
+            y,
+            loss,
+            lam_ratio=lam_ratio,
+            l1_ratio=l1_ratio,
+            fit_intercept=fit_intercept,
+            sample_weight=sample_weight,
+        )
         fast, plain = _solve(p), _plain(p)
         assert fast.converged and fast.relative_certificate <= 1e-13
         assert fast.objective == pytest.approx(plain.objective, rel=1e-10)
@@ -126,8 +133,7 @@ def test_support_newton_step_is_what_finishes_an_ill_conditioned_solve():
         without = CoordinateDescent(tol=1e-10, max_iter=300, support_newton=False).solve(p)
     assert with_step.objective <= without.objective * (1 + 1e-12)
     assert without.objective == pytest.approx(with_step.objective, rel=1e-6)
-    assert (not without.converged
-            or with_step.history.data_accesses[-1] < without.history.data_accesses[-1])
+    assert not without.converged or with_step.history.data_accesses[-1] < without.history.data_accesses[-1]
 
 
 def test_gradient_init_only_picks_the_first_working_set():
@@ -136,7 +142,8 @@ def test_gradient_init_only_picks_the_first_working_set():
     p = Problem(sp.csc_matrix(X), y, "logistic", lam_ratio=0.02)
     right = _solve(p)
     wrong = CoordinateDescent(tol=1e-13, max_iter=1000).solve(
-        p, gradient_init=np.random.default_rng(0).normal(size=p.n_features))
+        p, gradient_init=np.random.default_rng(0).normal(size=p.n_features)
+    )
     assert wrong.converged and wrong.objective == pytest.approx(right.objective, rel=1e-10)
     np.testing.assert_array_equal(wrong.coef != 0, right.coef != 0)
 

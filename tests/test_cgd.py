@@ -145,10 +145,13 @@ def test_objective_never_increases_on_random_problems(loss):
 # ------------------------------------------------------------------ Reuters earn and a9a
 
 
-@pytest.mark.parametrize("name, path, n_features", [
-    ("reuters earn", "reuters21578/modapte_earn_train.svm.bz2", 27901),
-    ("a9a", "a9a/a9a.bz2", 123),
-])
+@pytest.mark.parametrize(
+    "name, path, n_features",
+    [
+        ("reuters earn", "reuters21578/modapte_earn_train.svm.bz2", 27901),
+        ("a9a", "a9a/a9a.bz2", 123),
+    ],
+)
 def test_reaches_cd_on_real_data(name, path, n_features):
     X, y = _svmlight(name, path, n_features)
     for fit_intercept in (False, True):

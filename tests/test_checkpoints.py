@@ -31,7 +31,7 @@ IN_MEMORY = ["cd", "fista", "ista", "multiscale_fista", "cgd", "scd", "detcd"]
 ONLINE = ["smidas", "truncated_gradient", "sgd_cumulative"]
 STREAMING = ["mp", "rmmp"]
 
-_KILLED = textwrap.dedent('''
+_KILLED = textwrap.dedent("""
     import os, signal, sys
     sys.path.insert(0, sys.argv[4])
     from _checkpoint_cases import solve
@@ -43,7 +43,7 @@ _KILLED = textwrap.dedent('''
 
     solve(name, checkpoint=path, callback=die)
     print("not killed")
-''')
+""")
 
 
 def _env():
@@ -63,8 +63,15 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, name):
     assert fresh.n_iter > 3
     at = 3
     path = tmp_path / "run.ckpt"
-    child = subprocess.run([sys.executable, "-c", _KILLED, name, str(path), str(at), os.path.dirname(__file__)],
-                           cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300, check=False)
+    child = subprocess.run(
+        [sys.executable, "-c", _KILLED, name, str(path), str(at), os.path.dirname(__file__)],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
     assert path.exists()
     resumed_problem = problem(name)
@@ -90,8 +97,14 @@ def test_checkpoint_of_another_run_is_refused(tmp_path, name):
     path = tmp_path / "ck"
     solve(name, checkpoint=path)
     # another solver parameter
-    other = {"cd": {"random_state": 4}, "fista": {"backtrack": 0.3}, "cgd": {"sigma": 0.2},
-             "scd": {"random_state": 4}, "sgd_cumulative": {"eta0": 0.4}, "rmmp": {"max_active": 19}}[name]
+    other = {
+        "cd": {"random_state": 4},
+        "fista": {"backtrack": 0.3},
+        "cgd": {"sigma": 0.2},
+        "scd": {"random_state": 4},
+        "sgd_cumulative": {"eta0": 0.4},
+        "rmmp": {"max_active": 19},
+    }[name]
     changed_solver = solver(name, checkpoint=path)
     for key, value in other.items():
         setattr(changed_solver, key, value)
@@ -102,8 +115,11 @@ def test_checkpoint_of_another_run_is_refused(tmp_path, name):
     X, y = data()
     y = y.copy()
     y[0] = -y[0]
-    changed = (StreamProblem(Stream.from_arrays(X, y, chunk_rows=50), "logistic", lam_ratio=0.05)
-               if name in ONLINE + STREAMING else Problem(X, y, "logistic", lam_ratio=0.05))
+    changed = (
+        StreamProblem(Stream.from_arrays(X, y, chunk_rows=50), "logistic", lam_ratio=0.05)
+        if name in ONLINE + STREAMING
+        else Problem(X, y, "logistic", lam_ratio=0.05)
+    )
     with pytest.raises(CheckpointError, match="another run"):
         solver(name, checkpoint=path).solve(changed)
     # tol and max_iter may change: the run resumes
@@ -154,11 +170,9 @@ def test_estimator_checkpoints_each_binary_problem(tmp_path):
 def test_two_stage_keeps_its_own_checkpoint(tmp_path):
     X, y = data()
     path = tmp_path / "m.ckpt"
-    est = SparseLogisticRegression(solver="fista", lam_ratio=0.05, two_stage=0.5, tol=1e-4,
-                                     checkpoint=path).fit(X, y)
+    est = SparseLogisticRegression(solver="fista", lam_ratio=0.05, two_stage=0.5, tol=1e-4, checkpoint=path).fit(X, y)
     assert sorted(os.listdir(tmp_path)) == ["m.ckpt", "m.ckpt.stage2"]
-    again = SparseLogisticRegression(solver="fista", lam_ratio=0.05, two_stage=0.5, tol=1e-4,
-                                     checkpoint=path).fit(X, y)
+    again = SparseLogisticRegression(solver="fista", lam_ratio=0.05, two_stage=0.5, tol=1e-4, checkpoint=path).fit(X, y)
     np.testing.assert_array_equal(again.coef_, est.coef_)
 
 
@@ -209,7 +223,8 @@ def test_divergence_check_does_not_fire_on_sane_data(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = SOLVERS[name](max_iter=3).solve(
-            StreamProblem(Stream.from_arrays(X, y, chunk_rows=50), "logistic", lam_ratio=0.05))
+            StreamProblem(Stream.from_arrays(X, y, chunk_rows=50), "logistic", lam_ratio=0.05)
+        )
     assert np.isfinite(result.coef).all()
 
 

@@ -64,8 +64,11 @@ def files(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
     X, y = _sparse_problem(300, 20, 0)
     paths = {"dir": root, "X": X, "y": y}
-    for name, rows, cols in (("train", slice(0, 240), slice(None)), ("test", slice(240, 300), slice(None)),
-                             ("narrow", slice(240, 300), slice(0, 15))):
+    for name, rows, cols in (
+        ("train", slice(0, 240), slice(None)),
+        ("test", slice(240, 300), slice(None)),
+        ("narrow", slice(240, 300), slice(0, 15)),
+    ):
         paths[name] = root / f"{name}.svm"
         Xs = X[rows][:, cols]
         if name == "narrow":  # make sure its largest index is 15, not less
@@ -82,8 +85,9 @@ def files(tmp_path_factory):
     paths["bad"] = root / "bad.svm"
     paths["bad"].write_text("1 1:0.5 3:1\n-1 2:0.25\n1 4:abc\n")
     paths["model"] = root / "model.bin"
-    summary = json.loads(ok("train", paths["train"], "--test", paths["test"], "-o", paths["model"],
-                            "--quiet", "--json").stdout)
+    summary = json.loads(
+        ok("train", paths["train"], "--test", paths["test"], "-o", paths["model"], "--quiet", "--json").stdout
+    )
     paths["summary"] = summary
     return paths
 
@@ -94,8 +98,12 @@ def files(tmp_path_factory):
 def test_train_summary_is_complete_and_saves_the_model(files):
     s = files["summary"]
     assert files["model"].exists()
-    assert s["data"] == {"path": str(files["train"]), "n_samples": 240, "n_features": 20,
-                         "nnz": int(files["X"][:240].nnz)}
+    assert s["data"] == {
+        "path": str(files["train"]),
+        "n_samples": 240,
+        "n_features": 20,
+        "nnz": int(files["X"][:240].nnz),
+    }
     assert s["estimator"] == "SparseLogisticRegression" and s["params"]["loss"] == "logistic"
     assert s["classes"] == [-1, 1]
     assert s["certificate_name"] == "duality_gap" and s["converged"] is True
@@ -155,21 +163,57 @@ def test_progress_goes_to_stderr_and_quiet_silences_it(files):
 
 def test_flags_map_onto_estimator_parameters(files, tmp_path):
     model = tmp_path / "m.bin"
-    s = json.loads(ok("train", files["train"], "--loss", "probit", "--lam", "0.01", "--l1-ratio", "0.5",
-                      "--no-intercept", "--tol", "1e-5", "--max-iter", "50", "--class-weight", "balanced",
-                      "--seed", "3", "-o", model, "-q", "--json").stdout)
-    assert s["params"] == {"loss": "probit", "lam": 0.01, "lam_ratio": None, "l1_ratio": 0.5,
-                           "fit_intercept": False, "solver": "auto", "tol": 1e-5, "max_iter": 50,
-                           "class_weight": "balanced", "random_state": 3, "max_active": None,
-                           "checkpoint": None, "two_stage": None, "features": None, "cache_bytes": None}
+    s = json.loads(
+        ok(
+            "train",
+            files["train"],
+            "--loss",
+            "probit",
+            "--lam",
+            "0.01",
+            "--l1-ratio",
+            "0.5",
+            "--no-intercept",
+            "--tol",
+            "1e-5",
+            "--max-iter",
+            "50",
+            "--class-weight",
+            "balanced",
+            "--seed",
+            "3",
+            "-o",
+            model,
+            "-q",
+            "--json",
+        ).stdout
+    )
+    assert s["params"] == {
+        "loss": "probit",
+        "lam": 0.01,
+        "lam_ratio": None,
+        "l1_ratio": 0.5,
+        "fit_intercept": False,
+        "solver": "auto",
+        "tol": 1e-5,
+        "max_iter": 50,
+        "class_weight": "balanced",
+        "random_state": 3,
+        "max_active": None,
+        "checkpoint": None,
+        "two_stage": None,
+        "features": None,
+        "cache_bytes": None,
+    }
     assert s["certificate_name"] == "kkt" and s["lam"] == 0.01 and s["solver"] == "cd"
     est = load(model)
     assert est.get_params()["l1_ratio"] == 0.5 and est.intercept_[0] == 0.0
     # the streaming flags: --max-active -> max_active, --checkpoint -> checkpoint; with
     # --solver auto they pick RMMP (they apply to no other solver)
     ck = tmp_path / "ck.npz"
-    s = json.loads(ok("train", files["train"], "--max-active", "7", "--checkpoint", ck, "--max-iter", "5",
-                      "-q", "--json").stdout)
+    s = json.loads(
+        ok("train", files["train"], "--max-active", "7", "--checkpoint", ck, "--max-iter", "5", "-q", "--json").stdout
+    )
     assert s["params"]["max_active"] == 7 and s["params"]["checkpoint"] == str(ck)
     assert s["params"]["solver"] == "auto" and s["solver"] == "rmmp" and ck.exists()
     s = json.loads(ok("train", files["train"], "--solver", "mp", "-q", "--json").stdout)
@@ -186,8 +230,9 @@ def test_non_convergence_is_a_warning_not_an_error(files):
 
 def test_regression_train_predict_evaluate(files, tmp_path):
     model = tmp_path / "reg.bin"
-    s = json.loads(ok("train", files["multi"], "--loss", "squared", "--lam-ratio", "0.05", "-o", model,
-                      "-q", "--json").stdout)
+    s = json.loads(
+        ok("train", files["multi"], "--loss", "squared", "--lam-ratio", "0.05", "-o", model, "-q", "--json").stdout
+    )
     assert s["estimator"] == "SparseLinearRegression" and s["classes"] is None
     assert 0 < s["train"]["r2"] <= 1 and s["relative_certificate"] <= 1e-6
     est = load(model)
@@ -243,14 +288,33 @@ def _progress_rows(stderr, head=STREAM_HEAD):
 
 def test_rmmp_streams_the_data_and_matches_cd(files, tmp_path, no_loading):
     m_rmmp, m_cd = tmp_path / "rmmp.bin", tmp_path / "cd.bin"
-    result = ok("train", files["train"], "--solver", "rmmp", "--max-active", "300", "--lam", "0.01",
-                "--tol", "1e-8", "--test", files["test"], "-o", m_rmmp, "--json")
+    result = ok(
+        "train",
+        files["train"],
+        "--solver",
+        "rmmp",
+        "--max-active",
+        "300",
+        "--lam",
+        "0.01",
+        "--tol",
+        "1e-8",
+        "--test",
+        files["test"],
+        "-o",
+        m_rmmp,
+        "--json",
+    )
     s = json.loads(result.stdout)
     assert s["solver"] == "rmmp" and s["params"]["max_active"] == 300 and s["converged"] is True
     assert s["certificate_name"] == "kkt" and s["relative_certificate"] <= 1e-8
     # the size of the streamed data, from the stream (nonzeros counted in the label scan)
-    assert s["data"] == {"path": str(files["train"]), "n_samples": 240, "n_features": 20,
-                         "nnz": int(files["X"][:240].nnz)}
+    assert s["data"] == {
+        "path": str(files["train"]),
+        "n_samples": 240,
+        "n_features": 20,
+        "nnz": int(files["X"][:240].nnz),
+    }
     assert s["train"] is None and s["test"]["n_samples"] == 60  # train metrics: another pass
     # one progress line per pass: pass number, active-set size, nnz, objective, KKT, seconds
     rows = _progress_rows(result.stderr)
@@ -262,8 +326,11 @@ def test_rmmp_streams_the_data_and_matches_cd(files, tmp_path, no_loading):
     assert float(rows[-1][4]) == pytest.approx(s["certificate"], rel=1e-3)
 
     no_loading.clear()  # cd loads the file: the reference
-    s_cd = json.loads(ok("train", files["train"], "--solver", "cd", "--lam", "0.01", "--tol", "1e-8",
-                         "-o", m_cd, "-q", "--json").stdout)
+    s_cd = json.loads(
+        ok(
+            "train", files["train"], "--solver", "cd", "--lam", "0.01", "--tol", "1e-8", "-o", m_cd, "-q", "--json"
+        ).stdout
+    )
     a, b = load(m_rmmp), load(m_cd)
     assert s_cd["solver"] == "cd" and a.n_features_in_ == b.n_features_in_ == 20
     np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-6)
@@ -299,10 +366,10 @@ def test_online_and_mp_progress(files, no_loading):
 
 def test_checkpoint_resumes(files, tmp_path, no_loading):
     ck = tmp_path / "run.ckpt"
-    args = ("train", files["train"], "--solver", "rmmp", "--lam", "0.01", "--tol", "1e-8",
-            "--checkpoint", ck, "--json")
-    whole = json.loads(ok("train", files["train"], "--solver", "rmmp", "--lam", "0.01", "--tol", "1e-8",
-                          "-q", "--json").stdout)
+    args = ("train", files["train"], "--solver", "rmmp", "--lam", "0.01", "--tol", "1e-8", "--checkpoint", ck, "--json")
+    whole = json.loads(
+        ok("train", files["train"], "--solver", "rmmp", "--lam", "0.01", "--tol", "1e-8", "-q", "--json").stdout
+    )
     cut = ok(*args, "--max-iter", "3")  # stopped after 3 passes; the state of pass 3 is saved
     assert json.loads(cut.stdout)["converged"] is False and ck.exists()
     resumed = ok(*args, "-o", tmp_path / "a.bin")
@@ -316,8 +383,12 @@ def test_checkpoint_resumes(files, tmp_path, no_loading):
     np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-12)
     assert json.loads(again.stdout)["objective"] == pytest.approx(whole["objective"], rel=1e-12)
     # a checkpoint of another problem is an error, not a silent restart
-    _error(run("train", files["train"], "--solver", "rmmp", "--lam", "0.02", "--checkpoint", ck, "-q"),
-           1, str(ck), "another run")
+    _error(
+        run("train", files["train"], "--solver", "rmmp", "--lam", "0.02", "--checkpoint", ck, "-q"),
+        1,
+        str(ck),
+        "another run",
+    )
 
 
 def test_cache_is_written_and_read(files, tmp_path, no_loading):
@@ -330,38 +401,51 @@ def test_cache_is_written_and_read(files, tmp_path, no_loading):
     from_dir = json.loads(ok("train", cache, "--solver", "rmmp", "--lam", "0.01", "-q", "--json").stdout)
     for s in (again, from_dir):
         assert s["objective"] == first["objective"] and s["data"]["nnz"] == first["data"]["nnz"]
-    wide = json.loads(ok("train", cache, "--solver", "rmmp", "--lam", "0.01", "--n-features", "23",
-                         "-q", "--json").stdout)
+    wide = json.loads(
+        ok("train", cache, "--solver", "rmmp", "--lam", "0.01", "--n-features", "23", "-q", "--json").stdout
+    )
     assert wide["data"]["n_features"] == 23 and wide["objective"] == pytest.approx(first["objective"])
 
 
 def test_streamed_data_errors(files, tmp_path, no_loading):
     _error(run("train", files["bad"], "--solver", "rmmp", "-q"), 1, f"{files['bad']}:3:")
     # a wider test file fails once the training width is known, before any pass is solved
-    _error(run("train", files["train"], "--solver", "rmmp", "--test", files["wide"]), 1, "25", "20",
-           str(files["wide"]))
-    _error(run("train", files["wide"], "--solver", "rmmp", "-q", "--n-features", "20"), 1,
-           f"{files['wide']}:", "exceeds n_features=20")
+    _error(run("train", files["train"], "--solver", "rmmp", "--test", files["wide"]), 1, "25", "20", str(files["wide"]))
+    _error(
+        run("train", files["wide"], "--solver", "rmmp", "-q", "--n-features", "20"),
+        1,
+        f"{files['wide']}:",
+        "exceeds n_features=20",
+    )
 
 
-@pytest.mark.parametrize("args, fragments", [
-    (["--max-active", "5", "--solver", "cd"], ["--max-active", "cd"]),
-    (["--max-active", "5", "--solver", "mp"], ["--max-active", "mp"]),
-    (["--max-active", "5", "--solver", "online"], ["--max-active"]),
-    (["--max-active", "0"], ["--max-active"]),
-    (["--checkpoint", "CK", "--solver", "online"], ["--checkpoint", "online"]),
-    (["--checkpoint", "MISSING/ck"], ["--checkpoint", "does not exist"]),
-    (["--checkpoint", "DIR"], ["--checkpoint", "is a directory"]),
-    (["--cache", "CACHE", "--solver", "cd"], ["--cache", "cd"]),
-    (["--cache", "FILE"], ["--cache", "is a file"]),
-    (["--cache", "MISSING/c"], ["--cache", "does not exist"]),
-    (["--solver", "rmmp", "--cache", "TRAIN"], ["--cache"]),
-])
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (["--max-active", "5", "--solver", "cd"], ["--max-active", "cd"]),
+        (["--max-active", "5", "--solver", "mp"], ["--max-active", "mp"]),
+        (["--max-active", "5", "--solver", "online"], ["--max-active"]),
+        (["--max-active", "0"], ["--max-active"]),
+        (["--checkpoint", "CK", "--solver", "online"], ["--checkpoint", "online"]),
+        (["--checkpoint", "MISSING/ck"], ["--checkpoint", "does not exist"]),
+        (["--checkpoint", "DIR"], ["--checkpoint", "is a directory"]),
+        (["--cache", "CACHE", "--solver", "cd"], ["--cache", "cd"]),
+        (["--cache", "FILE"], ["--cache", "is a file"]),
+        (["--cache", "MISSING/c"], ["--cache", "does not exist"]),
+        (["--solver", "rmmp", "--cache", "TRAIN"], ["--cache"]),
+    ],
+)
 def test_bad_streaming_options_are_usage_errors(files, tmp_path, args, fragments):
     (tmp_path / "file").write_text("x")
-    subst = {"CK": tmp_path / "ck", "MISSING/ck": tmp_path / "missing" / "ck", "DIR": tmp_path,
-             "CACHE": tmp_path / "c", "FILE": tmp_path / "file", "MISSING/c": tmp_path / "missing" / "c",
-             "TRAIN": files["train"]}
+    subst = {
+        "CK": tmp_path / "ck",
+        "MISSING/ck": tmp_path / "missing" / "ck",
+        "DIR": tmp_path,
+        "CACHE": tmp_path / "c",
+        "FILE": tmp_path / "file",
+        "MISSING/c": tmp_path / "missing" / "c",
+        "TRAIN": files["train"],
+    }
     args = [subst.get(a, a) for a in args]
     _error(run("train", files["train"], "-q", *args), 2, *fragments)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]  # nothing written
@@ -398,13 +482,34 @@ def vw_streamed(vw, monkeypatch):
 
 def test_truncated_gradient_on_vw_data(files, vw, tmp_path, vw_streamed):
     model = tmp_path / "tg.bin"
-    result = ok("train", vw["train"], "--solver", "truncated_gradient", "--passes", 3, "--hash-bits", 12,
-                "--lam", "0.01", "--test", vw["test"], "-o", model, "--json")
+    result = ok(
+        "train",
+        vw["train"],
+        "--solver",
+        "truncated_gradient",
+        "--passes",
+        3,
+        "--hash-bits",
+        12,
+        "--lam",
+        "0.01",
+        "--test",
+        vw["test"],
+        "-o",
+        model,
+        "--json",
+    )
     s = json.loads(result.stdout)
     assert s["solver"] == "truncated_gradient" and s["params"]["solver"] == "truncated_gradient"
     assert s["params"]["max_iter"] == 3 and s["n_iter"] == 3 and s["stop_reason"] == "max_iter"
-    assert s["data"] == {"path": str(vw["train"]), "n_samples": 240, "n_features": 4096,
-                         "nnz": int(files["X"][:240].nnz), "format": "vw", "hash_bits": 12}
+    assert s["data"] == {
+        "path": str(vw["train"]),
+        "n_samples": 240,
+        "n_features": 4096,
+        "nnz": int(files["X"][:240].nnz),
+        "format": "vw",
+        "hash_bits": 12,
+    }
     assert s["objective"] is None and s["certificate"] is None  # not computed by online solvers
     assert s["online"]["passes"] == 3 and s["online"]["holdout"] == 10  # VW's holdout with several passes
     assert s["online"]["learning_rate"] == 0.5 and s["online"]["examples"] == 720
@@ -415,10 +520,10 @@ def test_truncated_gradient_on_vw_data(files, vw, tmp_path, vw_streamed):
     assert float(rows[-1][2]) == pytest.approx(s["online"]["progressive_loss"], abs=1e-6)
     assert float(rows[-1][3]) == pytest.approx(s["online"]["holdout_loss"], abs=1e-6)
     assert int(rows[-1][4]) == s["nnz"] and all(float(r[5]) > 0 for r in rows)
-    text = ok("train", vw["train"], "--solver", "truncated_gradient", "--passes", 3, "--hash-bits", 12,
-              "--lam", "0.01", "-q").stdout
-    for fragment in ("progressive loss", "holdout loss", "max_iter (all 3 passes made)", "passes",
-                     "hashed into 2**12"):
+    text = ok(
+        "train", vw["train"], "--solver", "truncated_gradient", "--passes", 3, "--hash-bits", 12, "--lam", "0.01", "-q"
+    ).stdout
+    for fragment in ("progressive loss", "holdout loss", "max_iter (all 3 passes made)", "passes", "hashed into 2**12"):
         assert fragment in text, fragment
     assert "objective" not in text and "duality_gap" not in text
 
@@ -439,8 +544,7 @@ def test_truncated_gradient_on_vw_data(files, vw, tmp_path, vw_streamed):
 
 @pytest.mark.parametrize("solver", ["sgd_cumulative", "smidas"])
 def test_other_online_solvers_run(vw, solver, vw_streamed):
-    result = ok("train", vw["train"], "--solver", solver, "--passes", 2, "--hash-bits", 10, "--lam", "0.01",
-                "--json")
+    result = ok("train", vw["train"], "--solver", solver, "--passes", 2, "--hash-bits", 10, "--lam", "0.01", "--json")
     s = json.loads(result.stdout)
     assert s["solver"] == solver and s["n_iter"] == 2 and s["online"]["examples"] == 480
     assert s["online"]["learning_rate"] == {"sgd_cumulative": 0.5, "smidas": 0.1}[solver]
@@ -449,8 +553,21 @@ def test_other_online_solvers_run(vw, solver, vw_streamed):
 
 
 def test_online_flags_reach_the_solver(files, vw, vw_streamed):
-    result = ok("train", vw["train"], "--solver", "smidas", "--passes", 2, "--holdout", 0,
-                "--learning-rate", "0.05", "--lam", "0.01", "--json")
+    result = ok(
+        "train",
+        vw["train"],
+        "--solver",
+        "smidas",
+        "--passes",
+        2,
+        "--holdout",
+        0,
+        "--learning-rate",
+        "0.05",
+        "--lam",
+        "0.01",
+        "--json",
+    )
     s = json.loads(result.stdout)
     assert s["online"]["holdout"] == 0 and s["online"]["learning_rate"] == 0.05
     assert s["online"]["holdout_loss"] is None and s["data"]["hash_bits"] == 18  # the default b
@@ -459,8 +576,20 @@ def test_online_flags_reach_the_solver(files, vw, vw_streamed):
     text = ok("train", vw["train"], "--solver", "smidas", "--holdout", 0, "--lam", "0.01", "-q").stdout
     assert "none (--holdout 0)" in text and "learning rate 0.1" in text and "max_iter (1 pass made)" in text
     # svmlight data, --max-iter for --passes, one-vs-rest with a class column
-    s = json.loads(ok("train", files["train"], "--solver", "sgd_cumulative", "--max-iter", 2,
-                      "--learning-rate", "0.2", "-q", "--json").stdout)
+    s = json.loads(
+        ok(
+            "train",
+            files["train"],
+            "--solver",
+            "sgd_cumulative",
+            "--max-iter",
+            2,
+            "--learning-rate",
+            "0.2",
+            "-q",
+            "--json",
+        ).stdout
+    )
     assert s["n_iter"] == 2 and s["online"]["learning_rate"] == 0.2 and "format" not in s["data"]
     result = ok("train", files["multi"], "--solver", "truncated_gradient", "--passes", 2, "--json")
     s = json.loads(result.stdout)
@@ -513,8 +642,16 @@ def test_online_progress_live_table():
     history = History()
     with progress:
         for k in (1, 2):
-            history.append(objective=np.nan, certificate=np.nan, nnz=3 * k, time=0.5 * k, data_accesses=0,
-                           examples=100 * k, progressive_loss=0.5 / k, holdout_loss=0.6 / k)
+            history.append(
+                objective=np.nan,
+                certificate=np.nan,
+                nnz=3 * k,
+                time=0.5 * k,
+                data_accesses=0,
+                examples=100 * k,
+                progressive_loss=0.5 / k,
+                holdout_loss=0.6 / k,
+            )
             progress(k, history)
     text = buf.getvalue()
     for column in ONLINE_HEAD:
@@ -522,28 +659,31 @@ def test_online_progress_live_table():
     assert "0.250000" in text and "0.300000" in text and "200" in text  # pass 2: 100 examples in 0.5 s
 
 
-@pytest.mark.parametrize("data, args, fragments", [
-    ("svm", ["--hash-bits", "12"], ["--hash-bits", "svmlight"]),
-    ("vw", ["--hash-bits", "12", "--format", "svmlight"], ["--hash-bits"]),
-    ("vw", ["--hash-bits", "0"], ["--hash-bits"]),
-    ("vw", ["--hash-bits", "32"], ["--hash-bits"]),
-    ("dir", ["--format", "vw"], ["--format", "cache directory"]),
-    ("svm", ["--format", "libsvm"], ["--format", "libsvm"]),
-    ("vw", ["--zero-based"], ["--zero-based"]),
-    ("vw", ["--n-features", "10"], ["--n-features"]),
-    ("svm", ["--passes", "3", "--solver", "cd"], ["--passes", "cd"]),
-    ("svm", ["--passes", "3", "--solver", "scd"], ["--passes", "scd"]),
-    ("vw", ["--passes", "3", "--solver", "online"], ["--passes", "online"]),
-    ("vw", ["--passes", "2", "--max-iter", "2"], ["--passes", "--max-iter"]),
-    ("vw", ["--passes", "0"], ["--passes"]),
-    ("vw", ["--holdout", "5", "--solver", "rmmp"], ["--holdout", "rmmp"]),
-    ("svm", ["--holdout", "5"], ["--holdout", "cd"]),
-    ("vw", ["--holdout", "-1", "--solver", "smidas"], ["--holdout"]),
-    ("vw", ["--learning-rate", "0.1", "--solver", "mp"], ["--learning-rate", "mp"]),
-    ("svm", ["--learning-rate", "0.1", "--solver", "detcd"], ["--learning-rate", "detcd"]),
-    ("vw", ["--learning-rate", "0", "--solver", "smidas"], ["--learning-rate"]),
-    ("vw", ["--solver", "truncated_gradient", "--l1-ratio", "0.5"], ["--l1-ratio", "truncated_gradient"]),
-])
+@pytest.mark.parametrize(
+    "data, args, fragments",
+    [
+        ("svm", ["--hash-bits", "12"], ["--hash-bits", "svmlight"]),
+        ("vw", ["--hash-bits", "12", "--format", "svmlight"], ["--hash-bits"]),
+        ("vw", ["--hash-bits", "0"], ["--hash-bits"]),
+        ("vw", ["--hash-bits", "32"], ["--hash-bits"]),
+        ("dir", ["--format", "vw"], ["--format", "cache directory"]),
+        ("svm", ["--format", "libsvm"], ["--format", "libsvm"]),
+        ("vw", ["--zero-based"], ["--zero-based"]),
+        ("vw", ["--n-features", "10"], ["--n-features"]),
+        ("svm", ["--passes", "3", "--solver", "cd"], ["--passes", "cd"]),
+        ("svm", ["--passes", "3", "--solver", "scd"], ["--passes", "scd"]),
+        ("vw", ["--passes", "3", "--solver", "online"], ["--passes", "online"]),
+        ("vw", ["--passes", "2", "--max-iter", "2"], ["--passes", "--max-iter"]),
+        ("vw", ["--passes", "0"], ["--passes"]),
+        ("vw", ["--holdout", "5", "--solver", "rmmp"], ["--holdout", "rmmp"]),
+        ("svm", ["--holdout", "5"], ["--holdout", "cd"]),
+        ("vw", ["--holdout", "-1", "--solver", "smidas"], ["--holdout"]),
+        ("vw", ["--learning-rate", "0.1", "--solver", "mp"], ["--learning-rate", "mp"]),
+        ("svm", ["--learning-rate", "0.1", "--solver", "detcd"], ["--learning-rate", "detcd"]),
+        ("vw", ["--learning-rate", "0", "--solver", "smidas"], ["--learning-rate"]),
+        ("vw", ["--solver", "truncated_gradient", "--l1-ratio", "0.5"], ["--l1-ratio", "truncated_gradient"]),
+    ],
+)
 def test_bad_online_and_vw_options_are_usage_errors(files, vw, tmp_path, data, args, fragments):
     path = {"svm": files["train"], "vw": vw["train"], "dir": tmp_path}[data]
     _error(run("train", path, "-q", "-o", tmp_path / "m.bin", *args), 2, *fragments)
@@ -653,7 +793,8 @@ def test_golden_train_summary():
     assert GOLDEN_SUMMARY.exists(), "no golden file: run with L1SCALE_REGEN_GOLDEN=1"
     out = ok("train", GOLDEN_TRAIN, "--test", GOLDEN_TEST, *GOLDEN_ARGS).stdout
     assert _normalise(json.loads(out)) == json.loads(GOLDEN_SUMMARY.read_text()), (
-        "train --json summary changed; if on purpose, regenerate with L1SCALE_REGEN_GOLDEN=1")
+        "train --json summary changed; if on purpose, regenerate with L1SCALE_REGEN_GOLDEN=1"
+    )
 
 
 # -------------------------------------------------------------------- bad inputs
@@ -680,18 +821,21 @@ def test_malformed_line_names_file_and_line(files):
     _error(run("predict", files["model"], files["bad"]), 1, f"{files['bad']}:3:")
 
 
-@pytest.mark.parametrize("args, fragments", [
-    (["--lam", "-1"], ["--lam", "-1"]),
-    (["--lam", "nan"], ["--lam"]),
-    (["--lam-ratio", "0"], ["--lam-ratio"]),
-    (["--lam", "0.1", "--lam-ratio", "0.1"], ["--lam", "--lam-ratio"]),
-    (["--loss", "hinge"], ["--loss", "hinge"]),
-    (["--l1-ratio", "0"], ["--l1-ratio"]),
-    (["--max-iter", "0"], ["--max-iter"]),
-    (["--solver", "nope"], ["--solver", "nope"]),
-    (["--loss", "squared", "--class-weight", "balanced"], ["--class-weight"]),
-    (["--no-such-flag"], ["--no-such-flag"]),
-])
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (["--lam", "-1"], ["--lam", "-1"]),
+        (["--lam", "nan"], ["--lam"]),
+        (["--lam-ratio", "0"], ["--lam-ratio"]),
+        (["--lam", "0.1", "--lam-ratio", "0.1"], ["--lam", "--lam-ratio"]),
+        (["--loss", "hinge"], ["--loss", "hinge"]),
+        (["--l1-ratio", "0"], ["--l1-ratio"]),
+        (["--max-iter", "0"], ["--max-iter"]),
+        (["--solver", "nope"], ["--solver", "nope"]),
+        (["--loss", "squared", "--class-weight", "balanced"], ["--class-weight"]),
+        (["--no-such-flag"], ["--no-such-flag"]),
+    ],
+)
 def test_bad_train_options_are_usage_errors(files, args, fragments):
     _error(run("train", files["train"], "-q", *args), 2, *fragments)
 

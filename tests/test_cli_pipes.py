@@ -20,8 +20,14 @@ from l1scale.data import dump_svmlight, dump_vw
 
 def l1scale(*args, stdin=None, env=None, check=True):
     """Run the command in a subprocess, ``stdin`` (bytes) on its standard input."""
-    result = subprocess.run([sys.executable, "-m", "l1scale.cli", *map(str, args)], input=stdin, check=False,
-                            capture_output=True, env={**os.environ, **(env or {})}, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "l1scale.cli", *map(str, args)],
+        input=stdin,
+        check=False,
+        capture_output=True,
+        env={**os.environ, **(env or {})},
+        timeout=600,
+    )
     if check:
         assert result.returncode == 0, result.stderr.decode()
     return result
@@ -64,16 +70,24 @@ def test_train_from_stdin_equals_train_from_the_file(data, tmp_path, solver):
     assert list(spool.iterdir()) == []  # the temporary chunk cache is gone
 
 
-@pytest.mark.parametrize(("fmt", "solver"), [("svm", "truncated_gradient"), ("svm", "online"),
-                                             ("vw", "truncated_gradient")])
+@pytest.mark.parametrize(
+    ("fmt", "solver"), [("svm", "truncated_gradient"), ("svm", "online"), ("vw", "truncated_gradient")]
+)
 def test_one_pass_fits_learn_from_stdin_as_it_is_read(data, tmp_path, fmt, solver):
     # One pass at a given lam, of known width: no label pass, no spool, the model of the file.
     common = ["--solver", solver, "--lam", "0.01", "-q", "--json"]
     common += ["--n-features", "30"] if fmt == "svm" else ["--hash-bits", "12"]
     source = data[fmt]
     file = l1scale("train", source, *common, *(["--one-based"] if fmt == "svm" else []), "-o", tmp_path / "file.bin")
-    pipe = l1scale("train", "-", *common, *(["--format", "vw"] if fmt == "vw" else []), "-o", tmp_path / "pipe.bin",
-                   stdin=source.read_bytes())
+    pipe = l1scale(
+        "train",
+        "-",
+        *common,
+        *(["--format", "vw"] if fmt == "vw" else []),
+        "-o",
+        tmp_path / "pipe.bin",
+        stdin=source.read_bytes(),
+    )
     _same_model(tmp_path / "file.bin", tmp_path / "pipe.bin")
     counted, scanned = json.loads(pipe.stdout)["data"], json.loads(file.stdout)["data"]
     assert counted["n_samples"] == scanned["n_samples"] == 600 and counted["nnz"] == scanned["nnz"] > 0
@@ -101,8 +115,19 @@ def test_train_stream_reads_a_one_pass_pipe_once(data, monkeypatch, tmp_path):
 def test_a_third_label_after_the_first_rows_of_a_one_pass_pipe_is_an_error(tmp_path):
     # The classes are the first chunk's (16 MB of text) two labels; a later third one stops the fit.
     text = "1 1:1 2:0.5\n-1 2:1 3:0.25\n" * 700_000 + "2 1:1\n"
-    result = l1scale("train", "-", "--solver", "truncated_gradient", "--lam", "0.001", "--n-features", "3", "-q",
-                     stdin=text.encode(), check=False)
+    result = l1scale(
+        "train",
+        "-",
+        "--solver",
+        "truncated_gradient",
+        "--lam",
+        "0.001",
+        "--n-features",
+        "3",
+        "-q",
+        stdin=text.encode(),
+        check=False,
+    )
     assert result.returncode == 1
     message = result.stderr.decode()
     assert "row 1400000 has label 2.0, not among the declared classes [-1.0, 1.0]" in message
@@ -112,15 +137,35 @@ def test_a_third_label_after_the_first_rows_of_a_one_pass_pipe_is_an_error(tmp_p
 def test_train_from_a_compressed_pipe(data, tmp_path):
     # zcat big.gz | l1scale train - ...: plain text; cat big.gz | ...: gzip bytes, detected too.
     l1scale("train", data["svm"], "--solver", "truncated_gradient", "-q", "-o", tmp_path / "file.bin")
-    l1scale("train", "-", "--solver", "truncated_gradient", "-q", "-o", tmp_path / "gz.bin",
-            stdin=gzip.compress(data["svm"].read_bytes()))
+    l1scale(
+        "train",
+        "-",
+        "--solver",
+        "truncated_gradient",
+        "-q",
+        "-o",
+        tmp_path / "gz.bin",
+        stdin=gzip.compress(data["svm"].read_bytes()),
+    )
     _same_model(tmp_path / "file.bin", tmp_path / "gz.bin")
 
 
 def test_train_from_stdin_keeps_a_cache_it_is_given(data, tmp_path):
     cache = tmp_path / "cache"
-    l1scale("train", "-", "--solver", "rmmp", "--passes", "3", "--cache", cache, "-q", "-o", tmp_path / "m.bin",
-            stdin=data["svm"].read_bytes())
+    l1scale(
+        "train",
+        "-",
+        "--solver",
+        "rmmp",
+        "--passes",
+        "3",
+        "--cache",
+        cache,
+        "-q",
+        "-o",
+        tmp_path / "m.bin",
+        stdin=data["svm"].read_bytes(),
+    )
     info = json.loads(l1scale("info", cache, "--json").stdout)
     assert (info["n_samples"], info["n_features"]) == (600, 30)
     l1scale("train", cache, "--solver", "rmmp", "--passes", "3", "-q", "-o", tmp_path / "c.bin")
@@ -139,8 +184,7 @@ def test_stdin_is_one_based_unless_zero_based_is_given(data, tmp_path):
     result = l1scale("train", "-", "--solver", "truncated_gradient", "-q", stdin=text, check=False)
     assert result.returncode == 1
     assert b"index 0" in result.stderr and b"--zero-based" in result.stderr
-    l1scale("train", "-", "--zero-based", "--solver", "truncated_gradient", "-q", "-o", tmp_path / "z.bin",
-            stdin=text)
+    l1scale("train", "-", "--zero-based", "--solver", "truncated_gradient", "-q", "-o", tmp_path / "z.bin", stdin=text)
     l1scale("train", data["zero"], "--solver", "truncated_gradient", "-q", "-o", tmp_path / "f.bin")
     _same_model(tmp_path / "z.bin", tmp_path / "f.bin")
     from l1scale.model_io import load_model
@@ -164,8 +208,10 @@ def test_predict_and_evaluate_from_stdin(data, tmp_path):
     l1scale("train", data["svm"], "-q", "--lam-ratio", "0.05", "-o", model)
     text = data["svm"].read_bytes()
     for extra in ([], ["--proba"]):
-        assert l1scale("predict", model, "-", *extra, stdin=text).stdout == \
-            l1scale("predict", model, data["svm"], *extra).stdout
+        assert (
+            l1scale("predict", model, "-", *extra, stdin=text).stdout
+            == l1scale("predict", model, data["svm"], *extra).stdout
+        )
     out = tmp_path / "p.txt"
     l1scale("predict", model, "-", "-o", out, stdin=gzip.compress(text))
     assert out.read_bytes() == l1scale("predict", model, data["svm"]).stdout

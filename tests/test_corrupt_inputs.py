@@ -83,7 +83,8 @@ def test_predict_and_partial_fit_check_their_input_too():
         SparseLinearRegression(lam_ratio=0.1).fit(X, y).predict(corrupted(X, "negative index"))
     with pytest.raises(DataFormatError):
         SparseLogisticRegression(solver="truncated_gradient", lam=0.01).partial_fit(
-            corrupted(X, "indptr decreasing"), y, classes=[-1.0, 1.0])
+            corrupted(X, "indptr decreasing"), y, classes=[-1.0, 1.0]
+        )
     with pytest.raises(DataFormatError, match="10000000"):
         list(Stream.from_arrays(corrupted(X, "index too large"), y, chunk_rows=1000))
     with pytest.raises(DataFormatError, match="chunk 0"):  # a generator's chunks are checked as they come
@@ -144,12 +145,15 @@ def test_an_edited_cache_index_is_an_error_naming_the_chunk(cache, checksums, so
     assert e.value.path == str(path)
 
 
-@pytest.mark.parametrize("name, edit, match", [
-    ("indptr", lambda a: a.__setitem__(3, a[4] + 2), "indptr decreases"),
-    ("indptr", lambda a: a.__setitem__(-1, a[-1] - 1), "indptr runs"),
-    ("data", lambda a: a.__setitem__(0, np.nan), "nan"),
-    ("y", lambda a: a.__setitem__(1, np.inf), "inf"),
-])
+@pytest.mark.parametrize(
+    "name, edit, match",
+    [
+        ("indptr", lambda a: a.__setitem__(3, a[4] + 2), "indptr decreases"),
+        ("indptr", lambda a: a.__setitem__(-1, a[-1] - 1), "indptr runs"),
+        ("data", lambda a: a.__setitem__(0, np.nan), "nan"),
+        ("y", lambda a: a.__setitem__(1, np.inf), "inf"),
+    ],
+)
 def test_every_damaged_chunk_array_is_an_error(cache, name, edit, match):
     drop_checksums(cache)
     edit_array(cache, name, edit, chunk=1)
@@ -165,8 +169,9 @@ def test_a_width_edited_in_meta_json_is_an_error(cache):
         list(Stream.from_cache(cache))
 
 
-@pytest.mark.parametrize("key, value", [("n_features", -1), ("n_chunks", "3"), ("crc32", [{}]),
-                                        ("version", 1), ("n_samples", True)])
+@pytest.mark.parametrize(
+    "key, value", [("n_features", -1), ("n_chunks", "3"), ("crc32", [{}]), ("version", 1), ("n_samples", True)]
+)
 def test_a_damaged_meta_json_says_what_is_wrong(cache, key, value):
     meta = json.loads((cache / "meta.json").read_text())
     meta[key] = value
@@ -189,9 +194,11 @@ def test_the_cli_reports_an_edited_width_and_exits_with_an_error(cache, tmp_path
     meta["n_features"] = 5
     (cache / "meta.json").write_text(json.dumps(meta))
     cli = [sys.executable, "-m", "l1scale.cli"]
-    for args in (["train", str(cache), "--solver", "rmmp", "-o", str(tmp_path / "m.l1m")],
-                 ["train", str(cache), "--solver", "sgd_cumulative", "-o", str(tmp_path / "m.l1m")],
-                 ["convert", str(cache), str(tmp_path / "out.svm")]):
+    for args in (
+        ["train", str(cache), "--solver", "rmmp", "-o", str(tmp_path / "m.l1m")],
+        ["train", str(cache), "--solver", "sgd_cumulative", "-o", str(tmp_path / "m.l1m")],
+        ["convert", str(cache), str(tmp_path / "out.svm")],
+    ):
         run = subprocess.run(cli + args, capture_output=True, text=True, timeout=300, check=False)
         assert run.returncode == 1, run.stderr  # an error, not a signal (139 was a segfault)
         assert "outside [0, 5)" in run.stderr and "chunk-000000.indices.npy" in run.stderr
@@ -218,8 +225,10 @@ def test_single_bit_flips_in_a_cache_are_errors_or_harmless(cache):
             assert e.path == str(path)
             errors += 1
         else:
-            assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
-                       for a, b in zip(chunks, reference, strict=True))
+            assert all(
+                np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+                for a, b in zip(chunks, reference, strict=True)
+            )
         path.write_bytes(original)
     assert errors > 150  # most flips change the data: each one is caught, not just survived
 

@@ -50,8 +50,7 @@ def model_blob(tmp_path_factory):
     path = tmp_path_factory.mktemp("m") / "model.l1m"
     coef = np.zeros((3, 40))
     coef[:, ::7] = np.arange(18).reshape(3, 6) / 3.0
-    save_model(path, coef=coef, intercept=np.array([0.5, -1.0, 2.0]),
-               metadata={"n_features": 40, "classes": [0, 1, 2]})
+    save_model(path, coef=coef, intercept=np.array([0.5, -1.0, 2.0]), metadata={"n_features": 40, "classes": [0, 1, 2]})
     return path.read_bytes(), load_model(path)
 
 

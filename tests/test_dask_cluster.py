@@ -65,8 +65,9 @@ class Processes:
     def start(self, name, args, env=None):
         """``args`` in a new session, stdout to NAME.out and stderr to NAME.err."""
         with open(self._path(name, "out"), "wb") as out, open(self._path(name, "err"), "wb") as err:
-            proc = subprocess.Popen(args, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, env=env)
+            proc = subprocess.Popen(
+                args, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True, env=env
+            )
         proc.name = name
         self.started.append(proc)
         return proc
@@ -104,8 +105,21 @@ def start_scheduler(processes, directory):
     """``dask scheduler`` on a free port of 127.0.0.1, without a dashboard; returns its address
     (read from its scheduler file)."""
     info = os.path.join(directory, "scheduler.json")
-    processes.start("scheduler", [*DASK_SCHEDULER, "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                                  "--scheduler-file", info, "--idle-timeout", "600"])
+    processes.start(
+        "scheduler",
+        [
+            *DASK_SCHEDULER,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-dashboard",
+            "--scheduler-file",
+            info,
+            "--idle-timeout",
+            "600",
+        ],
+    )
     deadline = time.monotonic() + WAIT
     while True:
         if os.path.exists(info):
@@ -121,8 +135,24 @@ def start_scheduler(processes, directory):
 
 def start_worker(processes, address, name):
     """``dask worker ADDRESS --nworkers 1 --nthreads 1`` (with its nanny, as by default)."""
-    return processes.start(name, [*DASK_WORKER, address, "--nworkers", "1", "--nthreads", "1", "--host",
-                                  "127.0.0.1", "--no-dashboard", "--name", name, "--death-timeout", "60"])
+    return processes.start(
+        name,
+        [
+            *DASK_WORKER,
+            address,
+            "--nworkers",
+            "1",
+            "--nthreads",
+            "1",
+            "--host",
+            "127.0.0.1",
+            "--no-dashboard",
+            "--name",
+            name,
+            "--death-timeout",
+            "60",
+        ],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -190,9 +220,25 @@ def start_fit_and_hold(processes, tmp_path, paths, n_workers):
         client.wait_for_workers(n_workers, timeout=WAIT)
         pids = set(client.run(_hold_passes, str(hold), PARTS).values())
     assert len(pids) == n_workers and {os.getpgid(p) for p in pids} == groups
-    cli = processes.start("cli", [*L1SCALE, "train", *paths, "--dask", address, "--solver", "rmmp",
-                                  "--max-active", "300", "--lam", repr(LAM), "--json", "-o",
-                                  str(tmp_path / "model.l1m")])
+    cli = processes.start(
+        "cli",
+        [
+            *L1SCALE,
+            "train",
+            *paths,
+            "--dask",
+            address,
+            "--solver",
+            "rmmp",
+            "--max-active",
+            "300",
+            "--lam",
+            repr(LAM),
+            "--json",
+            "-o",
+            str(tmp_path / "model.l1m"),
+        ],
+    )
 
     def running():
         return [int(name.split("-")[1]) for name in os.listdir(hold) if name.startswith("running-")]
@@ -220,8 +266,9 @@ def test_a_worker_killed_mid_pass_gives_the_single_machine_model(earn, processes
     broadcasts the point again and repeats the pass on the new worker. The saved model is the
     single-machine one."""
     X, y, paths, ref = earn
-    address, groups, cli, victim, hold = start_fit_and_hold(processes, tmp_path, paths,
-                                                            1 if kill == "only-worker" else 2)
+    address, groups, cli, victim, hold = start_fit_and_hold(
+        processes, tmp_path, paths, 1 if kill == "only-worker" else 2
+    )
     if kill == "machine":
         os.killpg(os.getpgid(victim), signal.SIGKILL)
     else:

@@ -95,11 +95,14 @@ def test_solvers_that_need_the_label_pass_refuse_declared_classes(data, solver):
         SparseLogisticRegression(solver=solver, lam=1e-3, max_iter=2).fit(Stream.from_arrays(X, y), classes=[3, 7])
 
 
-@pytest.mark.parametrize(("kw", "classes", "message"), [
-    ({"lam_ratio": 0.1}, [3, 7], "need lam"),
-    ({"lam": 1e-3}, [3, 7, 9], "two labels"),
-    ({"lam": 1e-3, "class_weight": "balanced"}, [3, 7], "class counts"),
-])
+@pytest.mark.parametrize(
+    ("kw", "classes", "message"),
+    [
+        ({"lam_ratio": 0.1}, [3, 7], "need lam"),
+        ({"lam": 1e-3}, [3, 7, 9], "two labels"),
+        ({"lam": 1e-3, "class_weight": "balanced"}, [3, 7], "class counts"),
+    ],
+)
 def test_declared_classes_refuse_what_needs_a_pass(data, kw, classes, message):
     X, y = data
     with pytest.raises(ValueError, match=message):

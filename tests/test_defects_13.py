@@ -8,7 +8,6 @@
 9: int64 row numbers (or a clear error) in the generated-feature and FCL cache paths.
 """
 
-
 import json
 
 import numpy as np
@@ -69,7 +68,7 @@ def test_cli_train_streaming_rejects_labels_one_ulp_apart(tmp_path):
     path = tmp_path / "d.svm"
     dump_svmlight(X, y, path)
     lines = path.read_text().splitlines()
-    lines[3] = "1.0000000000000002" + lines[3][lines[3].index(" "):]
+    lines[3] = "1.0000000000000002" + lines[3][lines[3].index(" ") :]
     path.write_text("\n".join(lines) + "\n")
     for solver in ("rmmp", "online", "sgd_cumulative", "cd"):
         result = run("train", path, "--solver", solver, "-q")
@@ -107,8 +106,10 @@ def test_load_sequences_comment_only_file_raises(tmp_path):
         load_sequences(path)
 
 
-@pytest.mark.parametrize("line", ["1_0 1:2", "1 1:2_0", "1 1_0:2", "1 1:1_00000000000000000000000",
-                                  "1_00000000000000000000000 1:1", "1 1:1e1_0"])
+@pytest.mark.parametrize(
+    "line",
+    ["1_0 1:2", "1 1:2_0", "1 1_0:2", "1 1:1_00000000000000000000000", "1_00000000000000000000000 1:1", "1 1:1e1_0"],
+)
 def test_svmlight_parser_rejects_underscores(tmp_path, line):
     path = tmp_path / "u.svm"
     path.write_text(f"-1 2:1\n{line}\n")
@@ -117,8 +118,18 @@ def test_svmlight_parser_rejects_underscores(tmp_path, line):
     assert err.value.line == 2
 
 
-@pytest.mark.parametrize("line", ["1_0 |f a:1", "1 |f a:1_0", "1 2_0 |f a:1", "1 |f a:1_00000000000000000000000",
-                                  "1_00000000000000000000000 |f a", "1 |f a:1e1_0", "1 |f:2_0 a"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "1_0 |f a:1",
+        "1 |f a:1_0",
+        "1 2_0 |f a:1",
+        "1 |f a:1_00000000000000000000000",
+        "1_00000000000000000000000 |f a",
+        "1 |f a:1e1_0",
+        "1 |f:2_0 a",
+    ],
+)
 def test_vw_parser_rejects_underscores(tmp_path, line):
     path = tmp_path / "u.vw"
     path.write_text(f"-1 |f b\n{line}\n")
@@ -168,7 +179,7 @@ def test_generated_space_block_rows_are_the_example_numbers():
     full = space.transform(codes).tocsc()
     j0, indptr, rows, vals = space.column_block(codes, 0)
     block = sp.csc_matrix((vals, rows, indptr), shape=(50, indptr.shape[0] - 1))
-    np.testing.assert_array_equal(block.toarray(), full[:, j0:j0 + block.shape[1]].toarray())
+    np.testing.assert_array_equal(block.toarray(), full[:, j0 : j0 + block.shape[1]].toarray())
 
 
 # ----------------------------------------------------------------------------- defect 4
@@ -243,8 +254,11 @@ def test_train_reads_its_test_file_with_the_training_base(tmp_path):
     train, test, Xt, y = _zero_based_files(tmp_path)
     for solver in ("cd", "rmmp"):
         model = tmp_path / f"{solver}.bin"
-        summary = json.loads(ok("train", train, "--test", test, "--solver", solver, "--lam-ratio", "0.01",
-                                "-q", "--json", "-o", model).stdout)
+        summary = json.loads(
+            ok(
+                "train", train, "--test", test, "--solver", solver, "--lam-ratio", "0.01", "-q", "--json", "-o", model
+            ).stdout
+        )
         assert summary["test"]["accuracy"] == pytest.approx(np.mean(load(model).predict(Xt) == y))
 
 

@@ -142,8 +142,10 @@ def test_fista_converges_to_the_single_machine_model(earn, dataset):
 
 def test_partitions_reread_from_files_and_caches_give_the_same_model(earn, client, dataset, tmp_path):
     X, y, paths = earn
-    caches = [str(write_cache(p, tmp_path / f"cache{i}", n_features=EARN_D, zero_based=False).
-                  _source.directory) for i, p in enumerate(paths[:2])]
+    caches = [
+        str(write_cache(p, tmp_path / f"cache{i}", n_features=EARN_D, zero_based=False)._source.directory)
+        for i, p in enumerate(paths[:2])
+    ]
     ds = DaskDataset.from_files(caches + paths[2:], client, persist=False)
     assert not ds.persisted and ds.n_features == EARN_D
     a = ReducedMemoryMultiPass(max_active=300).solve(DaskProblem(ds, "logistic", LAM))
@@ -205,8 +207,10 @@ def test_averaged_online_passes_learn_and_are_deterministic(earn, dataset):
     runs = [solve(TruncatedGradient(**kw), DaskProblem(dataset, "logistic", LAM)) for _ in range(2)]
     np.testing.assert_array_equal(runs[0].coef, runs[1].coef)
     assert runs[0].intercept == runs[1].intercept
-    p_single, p_avg = problem.objective(single.coef, single.intercept), problem.objective(runs[0].coef,
-                                                                                         runs[0].intercept)
+    p_single, p_avg = (
+        problem.objective(single.coef, single.intercept),
+        problem.objective(runs[0].coef, runs[0].intercept),
+    )
     p_zero = problem.objective(np.zeros(EARN_D), 0.0)
     assert p_avg < 0.5 * p_zero  # it learns
     # Close, not the same point (averaging P local passes moves less than one pass over all rows):
@@ -234,9 +238,25 @@ def test_cli_trains_on_a_local_cluster(earn, tmp_path):
 
     directory = os.path.dirname(earn[2][0])
     model = tmp_path / "m.l1m"
-    out = CliRunner().invoke(main, ["train", "--dask", "local-threads:2", "--solver", "rmmp", "--max-active", "300",
-                                    "--lam", str(LAM), "--json", "-q", "-o", str(model),
-                                    os.path.join(directory, "p*.svm")])
+    out = CliRunner().invoke(
+        main,
+        [
+            "train",
+            "--dask",
+            "local-threads:2",
+            "--solver",
+            "rmmp",
+            "--max-active",
+            "300",
+            "--lam",
+            str(LAM),
+            "--json",
+            "-q",
+            "-o",
+            str(model),
+            os.path.join(directory, "p*.svm"),
+        ],
+    )
     assert out.exit_code == 0, out.output
     summary = json.loads(out.output)
     ref = ReducedMemoryMultiPass(max_active=300).solve(StreamProblem(Stream.from_arrays(*earn[:2]), "logistic", LAM))
@@ -251,8 +271,10 @@ def test_one_vs_rest_and_regression_on_a_dask_dataset(client):
     X = rng.normal(size=(1500, 12))
     labels = np.argmax(X[:, :3] + 0.5 * rng.normal(size=(1500, 3)), axis=1).astype(float) * 10
     target = X[:, 0] - 2 * X[:, 1] + 0.1 * rng.normal(size=1500)
-    for y, est in ((labels, SparseLogisticRegression(solver="mp", lam=1e-3, class_weight="balanced")),
-                   (target, SparseLinearRegression(solver="rmmp", lam=1e-2))):
+    for y, est in (
+        (labels, SparseLogisticRegression(solver="mp", lam=1e-3, class_weight="balanced")),
+        (target, SparseLinearRegression(solver="rmmp", lam=1e-2)),
+    ):
         parts = [dask.delayed(lambda a, b, y=y: (X[a:b], y[a:b]))(a, a + 500) for a in (0, 500, 1000)]
         ds = DaskDataset.from_delayed(parts, client)
         est.fit(ds)
@@ -267,9 +289,11 @@ def test_cli_dask_usage_errors():
 
     from l1scale.cli import main
 
-    for address, args, words in (("local-threads:1", ["--solver", "cd"], "no distributed version"),
-                                 ("local:x", [], "local:N"),
-                                 ("local-threads:1", ["--holdout", "5", "--solver", "sgd_cumulative"], "--holdout")):
+    for address, args, words in (
+        ("local-threads:1", ["--solver", "cd"], "no distributed version"),
+        ("local:x", [], "local:N"),
+        ("local-threads:1", ["--holdout", "5", "--solver", "sgd_cumulative"], "--holdout"),
+    ):
         out = CliRunner().invoke(main, ["train", "--dask", address, *args, "parts/*.svm"])
         assert out.exit_code == 2 and words in out.output, out.output
     out = CliRunner().invoke(main, ["train", "a.svm", "b.svm"])
@@ -279,6 +303,9 @@ def test_cli_dask_usage_errors():
 def test_a_cluster_without_workers_is_an_error_after_the_timeout(earn):
     from l1scale.distributed import DistributedError
 
-    with (LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cluster, Client(cluster) as c,
-          pytest.raises(DistributedError, match="timeout")):
+    with (
+        LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cluster,
+        Client(cluster) as c,
+        pytest.raises(DistributedError, match="timeout"),
+    ):
         DaskDataset.from_files(earn[2], c, timeout=1.0)

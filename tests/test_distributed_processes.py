@@ -73,8 +73,10 @@ def test_worker_processes_give_the_single_machine_model(earn, client, reference,
     top = np.sort(np.argsort(-np.bincount(X.indices, minlength=EARN_D))[:1000])  # MP: a dense 1001^2 sketch
     parts = split(X[:, top], y, str(tmp_path), 2)
     ds = DaskDataset.from_files(parts, client, n_features=1000, zero_based=False)
-    same_model(MultiPass().solve(DaskProblem(ds, "logistic", LAM)),
-               MultiPass().solve(StreamProblem(Stream.from_arrays(X[:, top], y), "logistic", LAM)))
+    same_model(
+        MultiPass().solve(DaskProblem(ds, "logistic", LAM)),
+        MultiPass().solve(StreamProblem(Stream.from_arrays(X[:, top], y), "logistic", LAM)),
+    )
     ds.close()
 
 
@@ -115,8 +117,9 @@ def test_a_worker_killed_mid_pass_leaves_the_model_unchanged(earn, client, refer
     res = ReducedMemoryMultiPass(max_active=300, callback=callback).solve(DaskProblem(ds, "logistic", LAM))
     assert killed, "the worker was not killed"
     same_model(res, reference)
-    np.testing.assert_array_equal(res.coef, ReducedMemoryMultiPass(max_active=300).solve(
-        DaskProblem(ds, "logistic", LAM)).coef)
+    np.testing.assert_array_equal(
+        res.coef, ReducedMemoryMultiPass(max_active=300).solve(DaskProblem(ds, "logistic", LAM)).coef
+    )
     client.wait_for_workers(2, timeout=60)
     assert victim not in client.run(os.getpid).values()  # the nanny started a new worker
     ds.close()

@@ -44,23 +44,30 @@ def python_blocks(text: str) -> list[tuple[int, str]]:
         i += 1  # the closing fence
         if lang in ("python", "py") and "not run" not in info:
             indent = len(m["indent"])
-            blocks.append((start + 1, "\n".join(line[indent:] if line[:indent].isspace() else line
-                                                for line in body)))
+            blocks.append((start + 1, "\n".join(line[indent:] if line[:indent].isspace() else line for line in body)))
     return blocks
 
 
 def test_python_blocks_parser():
-    page = ("text\n```python\na = 1\n```\n\n```python title=\"not run\"\nraise SystemExit\n```\n"
-            "```text\nnot python\n```\n````python\nb = a + 1\n```\nstill b\n````\n")
+    page = (
+        'text\n```python\na = 1\n```\n\n```python title="not run"\nraise SystemExit\n```\n'
+        "```text\nnot python\n```\n````python\nb = a + 1\n```\nstill b\n````\n"
+    )
     assert python_blocks(page) == [(3, "a = 1"), (13, "b = a + 1\n```\nstill b")]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason="mkdocs is not installed")
 def test_mkdocs_build_strict(tmp_path):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                          check=False, cwd=ROOT, capture_output=True, text=True, env=env,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "site" / "index.html").is_file()
     assert (tmp_path / "site" / "benchmarks" / "results" / "figure1.png").is_file()

@@ -18,10 +18,8 @@ from l1scale.solvers import StochasticCD
 from l1scale.solvers.base import compiled_once
 
 _WEIGHT_EQUIVALENCE = {
-    "check_sample_weight_equivalence_on_dense_data":
-        "weights equal repetition only up to the solver tolerance; checked at tol=1e-10 below",
-    "check_sample_weight_equivalence_on_sparse_data":
-        "weights equal repetition only up to the solver tolerance; checked at tol=1e-10 below",
+    "check_sample_weight_equivalence_on_dense_data": "weights equal repetition only up to the solver tolerance; checked at tol=1e-10 below",
+    "check_sample_weight_equivalence_on_sparse_data": "weights equal repetition only up to the solver tolerance; checked at tol=1e-10 below",
 }
 
 
@@ -29,14 +27,18 @@ def _expected_failures(estimator):
     if getattr(estimator, "solver", None) in ("truncated_gradient", "sgd_cumulative"):
         # Weights 1000 : 0.0001 scale the SGD steps 1000-fold (as VW's importance weights
         # do): at the default rate the first heavy examples throw the weights far off.
-        return {"check_class_weight_classifiers": "SGD steps scaled by weights 1e7 apart diverge at the default rate",
-                **_WEIGHT_EQUIVALENCE}
+        return {
+            "check_class_weight_classifiers": "SGD steps scaled by weights 1e7 apart diverge at the default rate",
+            **_WEIGHT_EQUIVALENCE,
+        }
     if getattr(estimator, "solver", None) == "online":
         # One pass of the Online algorithm is not the batch optimum; with class weights
         # 1000 : 0.0001 on unscaled blobs its first estimates overfit the heavy examples
         # (logistic curvature vanishes there) and one pass does not recover.
-        return {"check_class_weight_classifiers": "one online pass with weights 1e7 apart is far from the optimum",
-                **_WEIGHT_EQUIVALENCE}
+        return {
+            "check_class_weight_classifiers": "one online pass with weights 1e7 apart is far from the optimum",
+            **_WEIGHT_EQUIVALENCE,
+        }
     if getattr(estimator, "class_weight", None) == "balanced":
         # Repeating rows changes the class counts that "balanced" weights are made of.
         return dict.fromkeys(_WEIGHT_EQUIVALENCE, "balanced class weights depend on the class counts")
@@ -217,16 +219,19 @@ def test_load_rejects_other_files(tmp_path):
         load(bad)
 
 
-@pytest.mark.parametrize("params, match", [
-    ({"solver": "newton"}, "solver='newton'"),
-    ({"loss": "squared"}, "loss='squared'"),
-    ({"lam": -1.0}, "lam must be"),
-    ({"lam": 0.1, "lam_ratio": 0.1}, "not both"),
-    ({"lam_ratio": 0.0}, "lam_ratio must be"),
-    ({"l1_ratio": 0.0}, "l1_ratio must be"),
-    ({"tol": 0.0}, "tol must be"),
-    ({"max_iter": 0}, "max_iter must be"),
-])
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"solver": "newton"}, "solver='newton'"),
+        ({"loss": "squared"}, "loss='squared'"),
+        ({"lam": -1.0}, "lam must be"),
+        ({"lam": 0.1, "lam_ratio": 0.1}, "not both"),
+        ({"lam_ratio": 0.0}, "lam_ratio must be"),
+        ({"l1_ratio": 0.0}, "l1_ratio must be"),
+        ({"tol": 0.0}, "tol must be"),
+        ({"max_iter": 0}, "max_iter must be"),
+    ],
+)
 def test_bad_parameters_name_the_parameter(binary, params, match):
     X, y = binary
     with pytest.raises(ValueError, match=match):

@@ -81,8 +81,7 @@ def test_threads_give_the_sequential_model_every_time():
     sequential = FeatureCachedLoops(cache_bytes=budget, tol=1e-10, threads=False, random_state=1).solve(problem)
     assert sequential.converged
     for seed in range(4):
-        solver = FeatureCachedLoops(cache_bytes=budget, tol=1e-10, n_writers=2, report_every=0.01,
-                                    random_state=seed)
+        solver = FeatureCachedLoops(cache_bytes=budget, tol=1e-10, n_writers=2, report_every=0.01, random_state=seed)
         res = solver.solve(problem)
         assert res.converged
         assert res.objective == pytest.approx(sequential.objective, rel=1e-9)
@@ -117,7 +116,7 @@ def test_cache_book_keeping_under_random_inserts_and_evictions():
         cache.add(j0, indptr, rows, vals, list(range(m)))
         for mm in range(m):
             if cache.slot_of[j0 + mm] >= 0 and (j0 + mm) not in truth:
-                truth[j0 + mm] = rows[indptr[mm]:indptr[mm + 1]]
+                truth[j0 + mm] = rows[indptr[mm] : indptr[mm + 1]]
         if step % 3 == 0 and cache.n_slots:  # the trainer's eviction
             s = int(rng.integers(cache.n_slots))
             n, freed = K.evict(s, cache.n_slots, cache.start, cache.length, cache.feature, cache.w, cache.slot_of)
@@ -224,8 +223,9 @@ def test_estimator_on_sequences_fits_predicts_saves_and_matches_cd(tmp_path):
 
     codes, y = make_splice_sites(2500, L=30, positive_rate=0.05, random_state=0)
     seqs, labels = decode_sequences(codes), np.where(y > 0, "site", "none")
-    fcl = SparseLogisticRegression(features=DNAPatterns(d=3), cache_bytes="2MB", lam_ratio=0.05, tol=1e-9,
-                                   random_state=0).fit(seqs[:2000], labels[:2000])
+    fcl = SparseLogisticRegression(
+        features=DNAPatterns(d=3), cache_bytes="2MB", lam_ratio=0.05, tol=1e-9, random_state=0
+    ).fit(seqs[:2000], labels[:2000])
     assert fcl.solver_ == "fcl" and fcl.result_.converged and fcl.coef_.shape == (1, 28 * 100)
     assert fcl.n_features_in_ == 30 and list(fcl.classes_) == ["none", "site"]
     cd = SparseLogisticRegression(solver="cd", features=DNAPatterns(d=3), lam_ratio=0.05, tol=1e-12)
@@ -255,12 +255,14 @@ def test_estimator_parameters_and_other_spaces():
     Z = rng.normal(size=(300, 4))
     target = Z[:, 0] * Z[:, 1] + 0.5 * Z[:, 2] + 0.1 * rng.normal(size=300)
     classes = np.digitize(target, np.quantile(target, [1 / 3, 2 / 3]))  # three classes of a product
-    multi = SparseLogisticRegression(features=Products(degree=2), lam_ratio=0.02, cache_bytes="1MB",
-                                     random_state=0).fit(Z, classes)
+    multi = SparseLogisticRegression(
+        features=Products(degree=2), lam_ratio=0.02, cache_bytes="1MB", random_state=0
+    ).fit(Z, classes)
     assert multi.coef_.shape == (3, 14) and multi.score(Z, classes) > 0.8
     assert all(r.converged for r in multi.result_)
-    reg = SparseLinearRegression(features=Products(degree=2), lam_ratio=0.01, cache_bytes="1MB", tol=1e-8,
-                                 random_state=0).fit(Z, target)
+    reg = SparseLinearRegression(
+        features=Products(degree=2), lam_ratio=0.01, cache_bytes="1MB", tol=1e-8, random_state=0
+    ).fit(Z, target)
     ref = SparseLinearRegression(solver="cd", features=Products(degree=2), lam_ratio=0.01, tol=1e-12).fit(Z, target)
     assert reg.result_.converged
     np.testing.assert_allclose(reg.predict(Z), ref.predict(Z), atol=1e-6)
@@ -290,9 +292,28 @@ def test_cli_trains_fcl_on_a_sequence_file_and_the_model_predicts(tmp_path):
     dump_sequences(tmp_path / "test.txt", codes[1500:], y[1500:])
     runner = CliRunner()
     model = tmp_path / "m.l1s"
-    out = runner.invoke(main, ["train", "--solver", "fcl", "--features", "dna:3", "--cache", "1MB", "--lam-ratio",
-                               "0.05", "--seed", "0", "--test", str(tmp_path / "test.txt"), "-o", str(model),
-                               "--json", str(tmp_path / "train.txt")])
+    out = runner.invoke(
+        main,
+        [
+            "train",
+            "--solver",
+            "fcl",
+            "--features",
+            "dna:3",
+            "--cache",
+            "1MB",
+            "--lam-ratio",
+            "0.05",
+            "--seed",
+            "0",
+            "--test",
+            str(tmp_path / "test.txt"),
+            "-o",
+            str(model),
+            "--json",
+            str(tmp_path / "train.txt"),
+        ],
+    )
     assert out.exit_code == 0, out.output
     summary = json.loads(out.stdout)
     assert summary["solver"] == "fcl" and summary["converged"] and summary["params"]["features"] == "dna:3"
@@ -304,10 +325,12 @@ def test_cli_trains_fcl_on_a_sequence_file_and_the_model_predicts(tmp_path):
     from l1scale import load
 
     np.testing.assert_array_equal(np.array(pred.stdout.split(), dtype=float), load(model).predict(codes[1500:]))
-    for args, message in ((["--features", "dna:3", "--passes", "2"], "--passes"),
-                          (["--features", "dna:x"], "not a feature space"),
-                          (["--features", "dna:3", "--cache", "lots"], "memory size"),
-                          (["--solver", "fcl"], "give --features")):
+    for args, message in (
+        (["--features", "dna:3", "--passes", "2"], "--passes"),
+        (["--features", "dna:x"], "not a feature space"),
+        (["--features", "dna:3", "--cache", "lots"], "memory size"),
+        (["--solver", "fcl"], "give --features"),
+    ):
         bad = runner.invoke(main, ["train", *args, str(tmp_path / "train.txt")])
         assert bad.exit_code == 2 and message in bad.output
     (tmp_path / "bad.txt").write_text("+1 ACGT\n-1 ACXT\n")

@@ -35,7 +35,7 @@ def blocks_matrix(space, raw):
         assert indptr.dtype == np.int64 and rows.dtype == np.int32 and vals.dtype == np.float64
         assert indptr[0] == 0 and indptr[-1] == rows.size == vals.size
         for c in range(indptr.size - 1):
-            assert np.all(np.diff(rows[indptr[c]:indptr[c + 1]]) > 0), "rows must ascend in each column"
+            assert np.all(np.diff(rows[indptr[c] : indptr[c + 1]]) > 0), "rows must ascend in each column"
         n = space.prepare(raw).n
         parts.append(sp.csc_matrix((vals, rows, indptr), shape=(n, indptr.size - 1)))
         expected_j0 += indptr.size - 1
@@ -53,7 +53,7 @@ def assert_same(A, B):
 def assert_csr_canonical(T):
     assert T.indices.dtype == np.int64 and T.indptr.dtype == np.int64
     for i in range(T.shape[0]):
-        assert np.all(np.diff(T.indices[T.indptr[i]:T.indptr[i + 1]]) > 0)
+        assert np.all(np.diff(T.indices[T.indptr[i] : T.indptr[i + 1]]) > 0)
 
 
 # ------------------------------------------------------------------------------ DNA
@@ -69,7 +69,7 @@ def dna_reference(seqs, space):
         k, pattern = space.describe(j).split(":")
         rx = re.compile(pattern.replace("?", "."))
         for i, s in enumerate(seqs):
-            out[i, j] = 1.0 if rx.fullmatch(s[int(k):int(k) + len(pattern)]) else 0.0
+            out[i, j] = 1.0 if rx.fullmatch(s[int(k) : int(k) + len(pattern)]) else 0.0
     return out
 
 
@@ -209,8 +209,9 @@ def test_random_fourier_matches_random_fourier_features_and_blocks():
     np.testing.assert_allclose(T.toarray(), ref, rtol=1e-12, atol=1e-14)
     # by definition too: sqrt(2/D) cos(omega_j . x + b_j)
     Xd = X_SPARSE.toarray()
-    np.testing.assert_allclose(T.toarray(), np.sqrt(2 / 70) * np.cos(Xd @ space.omega_ + space.offset_),
-                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        T.toarray(), np.sqrt(2 / 70) * np.cos(Xd @ space.omega_ + space.offset_), rtol=1e-12, atol=1e-14
+    )
     assert_same(blocks_matrix(space, X_SPARSE), T)
     cols = np.array([69, 3, 3, 40])
     assert_same(space.transform(Xd, cols), T[:, cols])
@@ -352,7 +353,7 @@ def test_make_splice_sites_model():
     s, pos = 30, y > 0
     ag = (codes[:, s] == 0) & (codes[:, s + 1] == 2)
     assert ag[pos].all() and 0.4 < ag[~pos].mean() < 0.6  # positives and the decoys carry AG
-    pyr = np.isin(codes[:, s - 12:s], [1, 3]).mean(axis=1)
+    pyr = np.isin(codes[:, s - 12 : s], [1, 3]).mean(axis=1)
     assert pyr[pos].mean() > 0.75 and abs(pyr[~pos].mean() - 0.5) < 0.02
     assert (pyr[pos] <= 0.5).any()  # some positives look like background: not separable
     with pytest.raises(ValueError, match="positive_rate"):

@@ -42,9 +42,13 @@ from l1scale.model_io import load_model, save_model
 
 _EXAMPLES = int(os.environ.get("L1SCALE_FUZZ_EXAMPLES", "40"))
 settings.register_profile(
-    "l1scale-fuzz", max_examples=_EXAMPLES, deadline=None, derandomize=not os.environ.get("L1SCALE_FUZZ_RANDOM"),
+    "l1scale-fuzz",
+    max_examples=_EXAMPLES,
+    deadline=None,
+    derandomize=not os.environ.get("L1SCALE_FUZZ_RANDOM"),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
-    database=None)
+    database=None,
+)
 fuzz = settings.get_profile("l1scale-fuzz")
 
 # Bytes a mutation inserts: the parsers' delimiters and number syntax, and a few that
@@ -100,9 +104,11 @@ def assert_valid_matrix(X, width=None):
 
 # --------------------------------------------------------------------------- svmlight
 
-_numbers = st.one_of(st.integers(-10**6, 10**6).map(str),
-                     st.floats(allow_nan=False, allow_infinity=False, width=64).map(repr),
-                     st.floats(-1e3, 1e3, allow_nan=False).map(lambda v: f"{v:.6e}"))
+_numbers = st.one_of(
+    st.integers(-(10**6), 10**6).map(str),
+    st.floats(allow_nan=False, allow_infinity=False, width=64).map(repr),
+    st.floats(-1e3, 1e3, allow_nan=False).map(lambda v: f"{v:.6e}"),
+)
 
 
 @st.composite
@@ -175,7 +181,8 @@ def test_svmlight_with_damaged_bytes_parses_as_scikit_learn_or_is_an_error(workd
 
 def small_matrices(max_rows=6, max_cols=12):
     return st.tuples(st.integers(1, max_rows), st.integers(1, max_cols), st.integers(0, 2**32 - 1)).map(
-        lambda t: _random_matrix(*t))
+        lambda t: _random_matrix(*t)
+    )
 
 
 def _random_matrix(n, d, seed):
@@ -233,8 +240,10 @@ def test_vw_with_damaged_bytes_parses_or_is_an_error(workdir, data):
 @st.composite
 def sequence_sets(draw):
     n, length = draw(st.integers(1, 5)), draw(st.integers(1, 12))
-    codes = np.array(draw(st.lists(st.lists(st.integers(0, 3), min_size=length, max_size=length),
-                                   min_size=n, max_size=n)), dtype=np.uint8)
+    codes = np.array(
+        draw(st.lists(st.lists(st.integers(0, 3), min_size=length, max_size=length), min_size=n, max_size=n)),
+        dtype=np.uint8,
+    )
     y = np.array(draw(st.lists(st.sampled_from([-1.0, 1.0, 0.5, 3.0]), min_size=n, max_size=n)))
     return codes, y
 

@@ -38,8 +38,10 @@ def vw(text: str):
 
 
 def dense_rows(X):
-    return [dict(zip(X.indices[X.indptr[i]:X.indptr[i + 1]].tolist(), X.data[X.indptr[i]:X.indptr[i + 1]].tolist()))
-            for i in range(X.shape[0])]
+    return [
+        dict(zip(X.indices[X.indptr[i] : X.indptr[i + 1]].tolist(), X.data[X.indptr[i] : X.indptr[i + 1]].tolist()))
+        for i in range(X.shape[0])
+    ]
 
 
 # ----------------------------------------------------------------------- hashing
@@ -77,8 +79,17 @@ def test_hash_feature_rules():
             assert hash_feature(name, "ns", hash_bits=bits, hash=hash) == col(name, "ns", bits, hash)
 
 
-@pytest.mark.parametrize("bad", [dict(hash_bits=0), dict(hash_bits=32), dict(hash_bits=2.0),
-                                 dict(hash="murmur"), dict(hash_seed=-1), dict(hash_seed=2**32)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(hash_bits=0),
+        dict(hash_bits=32),
+        dict(hash_bits=2.0),
+        dict(hash="murmur"),
+        dict(hash_seed=-1),
+        dict(hash_seed=2**32),
+    ],
+)
 def test_hash_options_are_checked(bad):
     with pytest.raises(ValueError):
         hash_feature("a", **bad)
@@ -152,8 +163,10 @@ def test_no_importance_gives_none_and_hash_all():
     X, y, w = load_vw(vw("1 |f a 7\n0 |f 7:2\n"), hash_bits=12, hash="all")
     assert w is None
     np.testing.assert_array_equal(y, [1, 0])
-    assert dense_rows(X) == [{col("a", "f", 12, "all"): 1.0, col("7", "f", 12, "all"): 1.0},
-                             {col("7", "f", 12, "all"): 2.0}]
+    assert dense_rows(X) == [
+        {col("a", "f", 12, "all"): 1.0, col("7", "f", 12, "all"): 1.0},
+        {col("7", "f", 12, "all"): 2.0},
+    ]
     X, _, _ = load_vw(vw("1 |f a 7\n"), hash_bits=12, hash_seed=9)
     assert dense_rows(X) == [{col("a", "f", 12, seed=9): 1.0, col("7", "f", 12, seed=9): 1.0}]
 
@@ -163,8 +176,7 @@ def test_numbers_are_exact_like_float():
     text = f"0.30000000000000000000001 {long_value} |f a:{long_value} b:2 a:1 |g:3 c:4.9e-324\n"
     X, y, w = load_vw(vw(text), hash_bits=18)
     assert y[0] == float("0.30000000000000000000001") and w[0] == float(long_value)
-    assert dense_rows(X) == [{col("a", "f"): float(long_value) + 1.0, col("b", "f"): 2.0,
-                              col("c", "g"): 3 * 4.9e-324}]
+    assert dense_rows(X) == [{col("a", "f"): float(long_value) + 1.0, col("b", "f"): 2.0, col("c", "g"): 3 * 4.9e-324}]
     X, _, _ = load_vw(vw("1 |f a:0.5 b:1e-400 c:1\n"), hash_bits=18)  # underflow to 0: dropped
     assert dense_rows(X) == [{col("a", "f"): 0.5, col("c", "f"): 1.0}]
     many = [f"{i} |f a:{i}.{'0' * 25}1 b:1" for i in range(700)]  # more than the first slow table holds
@@ -213,8 +225,9 @@ def hashing_matrix(n_features, bits, hash, namespace="f"):
     return H
 
 
-@pytest.mark.parametrize("hash, bits, namespace", [("strings", 8, "f"), ("all", 4, "f"), ("all", 10, ""),
-                                                   ("strings", 5, "ns.0")])
+@pytest.mark.parametrize(
+    "hash, bits, namespace", [("strings", 8, "f"), ("all", 4, "f"), ("all", 10, ""), ("strings", 5, "ns.0")]
+)
 def test_dump_load_round_trip(tmp_path, random_data, hash, bits, namespace):
     X, y, w = random_data
     path = tmp_path / "data.vw"
@@ -246,8 +259,9 @@ def test_compressed_files_and_chunking(tmp_path, random_data, ext):
     np.testing.assert_array_equal(np.concatenate([c.y for c in chunks]), y1)
     weights = [c.sample_weight for c in chunks]
     assert weights[-1] is None and any(x is not None for x in weights)  # per chunk: None without importance
-    np.testing.assert_array_equal(np.concatenate([np.ones(c.y.size) if x is None else x
-                                                  for c, x in zip(chunks, weights)]), w1)
+    np.testing.assert_array_equal(
+        np.concatenate([np.ones(c.y.size) if x is None else x for c, x in zip(chunks, weights)]), w1
+    )
 
 
 def test_stream_from_vw_and_cache(tmp_path, random_data):

@@ -43,8 +43,15 @@ def test_the_label_pass_gives_the_scan_of_a_full_parse(tmp_path):
     assert scan.n_features == 5 and scan.label_weighted_sum == pytest.approx(y.sum())
 
 
-@pytest.mark.parametrize("line, message", [("abc 1:2", "label is not a number"), ("1:2 3:4", "missing label"),
-                                           ("nan 1:1", "NaN or infinite"), ("1e999999999999999999999 1:1", "NaN")])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("abc 1:2", "label is not a number"),
+        ("1:2 3:4", "missing label"),
+        ("nan 1:1", "NaN or infinite"),
+        ("1e999999999999999999999 1:1", "NaN"),
+    ],
+)
 def test_a_bad_label_is_an_error_naming_its_line(tmp_path, line, message):
     path = tmp_path / "bad.svm"
     path.write_bytes(b"1 1:1\n-1 2:1\n" + line.encode() + b"\n1 1:1\n")
@@ -60,7 +67,8 @@ def test_a_bad_feature_is_reported_by_the_first_pass_that_parses_it(tmp_path):
     assert scan.n_samples == 4
     with pytest.raises(DataFormatError, match="value of feature 3 is not a number") as e:
         SparseLogisticRegression(solver="truncated_gradient", lam=0.01).fit(
-            Stream.from_svmlight(path, zero_based=False, n_features=3))
+            Stream.from_svmlight(path, zero_based=False, n_features=3)
+        )
     assert e.value.line == 3
 
 
@@ -83,6 +91,7 @@ def test_fits_from_a_file_and_from_its_arrays_agree(tmp_path):
 
     dump_svmlight(X, y, path)
     a = SparseLogisticRegression(solver="sgd_cumulative", lam=0.01).fit(
-        Stream.from_svmlight(path, zero_based=False, n_features=20))
+        Stream.from_svmlight(path, zero_based=False, n_features=20)
+    )
     b = SparseLogisticRegression(solver="sgd_cumulative", lam=0.01).fit(Stream.from_arrays(X, y))
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-12, atol=1e-15)

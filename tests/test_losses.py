@@ -120,8 +120,9 @@ def test_derivative_matches_finite_differences(name):
     for y in np.unique(_labels(name, z0))[:2]:
         yy = np.full_like(z0, y)
         for z in z0:
-            err = check_grad(_scalar(loss, "value", yy[:1]), _scalar(loss, "derivative", yy[:1]),
-                             np.array([z]), epsilon=1e-6)
+            err = check_grad(
+                _scalar(loss, "value", yy[:1]), _scalar(loss, "derivative", yy[:1]), np.array([z]), epsilon=1e-6
+            )
             # forward differences: error about epsilon * curvature / 2
             assert err <= 3e-6 * max(1.0, abs(float(loss.derivative(y, z)))), (y, z, err)
 

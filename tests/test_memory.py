@@ -39,8 +39,13 @@ def X():
 
 @pytest.mark.parametrize("fmt", ["dense", "csr", "csc", "coo", "float32"])
 def test_accessors_give_the_same_products(X, fmt):
-    given = {"dense": X, "csr": sp.csr_matrix(X), "csc": sp.csc_matrix(X), "coo": sp.coo_matrix(X),
-             "float32": X.astype(np.float32)}[fmt]
+    given = {
+        "dense": X,
+        "csr": sp.csr_matrix(X),
+        "csc": sp.csc_matrix(X),
+        "coo": sp.coo_matrix(X),
+        "float32": X.astype(np.float32),
+    }[fmt]
     v, w = np.arange(7.0), np.arange(5.0) - 2
     cols, rows = as_columns(given), as_rows(given)
     out_c, out_r = np.empty(5), np.empty(7)

@@ -32,8 +32,13 @@ def _npy(array):
 
 def test_round_trip_binary(tmp_path):
     coef = np.array([0.0, 1.5, -2.25, 0.0, 1e-300])
-    meta = {"estimator": "SparseLogisticRegression", "lam": np.float64(0.01),
-            "classes": np.array([-1, 1]), "n_features": 5, "max_iter": np.int64(100)}
+    meta = {
+        "estimator": "SparseLogisticRegression",
+        "lam": np.float64(0.01),
+        "classes": np.array([-1, 1]),
+        "n_features": 5,
+        "max_iter": np.int64(100),
+    }
     path = tmp_path / "model.l1m"
     save_model(path, coef=coef, intercept=0.5, metadata=meta)
     c, b, m = load_model(path)
@@ -63,8 +68,7 @@ def test_round_trip_one_vs_rest_and_float32(tmp_path):
 
 def test_reserved_fields_are_set_by_save(tmp_path):
     path = tmp_path / "m"
-    save_model(path, coef=[1.0, 2.0], intercept=0, metadata={"format_version": 99,
-                                                              "format": "x", "note": "kept"})
+    save_model(path, coef=[1.0, 2.0], intercept=0, metadata={"format_version": 99, "format": "x", "note": "kept"})
     _, b, m = load_model(path)
     assert m["format_version"] == FORMAT_VERSION and m["format"] == "l1scale-model"
     assert m["note"] == "kept" and b == 0.0
@@ -81,12 +85,15 @@ def test_library_version_fallback(monkeypatch):
     assert model_io._library_version() not in ("", None)
 
 
-@pytest.mark.parametrize("coef, intercept", [
-    (np.zeros((2, 3, 4)), 0.0),            # 3-D coef
-    (np.zeros(3), np.zeros(2)),            # vector intercept for a binary model
-    (np.zeros((2, 3)), np.zeros(3)),       # intercept per feature instead of per class
-    (np.array(["a", "b"]), 0.0),           # not numbers
-])
+@pytest.mark.parametrize(
+    "coef, intercept",
+    [
+        (np.zeros((2, 3, 4)), 0.0),  # 3-D coef
+        (np.zeros(3), np.zeros(2)),  # vector intercept for a binary model
+        (np.zeros((2, 3)), np.zeros(3)),  # intercept per feature instead of per class
+        (np.array(["a", "b"]), 0.0),  # not numbers
+    ],
+)
 def test_bad_arrays_rejected_before_writing(tmp_path, coef, intercept):
     with pytest.raises(ModelFormatError):
         save_model(tmp_path / "m", coef=coef, intercept=intercept)
@@ -153,8 +160,7 @@ def test_permission_error_names_the_path(tmp_path, monkeypatch):
     assert _files(tmp_path) == []
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
-                    reason="root (or non-POSIX) ignores directory permissions")
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root (or non-POSIX) ignores directory permissions")
 def test_read_only_directory(tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
@@ -195,8 +201,9 @@ def test_not_a_model(tmp_path):
 def _with_meta(tmp_path, **meta):
     path = tmp_path / "m"
     base = {"format": "l1scale-model", "format_version": 1}
-    _write_zip(path, {"model.json": json.dumps({**base, **meta}),
-                      "coef.npy": _npy([1.0, 2.0]), "intercept.npy": _npy(0.0)})
+    _write_zip(
+        path, {"model.json": json.dumps({**base, **meta}), "coef.npy": _npy([1.0, 2.0]), "intercept.npy": _npy(0.0)}
+    )
     return path
 
 
@@ -243,14 +250,21 @@ def test_truncated_and_corrupt_files(tmp_path):
 
 def test_missing_members_and_pickles_rejected(tmp_path):
     path = tmp_path / "m"
-    _write_zip(path, {"model.json": json.dumps({"format": "l1scale-model", "format_version": 1}),
-                      "coef.npy": _npy([1.0])})
+    _write_zip(
+        path, {"model.json": json.dumps({"format": "l1scale-model", "format_version": 1}), "coef.npy": _npy([1.0])}
+    )
     with pytest.raises(ModelFormatError, match="intercept.npy"):
         load_model(path)
     buf = io.BytesIO()
     np.save(buf, np.array([{"evil": 1}], dtype=object), allow_pickle=True)
-    _write_zip(path, {"model.json": json.dumps({"format": "l1scale-model", "format_version": 1}),
-                      "coef.npy": buf.getvalue(), "intercept.npy": _npy(0.0)})
+    _write_zip(
+        path,
+        {
+            "model.json": json.dumps({"format": "l1scale-model", "format_version": 1}),
+            "coef.npy": buf.getvalue(),
+            "intercept.npy": _npy(0.0),
+        },
+    )
     with pytest.raises(ModelFormatError):
         load_model(path)
     _write_zip(path, {"model.json": "{not json"})

@@ -73,12 +73,14 @@ def test_sparse_sketch_equals_dense_sketch():
         solver = OnlineSketch(sketch=sketch)
         state = solver.new_state(40, True)
         for a in range(0, 3000, 700):
-            solver.partial_fit(state, as_rows(X[a : a + 700]), y[a : a + 700], np.ones(min(700, 3000 - a)),
-                               kind=0, l1=0.001, l2=0.0)
+            solver.partial_fit(
+                state, as_rows(X[a : a + 700]), y[a : a + 700], np.ones(min(700, 3000 - a)), kind=0, l1=0.001, l2=0.0
+            )
         results[sketch], states[sketch] = state.beta.copy(), state
     np.testing.assert_allclose(results["sparse"], results["dense"], rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(states["sparse"].sketch.to_dense(), states["dense"].sketch.to_dense(),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        states["sparse"].sketch.to_dense(), states["dense"].sketch.to_dense(), rtol=1e-12, atol=1e-12
+    )
     # Psi is the sum of a_i x x^T: negative semidefinite, as the paper's Shooting needs.
     assert np.linalg.eigvalsh(states["dense"].sketch.to_dense()).max() <= 1e-10
 

@@ -21,8 +21,10 @@ def text_file(tmp_path):
 
 def chunks(path, threads, monkeypatch, **kw):
     monkeypatch.setenv("L1SCALE_PARSE_THREADS", str(threads))
-    return [(c.X.toarray(), c.y) for c in Stream.from_svmlight(path, zero_based=False, n_features=40,
-                                                              chunk_bytes=4096, **kw)]
+    return [
+        (c.X.toarray(), c.y)
+        for c in Stream.from_svmlight(path, zero_based=False, n_features=40, chunk_bytes=4096, **kw)
+    ]
 
 
 @pytest.mark.parametrize("threads", [2, 3])

@@ -83,9 +83,16 @@ def test_cv_chooses_the_lam_scikit_learn_chooses_on_a9a():
     n_train = X.shape[0] * 4 // 5
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sk = LogisticRegressionCV(Cs=1.0 / (lams * n_train), cv=folds, l1_ratios=(1.0,), solver="saga",
-                                  scoring="neg_log_loss", tol=1e-6, max_iter=3000,
-                                  use_legacy_attributes=False).fit(X, y)
+        sk = LogisticRegressionCV(
+            Cs=1.0 / (lams * n_train),
+            cv=folds,
+            l1_ratios=(1.0,),
+            solver="saga",
+            scoring="neg_log_loss",
+            tol=1e-6,
+            max_iter=3000,
+            use_legacy_attributes=False,
+        ).fit(X, y)
     assert ours.lam_[0] == pytest.approx(1.0 / (float(np.ravel(sk.C_)[0]) * n_train), rel=1e-9)
 
 

@@ -59,8 +59,7 @@ def test_lam_max_formula_without_and_with_intercept():
     # The l1_ratio divides it; sample weights enter as a weighted mean.
     assert lam_max(X, y, "logistic", l1_ratio=0.5) == pytest.approx(2 * lam_max(X, y, "logistic"), rel=1e-14)
     s = np.random.default_rng(0).integers(1, 4, size=n)
-    assert lam_max(X, y, sample_weight=s) == pytest.approx(
-        lam_max(np.repeat(X, s, axis=0), np.repeat(y, s)), rel=1e-10)
+    assert lam_max(X, y, sample_weight=s) == pytest.approx(lam_max(np.repeat(X, s, axis=0), np.repeat(y, s)), rel=1e-10)
 
 
 # ------------------------------------------------------------------ duality gap

@@ -159,8 +159,10 @@ def test_multiscale_needs_fewer_iterations_on_badly_scaled_columns(loss, fit_int
         scaled = _solve(MultiscaleFISTA, p, tol=1e-6, max_iter=50000, hessian=hessian)
         assert scaled.objective == pytest.approx(plain.objective, rel=1e-5)
         ratios[hessian] = scaled.n_iter / plain.n_iter
-    print(f"\n{loss} intercept={fit_intercept}: FISTA {plain.n_iter} iterations; multi-scale/FISTA "
-          + ", ".join(f"{k} {100 * v:.1f}%" for k, v in ratios.items()))
+    print(
+        f"\n{loss} intercept={fit_intercept}: FISTA {plain.n_iter} iterations; multi-scale/FISTA "
+        + ", ".join(f"{k} {100 * v:.1f}%" for k, v in ratios.items())
+    )
     # The paper's Table 7 reports 20-62% on mnist10k and gisette.
     assert ratios["eq7"] <= 0.62 and ratios["eq8"] <= 0.62
 
@@ -192,10 +194,13 @@ def test_a9a_matches_cd(a9a, lam_ratio):
     print(f"\na9a lam_ratio={lam_ratio}: iterations {iters}")
 
 
-@pytest.mark.parametrize("name, path, n_features, max_iter", [
-    ("reuters earn", "reuters21578/modapte_earn_train.svm.bz2", 27901, 2000),
-    ("mnist10k", "mnist/mnist10k_3vsrest.bz2", 784, 1500),
-])
+@pytest.mark.parametrize(
+    "name, path, n_features, max_iter",
+    [
+        ("reuters earn", "reuters21578/modapte_earn_train.svm.bz2", 27901, 2000),
+        ("mnist10k", "mnist/mnist10k_3vsrest.bz2", 784, 1500),
+    ],
+)
 def test_earn_and_mnist10k_match_cd(name, path, n_features, max_iter):
     """Issue 5's other two data sets: the objective of CD to 1e-8 (mnist10k's plain FISTA
     needs ~5000 iterations for a 1e-7 gap, but has CD's objective long before)."""
@@ -215,10 +220,13 @@ def test_earn_and_mnist10k_match_cd(name, path, n_features, max_iter):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, path, n_features, max_iter", [
-    ("a9a", "a9a/a9a.bz2", 123, 3000),
-    ("mnist10k", "mnist/mnist10k_3vsrest.bz2", 784, 1500),
-])
+@pytest.mark.parametrize(
+    "name, path, n_features, max_iter",
+    [
+        ("a9a", "a9a/a9a.bz2", 123, 3000),
+        ("mnist10k", "mnist/mnist10k_3vsrest.bz2", 784, 1500),
+    ],
+)
 def test_dense_input_reaches_cd(name, path, n_features, max_iter):
     """Issue 5's 'dense and sparse input': the same data as a dense array, for FISTA,
     multi-scale FISTA and CGD (the dense branch of the column accessor)."""
@@ -232,8 +240,11 @@ def test_dense_input_reaches_cd(name, path, n_features, max_iter):
     X, y = load_svmlight_file(full, n_features=n_features)
     p = Problem(X.toarray(), np.where(y > 0, 1.0, -1.0), "logistic", lam_ratio=0.1)
     ref = _reference(p)
-    for solver, kw in ((FISTA, {"check_every": 10}), (MultiscaleFISTA, {"check_every": 10}),
-                       (CoordinateGradientDescent, {})):
+    for solver, kw in (
+        (FISTA, {"check_every": 10}),
+        (MultiscaleFISTA, {"check_every": 10}),
+        (CoordinateGradientDescent, {}),
+    ):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             res = solver(tol=1e-7, max_iter=max_iter, **kw).solve(p)

@@ -30,8 +30,21 @@ def _data(n=200, d=50, seed=0, loss="logistic"):
     return X, (z if loss == "squared" else np.where(z > 0, 1.0, -1.0))
 
 
-def _sgd_c_dense(X, y, lam, passes, *, loss="logistic", fit_intercept=True, average=False, eta0=0.5, a=2.0,
-                 s=None, holdout=0, orders=None):
+def _sgd_c_dense(
+    X,
+    y,
+    lam,
+    passes,
+    *,
+    loss="logistic",
+    fit_intercept=True,
+    average=False,
+    eta0=0.5,
+    a=2.0,
+    s=None,
+    holdout=0,
+    orders=None,
+):
     """Algorithm 4 as written: every coordinate clipped at every step (O(d) per example).
 
     ``s``: sample weights (scaled to mean 1, as the objective's mean form asks); ``holdout``:
@@ -46,7 +59,7 @@ def _sgd_c_dense(X, y, lam, passes, *, loss="logistic", fit_intercept=True, aver
     u = b = hb = 0.0
     k = 0
     for z in range(passes):
-        for i in (range(n) if orders is None else orders[z]):
+        for i in range(n) if orders is None else orders[z]:
             if holdout and i % holdout == holdout - 1:
                 continue
             eta = eta0 * a ** (-k / n)
@@ -85,7 +98,8 @@ def test_lazy_kernel_equals_dense_algorithm(loss, fit_intercept, average):
     X, y = _data(loss=loss)
     lam = 0.01
     res = CumulativePenaltySGD(max_iter=2, holdout=0, average_gradient=average).solve(
-        _stream_problem(X, y, loss, lam, fit_intercept=fit_intercept))
+        _stream_problem(X, y, loss, lam, fit_intercept=fit_intercept)
+    )
     w, b = _sgd_c_dense(X, y, lam, 2, loss=loss, fit_intercept=fit_intercept, average=average)
     assert 0 < np.count_nonzero(w) < X.shape[1]  # the penalty bites, the problem is not trivial
     np.testing.assert_allclose(res.coef, w, rtol=0, atol=1e-12)
@@ -102,8 +116,10 @@ def test_lazy_kernel_with_weights_holdout_and_shuffle():
     solver = CumulativePenaltySGD(max_iter=2, holdout=3, shuffle=True, random_state=7)
     res = solver.solve(_stream_problem(X, y, "logistic", lam, chunk_rows=chunk, s=s))
     rng = np.random.default_rng(7)
-    orders = [np.concatenate([a + rng.permutation(min(chunk, X.shape[0] - a)) for a in range(0, X.shape[0], chunk)])
-              for _ in range(2)]
+    orders = [
+        np.concatenate([a + rng.permutation(min(chunk, X.shape[0] - a)) for a in range(0, X.shape[0], chunk)])
+        for _ in range(2)
+    ]
     w, b = _sgd_c_dense(X, y, lam, 2, s=s, holdout=3, orders=orders)
     np.testing.assert_allclose(res.coef, w, rtol=0, atol=1e-12)
     assert abs(res.intercept - b) <= 1e-12
@@ -144,7 +160,8 @@ def test_squared_loss_reaches_batch_objective():
     problem = Problem(X, y, "squared", lam_ratio=0.1)
     ref = CoordinateDescent(tol=1e-10, max_iter=1000).solve(problem)
     res = CumulativePenaltySGD(max_iter=10, holdout=0, eta0=0.05).solve(
-        _stream_problem(X, y, "squared", problem.lam, chunk_rows=500))
+        _stream_problem(X, y, "squared", problem.lam, chunk_rows=500)
+    )
     p_star = problem.objective(ref.coef, ref.intercept)
     assert (problem.objective(res.coef, res.intercept) - p_star) / p_star < 1e-3
 
@@ -180,8 +197,11 @@ def test_reaches_batch_objective_on_real_data(name):
     eta0 = 0.5, a = 2; earn 7e-5 after 20 passes with eta0 = 1, a = 1.5 (the defaults stall at
     8e-4 there: sum_k eta_k is finite, eta0 N / ln a)), with nnz(w) well below d at every pass."""
     X, y, problem, p_star = _real(name)
-    solver = (CumulativePenaltySGD(max_iter=10, holdout=0) if name == "a9a"
-              else CumulativePenaltySGD(max_iter=20, holdout=0, eta0=1.0, a=1.5))
+    solver = (
+        CumulativePenaltySGD(max_iter=10, holdout=0)
+        if name == "a9a"
+        else CumulativePenaltySGD(max_iter=20, holdout=0, eta0=1.0, a=1.5)
+    )
     res = solver.solve(_stream_problem(X, y, "logistic", problem.lam, chunk_rows=4096))
     gap = (problem.objective(res.coef, res.intercept) - p_star) / p_star
     assert -1e-8 < gap < 1e-3
@@ -193,15 +213,18 @@ def test_average_gradient_reaches_similar_objective():
     """Eq. 11's averaging (O(d) per example, so a9a only, where d is small): as close as without it."""
     X, y, problem, p_star = _real("a9a")
     res = CumulativePenaltySGD(max_iter=10, holdout=0, average_gradient=True).solve(
-        _stream_problem(X, y, "logistic", problem.lam, chunk_rows=4096))
+        _stream_problem(X, y, "logistic", problem.lam, chunk_rows=4096)
+    )
     assert (problem.objective(res.coef, res.intercept) - p_star) / p_star < 1e-3
 
 
 def test_dense_and_float32_rows_give_the_same_model():
     """Dense rows (every entry read, zeros included) and float32 input give the CSR float64 model."""
     X, y = _data(seed=8)
-    fit = [CumulativePenaltySGD(max_iter=2, holdout=0).solve(_stream_problem(Xv, y, "logistic", 0.01))
-           for Xv in (X, X.toarray(), X.astype(np.float32))]
+    fit = [
+        CumulativePenaltySGD(max_iter=2, holdout=0).solve(_stream_problem(Xv, y, "logistic", 0.01))
+        for Xv in (X, X.toarray(), X.astype(np.float32))
+    ]
     for res in fit[1:]:
         np.testing.assert_allclose(res.coef, fit[0].coef, rtol=0, atol=1e-12 if res is fit[1] else 1e-5)
         assert res.intercept == pytest.approx(fit[0].intercept, abs=1e-12 if res is fit[1] else 1e-5)

@@ -120,8 +120,7 @@ def test_elastic_net_equals_sklearn(kind):
     alpha, l1_ratio = 0.2, 0.4
     gamma, rho = n * alpha * l1_ratio, n * alpha * (1 - l1_ratio)
     beta, _, _, converged = shooting(_sketch(psi, kind), theta, gamma, rho=rho, tol=1e-14, max_sweeps=100000)
-    ref = _sk_fit(ElasticNet(alpha=alpha, l1_ratio=l1_ratio, fit_intercept=False, tol=1e-14, max_iter=1000000),
-                  X, y)
+    ref = _sk_fit(ElasticNet(alpha=alpha, l1_ratio=l1_ratio, fit_intercept=False, tol=1e-14, max_iter=1000000), X, y)
     assert converged
     np.testing.assert_allclose(beta, ref, rtol=0, atol=1e-10)
     # rho changes the answer: the pure-L1 solution at the same gamma is a different point.
@@ -159,8 +158,9 @@ def test_omega_invariant_after_return(kind, tol):
     full = sk.to_dense()
     off = full - np.diag(np.diag(full))
     np.testing.assert_allclose(om, 2 * off @ beta + theta, rtol=1e-12, atol=1e-10 * np.abs(theta).max())
-    np.testing.assert_allclose(omega(sk, theta, beta), 2 * off @ beta + theta, rtol=1e-12,
-                               atol=1e-12 * np.abs(theta).max())
+    np.testing.assert_allclose(
+        omega(sk, theta, beta), 2 * off @ beta + theta, rtol=1e-12, atol=1e-12 * np.abs(theta).max()
+    )
     assert not np.array_equal(beta, beta0)
 
 

@@ -111,8 +111,9 @@ def test_pass_statistics_sketch_holds_appendix_a(link, y01, fit_intercept):
     for c in Z_GRID:
         b0 = 0.4 if fit_intercept else 0.0
         beta = np.array([(c - b0) / x[0], 0.0])  # x . beta + b0 = c
-        stats = pass_statistics(problem, as_rows(x[None, :]), np.array([1.0 if y01 else -1.0]),
-                                np.array([s]), beta, b0, active)
+        stats = pass_statistics(
+            problem, as_rows(x[None, :]), np.array([1.0 if y01 else -1.0]), np.array([s]), beta, b0, active
+        )
         a_ref, b_ref = _appendix_a(link, c, y01)
         np.testing.assert_allclose(stats.psi, s * a_ref * np.outer(xa, xa), rtol=1e-7, atol=1e-12)
         np.testing.assert_allclose(stats.theta, s * b_ref * xa, rtol=1e-7, atol=1e-12)
@@ -153,8 +154,10 @@ def test_rmmp_with_room_for_support_matches_mp_and_cd(link):
     assert 3 < support.size < 60
     mp = _quiet(MultiPass(tol=1e-9), StreamProblem(Stream.from_arrays(X, y, chunk_rows=128), link, lam))
     for k in (support.size, support.size + 20, 150):
-        rm = _quiet(ReducedMemoryMultiPass(tol=1e-9, max_active=k),
-                    StreamProblem(Stream.from_arrays(X, y, chunk_rows=128), link, lam))
+        rm = _quiet(
+            ReducedMemoryMultiPass(tol=1e-9, max_active=k),
+            StreamProblem(Stream.from_arrays(X, y, chunk_rows=128), link, lam),
+        )
         assert rm.converged, k
         for other in (mp, ref):
             assert abs(rm.objective - other.objective) <= 1e-8 * abs(other.objective), k
@@ -169,8 +172,7 @@ def test_rmmp_with_too_small_active_set_warns(link, gamma):
     ref = _cd(X, y, link, lam)
     k = np.count_nonzero(ref.coef) - 2
     with pytest.warns(ConvergenceWarning, match="max_active"):
-        res = ReducedMemoryMultiPass(max_active=k, max_iter=8).solve(
-            StreamProblem(Stream.from_arrays(X, y), link, lam))
+        res = ReducedMemoryMultiPass(max_active=k, max_iter=8).solve(StreamProblem(Stream.from_arrays(X, y), link, lam))
     assert not res.converged and res.stop_reason != "kkt"
     assert res.nnz <= k
     assert res.objective > ref.objective * (1 + 1e-6)
@@ -211,8 +213,7 @@ def test_rmmp_reaches_batch_on_reuters_earn(earn, tmp_path, monkeypatch, gamma, 
     real = svmlight_module._iter_chunks
     monkeypatch.setattr(svmlight_module, "_iter_chunks", lambda *a, **k: (parses.append(1), real(*a, **k))[1])
     stream = Stream.from_svmlight(EARN, n_features=EARN_D, cache=tmp_path / "earn-cache")
-    res = _quiet(ReducedMemoryMultiPass(max_active=300, max_iter=max_passes),
-                 StreamProblem(stream, "logistic", lam))
+    res = _quiet(ReducedMemoryMultiPass(max_active=300, max_iter=max_passes), StreamProblem(stream, "logistic", lam))
     gap = (res.objective - ref.objective) / ref.objective
     msg = f"gamma={gamma}: {res.n_iter} passes, relative gap {gap:.3g}, nnz {res.nnz} vs {ref.nnz}"
     assert res.converged and res.n_iter <= max_passes, msg
@@ -229,9 +230,12 @@ def test_rmmp_reaches_batch_on_reuters_earn(earn, tmp_path, monkeypatch, gamma, 
 
 def test_sparse_and_dense_sketch_agree():
     X, y = _sparse_data(n=300, d=40, seed=3)
-    res = [_quiet(MultiPass(tol=1e-10, sketch=kind), StreamProblem(Stream.from_arrays(X, y, chunk_rows=64),
-                                                                    "logistic", 0.01))
-           for kind in ("dense", "sparse")]
+    res = [
+        _quiet(
+            MultiPass(tol=1e-10, sketch=kind), StreamProblem(Stream.from_arrays(X, y, chunk_rows=64), "logistic", 0.01)
+        )
+        for kind in ("dense", "sparse")
+    ]
     assert res[0].n_iter == res[1].n_iter
     np.testing.assert_allclose(res[1].coef, res[0].coef, rtol=0, atol=1e-10)
     assert res[1].intercept == pytest.approx(res[0].intercept, abs=1e-10)
@@ -267,11 +271,14 @@ def test_sample_weights_match_cd_and_integer_weights_duplicate_rows():
     assert np.abs(unweighted.coef - ref.coef).max() > 1e-3  # the weights matter
 
     counts = rng.integers(0, 4, size=300)  # 0: the row is dropped
-    weighted = _quiet(MultiPass(tol=1e-10),
-                      StreamProblem(Stream.from_arrays(X, y, counts.astype(float), chunk_rows=70), "logistic", lam))
+    weighted = _quiet(
+        MultiPass(tol=1e-10),
+        StreamProblem(Stream.from_arrays(X, y, counts.astype(float), chunk_rows=70), "logistic", lam),
+    )
     rows = np.repeat(np.arange(300), counts)
-    dup = _quiet(MultiPass(tol=1e-10), StreamProblem(Stream.from_arrays(X[rows], y[rows], chunk_rows=70),
-                                                     "logistic", lam))
+    dup = _quiet(
+        MultiPass(tol=1e-10), StreamProblem(Stream.from_arrays(X[rows], y[rows], chunk_rows=70), "logistic", lam)
+    )
     np.testing.assert_allclose(weighted.coef, dup.coef, atol=1e-8)
     assert weighted.intercept == pytest.approx(dup.intercept, abs=1e-8)
     assert weighted.objective == pytest.approx(dup.objective, rel=1e-10)
@@ -291,10 +298,10 @@ def test_elastic_net_matches_cd(solver):
 
 def test_class_weight_equals_sample_weight():
     X, y = _sparse_data(n=300, d=40, seed=10)
-    a = _quiet(MultiPass(tol=1e-10), StreamProblem(Stream.from_arrays(X, y), "logistic", 0.01,
-                                                    class_weight={1.0: 3.0}))
-    b = _quiet(MultiPass(tol=1e-10), StreamProblem(Stream.from_arrays(X, y, np.where(y > 0, 3.0, 1.0)),
-                                                    "logistic", 0.01))
+    a = _quiet(MultiPass(tol=1e-10), StreamProblem(Stream.from_arrays(X, y), "logistic", 0.01, class_weight={1.0: 3.0}))
+    b = _quiet(
+        MultiPass(tol=1e-10), StreamProblem(Stream.from_arrays(X, y, np.where(y > 0, 3.0, 1.0)), "logistic", 0.01)
+    )
     np.testing.assert_allclose(a.coef, b.coef, atol=1e-10)
     assert a.objective == pytest.approx(b.objective, rel=1e-12)
 
@@ -304,8 +311,12 @@ def test_warm_start_at_solution_certifies_in_one_pass(solver):
     X, y = _sparse_data(n=300, d=40, seed=11)
     ref = _quiet(MultiPass(tol=1e-10), StreamProblem(Stream.from_arrays(X, y), "logistic", 0.01))
     assert ref.n_iter > 2
-    res = _quiet(solver, StreamProblem(Stream.from_arrays(X, y), "logistic", 0.01), coef_init=ref.coef,
-                 intercept_init=ref.intercept)
+    res = _quiet(
+        solver,
+        StreamProblem(Stream.from_arrays(X, y), "logistic", 0.01),
+        coef_init=ref.coef,
+        intercept_init=ref.intercept,
+    )
     assert res.converged and res.n_iter == 1
     np.testing.assert_array_equal(res.coef, ref.coef)
 
@@ -425,8 +436,13 @@ def test_killed_run_resumes_from_checkpoint(tmp_path):
     path = tmp_path / "ck.npz"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.Popen([sys.executable, "-c", _KILL_SCRIPT, str(path)], cwd=root, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILL_SCRIPT, str(path)],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 120
         next_pass = 0

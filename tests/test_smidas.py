@@ -68,8 +68,9 @@ def test_kernel_equals_dense_algorithm(loss, fit_intercept):
     problem = _stream_problem(X, y, loss, lam, fit_intercept=fit_intercept)
     solver = SMIDAS(max_iter=2, holdout=0, eta=eta, eta_intercept=eta_b, eta_decay=0.0)
     res = solver.solve(problem)
-    w, b, theta = _smidas_dense(X, y, lam, 2, eta, eta_b if fit_intercept else 0.0, loss=loss,
-                                b0=problem.intercept_only())
+    w, b, theta = _smidas_dense(
+        X, y, lam, 2, eta, eta_b if fit_intercept else 0.0, loss=loss, b0=problem.intercept_only()
+    )
     assert 0 < np.count_nonzero(theta) < X.shape[1]  # the shrink zeroes coordinates
     np.testing.assert_allclose(res.coef, w, rtol=0, atol=1e-12)
     assert abs(res.intercept - b) <= 1e-12
@@ -140,8 +141,7 @@ def test_squared_loss_reaches_batch_objective():
     X, y = _data(n=2000, d=100, seed=2, loss="squared")
     problem = Problem(X, y, "squared", lam_ratio=0.1)
     ref = CoordinateDescent(tol=1e-10, max_iter=1000).solve(problem)
-    res = SMIDAS(max_iter=20, holdout=0, eta=0.03).solve(_stream_problem(X, y, "squared", problem.lam,
-                                                                          chunk_rows=500))
+    res = SMIDAS(max_iter=20, holdout=0, eta=0.03).solve(_stream_problem(X, y, "squared", problem.lam, chunk_rows=500))
     p_star = problem.objective(ref.coef, ref.intercept)
     assert (problem.objective(res.coef, res.intercept) - p_star) / p_star < 1e-3
 
@@ -182,8 +182,10 @@ def test_reaches_batch_objective_on_real_data(name):
 def test_dense_and_float32_rows_give_the_same_model():
     """Dense rows (every entry read, zeros included) and float32 input give the CSR float64 model."""
     X, y = _data(seed=8)
-    fit = [SMIDAS(max_iter=2, holdout=0, eta=0.05).solve(_stream_problem(Xv, y, "logistic", 0.01))
-           for Xv in (X, X.toarray(), X.astype(np.float32))]
+    fit = [
+        SMIDAS(max_iter=2, holdout=0, eta=0.05).solve(_stream_problem(Xv, y, "logistic", 0.01))
+        for Xv in (X, X.toarray(), X.astype(np.float32))
+    ]
     for res in fit[1:]:
         np.testing.assert_allclose(res.coef, fit[0].coef, rtol=0, atol=1e-12 if res is fit[1] else 1e-5)
         assert res.intercept == pytest.approx(fit[0].intercept, abs=1e-12 if res is fit[1] else 1e-5)

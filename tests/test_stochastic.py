@@ -72,8 +72,9 @@ def test_reaches_reference_objective(solver_cls, loss, fit_intercept, layout):
 
 
 @pytest.mark.parametrize("solver_cls", SOLVERS)
-@pytest.mark.parametrize("loss,l1_ratio,weighted", [("logistic", 0.5, False), ("squared", 1.0, True),
-                                                    ("probit", 1.0, False)])
+@pytest.mark.parametrize(
+    "loss,l1_ratio,weighted", [("logistic", 0.5, False), ("squared", 1.0, True), ("probit", 1.0, False)]
+)
 def test_elastic_net_weights_and_kkt(solver_cls, loss, l1_ratio, weighted):
     X, y = _data(loss, seed=1)
     sw = np.random.default_rng(3).uniform(0.2, 3.0, size=X.shape[0]) if weighted else None
@@ -178,20 +179,20 @@ def test_duplicated_weights_stay_nonnegative(layout):
     curv[2 * d] = loss.curvature_bound
     rng = np.random.default_rng(1)
     v = np.concatenate([rng.uniform(0, 1, 2 * d), [0.0]])  # both copies positive to start
-    z = X @ (v[:d] - v[d:2 * d])
+    z = X @ (v[:d] - v[d : 2 * d])
     r = np.empty(60)
     _residuals(loss.kernel_id, y, c, z, r)
     clipped = 0
     for j in rng.integers(0, 2 * d + 1, size=2000):
         was_positive = j < 2 * d and v[j] > 0
         _scd_epoch(*cols.arrays, loss.kernel_id, y, c, z, r, v, curv, 0.05, 0.0, np.array([j]))
-        assert (v[:2 * d] >= 0).all()
+        assert (v[: 2 * d] >= 0).all()
         clipped += was_positive and v[j] == 0.0
     assert clipped > 0 and v[2 * d] != 0.0
-    np.testing.assert_allclose(z, X @ (v[:d] - v[d:2 * d]) + v[2 * d], atol=1e-12)
+    np.testing.assert_allclose(z, X @ (v[:d] - v[d : 2 * d]) + v[2 * d], atol=1e-12)
     np.testing.assert_allclose(r, c * loss.derivative(y, z), rtol=1e-14)  # the residuals follow z
     # At the end no coordinate has both copies nonzero (the minimiser's supports are disjoint).
-    assert not ((v[:d] > 0) & (v[d:2 * d] > 0)).any()
+    assert not ((v[:d] > 0) & (v[d : 2 * d] > 0)).any()
 
 
 def test_contract_errors_and_warm_start():

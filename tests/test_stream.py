@@ -18,13 +18,16 @@ def chunks_equal(a: Chunk, b: Chunk) -> bool:
     if sp.issparse(a.X) != sp.issparse(b.X) or a.X.shape != b.X.shape:
         return False
     if sp.issparse(a.X):
-        same_x = (np.array_equal(a.X.indptr, b.X.indptr) and np.array_equal(a.X.indices, b.X.indices)
-                  and a.X.data.tobytes() == b.X.data.tobytes())
+        same_x = (
+            np.array_equal(a.X.indptr, b.X.indptr)
+            and np.array_equal(a.X.indices, b.X.indices)
+            and a.X.data.tobytes() == b.X.data.tobytes()
+        )
     else:
         same_x = a.X.tobytes() == b.X.tobytes()
     same_w = (a.sample_weight is None and b.sample_weight is None) or (
-        a.sample_weight is not None and b.sample_weight is not None
-        and np.array_equal(a.sample_weight, b.sample_weight))
+        a.sample_weight is not None and b.sample_weight is not None and np.array_equal(a.sample_weight, b.sample_weight)
+    )
     return same_x and a.y.tobytes() == b.y.tobytes() and same_w
 
 
@@ -63,9 +66,15 @@ def test_from_arrays_reproduces_data(kind):
     rng = np.random.default_rng(1)
     dense = rng.standard_normal((53, 7)) * (rng.random((53, 7)) < 0.4)
     y, w = rng.standard_normal(53), rng.random(53)
-    X = {"dense": dense, "fortran": np.asfortranarray(dense), "csr": sp.csr_matrix(dense),
-         "csc": sp.csc_matrix(dense), "coo": sp.coo_matrix(dense), "float32": dense.astype(np.float32),
-         "int": (dense * 10).astype(np.int64)}[kind]
+    X = {
+        "dense": dense,
+        "fortran": np.asfortranarray(dense),
+        "csr": sp.csr_matrix(dense),
+        "csc": sp.csc_matrix(dense),
+        "coo": sp.coo_matrix(dense),
+        "float32": dense.astype(np.float32),
+        "int": (dense * 10).astype(np.int64),
+    }[kind]
     expected = X.toarray() if sp.issparse(X) else np.asarray(X)
     stream = Stream.from_arrays(X, y, w, chunk_rows=10)
     assert stream.n_features == 7 and stream.n_samples == 53
@@ -105,7 +114,7 @@ def test_two_passes_give_identical_chunks(svm_file, tmp_path):
         Stream.from_svmlight(path, chunk_bytes=500),
         Stream.from_svmlight(path, chunk_bytes=500, cache=tmp_path / "cache"),
         Stream.from_arrays(dense, y, chunk_rows=17),
-        Stream.from_generator(lambda: ((dense[i:i + 50], y[i:i + 50]) for i in range(0, 200, 50)), n_features=30),
+        Stream.from_generator(lambda: ((dense[i : i + 50], y[i : i + 50]) for i in range(0, 200, 50)), n_features=30),
     ]
     passes = []
     for stream in streams:

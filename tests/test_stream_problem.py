@@ -35,8 +35,9 @@ def test_streamed_fit_keeps_its_scan(data):
 
     X, y = data
     seen = []
-    est = SparseLogisticRegression(solver="rmmp", lam=0.01, max_iter=5,
-                                   callback=lambda it, history: seen.append(est.stream_scan_))
+    est = SparseLogisticRegression(
+        solver="rmmp", lam=0.01, max_iter=5, callback=lambda it, history: seen.append(est.stream_scan_)
+    )
     est.fit(Stream.from_arrays(X, y, chunk_rows=40))
     scan = est.stream_scan_
     assert seen and seen[0] is scan  # set before the solving: the first callback reads it

@@ -87,8 +87,9 @@ def write(path: Path, text: str | bytes) -> Path:
 # ----------------------------------------------------------------- real data sets
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.slow) if n in SLOW_FILES else n for n in DATA_FILES])
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_FILES else n for n in DATA_FILES]
+)
 def test_agrees_with_sklearn_on_shared_data(data_dir, name):
     path = data_dir / name
     if not path.exists():
@@ -124,7 +125,9 @@ finite = st.floats(allow_nan=False, allow_infinity=False)
 
 
 def decimal_text(max_exp_digits):
-    return st.from_regex(rf"\A[+-]?([0-9]{{1,25}}(\.[0-9]{{0,25}})?|\.[0-9]{{1,25}})([eE][+-]?[0-9]{{1,{max_exp_digits}}})?\Z")
+    return st.from_regex(
+        rf"\A[+-]?([0-9]{{1,25}}(\.[0-9]{{0,25}})?|\.[0-9]{{1,25}})([eE][+-]?[0-9]{{1,{max_exp_digits}}})?\Z"
+    )
 
 
 # Always finite: the exponent has at most 2 digits.
@@ -132,7 +135,7 @@ value_text = st.one_of(
     finite.map(repr),
     finite.map(lambda v: f"{v:.17g}"),
     finite.map(lambda v: f"{v:.6e}"),
-    st.integers(-10**6, 10**6).map(str),
+    st.integers(-(10**6), 10**6).map(str),
     decimal_text(2),
 )
 # Also reaching subnormal, underflowing and overflowing literals.
@@ -179,8 +182,11 @@ def test_chunks_concatenate_to_whole_load(tmp_path, case, chunk_bytes, chunk_row
     text, d, zero_based = case
     path = write(tmp_path / "gen.svm", text)
     X, y = load_svmlight(path, n_features=d + 1, zero_based=zero_based)
-    chunks = list(iter_svmlight_chunks(path, n_features=d + 1, zero_based=zero_based,
-                                       chunk_bytes=chunk_bytes, chunk_rows=chunk_rows))
+    chunks = list(
+        iter_svmlight_chunks(
+            path, n_features=d + 1, zero_based=zero_based, chunk_bytes=chunk_bytes, chunk_rows=chunk_rows
+        )
+    )
     assert all(c[0].shape[1] == d + 1 and c[0].shape[0] > 0 for c in chunks)
     if chunk_rows is not None:
         assert all(c[0].shape[0] == chunk_rows for c in chunks[:-1])
@@ -193,15 +199,20 @@ def test_chunks_concatenate_to_whole_load(tmp_path, case, chunk_bytes, chunk_row
 @st.composite
 def labelled_matrices(draw):
     n, d = draw(st.integers(0, 10)), draw(st.integers(1, 10))
-    dense = np.array(draw(st.lists(st.one_of(st.just(0.0), finite), min_size=n * d, max_size=n * d)),
-                     dtype=np.float64).reshape(n, d)
+    dense = np.array(
+        draw(st.lists(st.one_of(st.just(0.0), finite), min_size=n * d, max_size=n * d)), dtype=np.float64
+    ).reshape(n, d)
     y = np.array(draw(st.lists(st.one_of(st.integers(-5, 5).map(float), finite), min_size=n, max_size=n)))
     return dense, y
 
 
 @HYPO
-@given(case=labelled_matrices(), zero_based=st.booleans(), sparse=st.booleans(),
-       ext=st.sampled_from(["", ".gz", ".bz2", ".xz"]))
+@given(
+    case=labelled_matrices(),
+    zero_based=st.booleans(),
+    sparse=st.booleans(),
+    ext=st.sampled_from(["", ".gz", ".bz2", ".xz"]),
+)
 def test_dump_load_round_trip_is_exact(tmp_path, case, zero_based, sparse, ext):
     dense, y = case
     X = sp.csr_matrix(dense) if sparse else dense
@@ -235,14 +246,17 @@ def test_many_random_numbers_parse_exactly_like_python_float(tmp_path):
     # Dense coverage of the Eisel-Lemire path: random bit patterns printed with
     # 17 digits, and random decimal strings of up to 25 digits over the whole exponent range.
     rng = np.random.default_rng(12345)
-    bits = rng.integers(0, 2**63, size=20_000, dtype=np.uint64) | (rng.integers(0, 2, 20_000, dtype=np.uint64) << np.uint64(63))
+    bits = rng.integers(0, 2**63, size=20_000, dtype=np.uint64) | (
+        rng.integers(0, 2, 20_000, dtype=np.uint64) << np.uint64(63)
+    )
     floats = bits.view(np.float64)
     floats = floats[np.isfinite(floats)]
     texts = [repr(v) for v in floats[:5000].tolist()] + [f"{v:.17g}" for v in floats[5000:10000].tolist()]
     texts += [f"{v:.{int(p)}e}" for p, v in zip(rng.integers(0, 20, 5000), floats[10000:15000].tolist())]
     digits = rng.integers(0, 10, size=(10_000, 25))
-    for row, n, point, exp in zip(digits, rng.integers(1, 26, 10_000), rng.integers(0, 26, 10_000),
-                                  rng.integers(-340, 300, 10_000)):
+    for row, n, point, exp in zip(
+        digits, rng.integers(1, 26, 10_000), rng.integers(0, 26, 10_000), rng.integers(-340, 300, 10_000)
+    ):
         s = "".join(map(str, row[:n]))
         texts.append(f"{s[:point]}.{s[point:]}e{exp}" if point < n else f"{s}e{exp}")
     expected = np.array([float(t) for t in texts])
@@ -266,11 +280,26 @@ def test_plain_decimals_parse_exactly_like_python_float(tmp_path):
         point = int(rng.integers(0, n + 2))
         s = s if point > n else f"{s[:point]}.{s[point:]}"
         texts.append(str(rng.choice(["", "-", "+"])) + s)
-    texts += ["0", "-0", "-0.0", "5.", ".5", "000.000", "0.0558", "123456789012345", "1234567890123456",
-              "0." + "0" * 21 + "7", "0." + "0" * 22 + "7", "9007199254740993", "-.25"]
+    texts += [
+        "0",
+        "-0",
+        "-0.0",
+        "5.",
+        ".5",
+        "000.000",
+        "0.0558",
+        "123456789012345",
+        "1234567890123456",
+        "0." + "0" * 21 + "7",
+        "0." + "0" * 22 + "7",
+        "9007199254740993",
+        "-.25",
+    ]
     expected = np.array([float(t) for t in texts])
-    lines = ("0 " + " ".join(f"{j + 1}:{t}" for j, t in enumerate(texts[i : i + 50])) + "\n"
-             for i in range(0, len(texts), 50))
+    lines = (
+        "0 " + " ".join(f"{j + 1}:{t}" for j, t in enumerate(texts[i : i + 50])) + "\n"
+        for i in range(0, len(texts), 50)
+    )
     X, _ = load_svmlight(write(tmp_path / "decimals.svm", "".join(lines)))
     got = X.data  # every token in file order, explicit (signed) zeros included
     assert got.size == len(texts)
@@ -316,9 +345,17 @@ def plain(tmp_path):
     return write(tmp_path / "plain.svm", text)
 
 
-@pytest.mark.parametrize("compress, ext", [(gzip.compress, ".gz"), (bz2.compress, ".bz2"),
-                                           (lzma.compress, ".xz"), (gzip.compress, ".txt"),
-                                           (bz2.compress, ""), (lzma.compress, ".data")])
+@pytest.mark.parametrize(
+    "compress, ext",
+    [
+        (gzip.compress, ".gz"),
+        (bz2.compress, ".bz2"),
+        (lzma.compress, ".xz"),
+        (gzip.compress, ".txt"),
+        (bz2.compress, ""),
+        (lzma.compress, ".data"),
+    ],
+)
 def test_compressed_equals_plain_by_extension_or_magic(plain, compress, ext):
     packed = write(plain.with_name("packed" + ext), compress(plain.read_bytes()))
     X, y = load_svmlight(plain)

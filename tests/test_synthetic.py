@@ -80,8 +80,7 @@ def test_bm_determinism_and_random_state_kinds():
     g2 = make_bm_simulated(50, random_state=np.random.default_rng(3))[0]
     np.testing.assert_array_equal(g1, g2)
     rng = np.random.default_rng(3)  # a shared generator advances between calls
-    assert not np.array_equal(make_bm_simulated(50, random_state=rng)[0],
-                              make_bm_simulated(50, random_state=rng)[0])
+    assert not np.array_equal(make_bm_simulated(50, random_state=rng)[0], make_bm_simulated(50, random_state=rng)[0])
     r1 = make_bm_simulated(50, random_state=np.random.RandomState(4))[0]
     r2 = make_bm_simulated(50, random_state=np.random.RandomState(4))[0]
     np.testing.assert_array_equal(r1, r2)
@@ -91,9 +90,10 @@ def test_bm_determinism_and_random_state_kinds():
     np.testing.assert_array_equal(n1, make_bm_simulated(50)[0])
 
 
-@pytest.mark.parametrize("kwargs", [dict(link="cauchit"), dict(n_samples=-1),
-                                    dict(n_samples=2.5), dict(random_state="x"),
-                                    dict(random_state=-3)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [dict(link="cauchit"), dict(n_samples=-1), dict(n_samples=2.5), dict(random_state="x"), dict(random_state=-3)],
+)
 def test_bm_bad_arguments(kwargs):
     with pytest.raises(ValueError):
         make_bm_simulated(**{"n_samples": 10, **kwargs})
@@ -187,9 +187,18 @@ def test_sparse_text_small_and_edge_sizes():
     assert X.shape == (200, 4) and _canonical(X) and X.indices.max() < 4
 
 
-@pytest.mark.parametrize("kwargs", [dict(nnz_per_row=0), dict(nnz_per_row=100),
-                                    dict(n_informative=101), dict(power=-1.0),
-                                    dict(link="tanh"), dict(noise=-1.0), dict(n_informative=2.5)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(nnz_per_row=0),
+        dict(nnz_per_row=100),
+        dict(n_informative=101),
+        dict(power=-1.0),
+        dict(link="tanh"),
+        dict(noise=-1.0),
+        dict(n_informative=2.5),
+    ],
+)
 def test_sparse_text_bad_arguments(kwargs):
     with pytest.raises(ValueError):
         make_sparse_text(10, 100, **kwargs)
@@ -226,8 +235,7 @@ def test_chunks_deterministic_and_lazy():
 def _peak_bytes(n_samples):
     tracemalloc.start()
     try:
-        for X, y in iter_sparse_text_chunks(n_samples, 2000, chunk_rows=2000, nnz_per_row=20,
-                                            random_state=1):
+        for X, y in iter_sparse_text_chunks(n_samples, 2000, chunk_rows=2000, nnz_per_row=20, random_state=1):
             del X, y
         return tracemalloc.get_traced_memory()[1]
     finally:

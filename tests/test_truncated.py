@@ -47,7 +47,7 @@ def _dense_reference(X, y, s, loss, *, sparsifier, K, theta, g, eta0, power_t, t
             z = X[i] @ w + b
             total += s[i] * value(y[i : i + 1], np.array([z]))[0]
             t += 1
-            eta = eta0 * pass_decay ** p * (t0 / (t0 + t - 1)) ** power_t
+            eta = eta0 * pass_decay**p * (t0 / (t0 + t - 1)) ** power_t
             step = eta * s[i] * deriv(y[i : i + 1], np.array([z]))[0]
             w -= step * X[i]
             b -= step
@@ -65,14 +65,22 @@ def _dense_reference(X, y, s, loss, *, sparsifier, K, theta, g, eta0, power_t, t
     return w, b, progressive
 
 
-@pytest.mark.parametrize("sparsifier,theta", [("truncated", np.inf), ("truncated", 0.15), ("rounding", 0.02),
-                                              ("l1_subgradient", np.inf)])
+@pytest.mark.parametrize(
+    "sparsifier,theta", [("truncated", np.inf), ("truncated", 0.15), ("rounding", 0.02), ("l1_subgradient", np.inf)]
+)
 @pytest.mark.parametrize("K", [1, 3])
 def test_lazy_updates_equal_dense_steps(sparsifier, theta, K):
     X, y = _sparse_data()
     s = np.random.default_rng(1).uniform(0.5, 2.0, size=y.shape[0])
-    kw = dict(sparsifier=sparsifier, K=K, theta=None if np.isinf(theta) else theta, eta0=0.8, power_t=0.5,
-              t0=5.0, pass_decay=0.7)
+    kw = dict(
+        sparsifier=sparsifier,
+        K=K,
+        theta=None if np.isinf(theta) else theta,
+        eta0=0.8,
+        power_t=0.5,
+        t0=5.0,
+        pass_decay=0.7,
+    )
     g = 0.01
     problem = StreamProblem(Stream.from_arrays(X, y, s, chunk_rows=37), "logistic", lam=g)
     solver = TruncatedGradient(max_iter=2, holdout=0, **kw)
@@ -83,7 +91,10 @@ def test_lazy_updates_equal_dense_steps(sparsifier, theta, K):
     assert res.intercept == pytest.approx(b, abs=1e-12)
     # Progressive validation: every example scored before it is learned from.
     np.testing.assert_allclose(res.history.progressive_loss, progressive, rtol=1e-12)
-    assert res.history.examples == [200, 400] and res.history.data_accesses == [2 * X.nnz, 4 * X.nnz]  # x_i read to score, then to learn
+    assert res.history.examples == [200, 400] and res.history.data_accesses == [
+        2 * X.nnz,
+        4 * X.nnz,
+    ]  # x_i read to score, then to learn
     assert 0 < res.nnz < X.shape[1] or sparsifier == "l1_subgradient"
 
 
@@ -133,10 +144,13 @@ def _load(path, d):
     return load_svmlight(path, n_features=d)
 
 
-@pytest.mark.parametrize("name,path,d,ratio,eta0,decay,passes", [
-    ("earn", EARN, 27901, 0.03, 5.0, 0.85, 60),
-    ("a9a", A9A, 123, 0.01, 0.3, 0.8, 40),
-])
+@pytest.mark.parametrize(
+    "name,path,d,ratio,eta0,decay,passes",
+    [
+        ("earn", EARN, 27901, 0.03, 5.0, 0.85, 60),
+        ("a9a", A9A, 123, 0.01, 0.3, 0.8, 40),
+    ],
+)
 def test_passes_reach_the_batch_objective(name, path, d, ratio, eta0, decay, passes):
     """The paper's multiple-pass mode (constant rate within a pass, decayed across passes, fixed
     order) reaches the mean-form L1 objective of batch CD at the same lam within 1e-3 relative."""
@@ -146,7 +160,8 @@ def test_passes_reach_the_batch_objective(name, path, d, ratio, eta0, decay, pas
     assert 1e-4 <= lam <= 1e-3
     ref = CoordinateDescent(tol=1e-10, max_iter=1000).solve(batch)
     res = TruncatedGradient(eta0=eta0, power_t=0.0, pass_decay=decay, max_iter=passes, holdout=0).solve(
-        StreamProblem(Stream.from_arrays(X, y), "logistic", lam))
+        StreamProblem(Stream.from_arrays(X, y), "logistic", lam)
+    )
     objective = batch.objective(res.coef, res.intercept)
     gap = (objective - ref.objective) / ref.objective
     msg = f"{name}: lam {lam:.3g}, {passes} passes, relative gap {gap:.3g}, nnz {res.nnz} (batch {ref.nnz})"
@@ -167,7 +182,8 @@ def test_squared_loss_learns_a_sparse_regression():
     X, y = _sparse_data(n=400, d=60, density=0.2, seed=5, loss="squared")
     lam = 0.01
     res = TruncatedGradient(eta0=0.05, power_t=0.0, pass_decay=0.85, max_iter=40, holdout=0).solve(
-        StreamProblem(Stream.from_arrays(X, y), "squared", lam))
+        StreamProblem(Stream.from_arrays(X, y), "squared", lam)
+    )
     batch = Problem(X, y, "squared", lam)
     ref = CoordinateDescent(tol=1e-10).solve(batch)
     assert res.history.progressive_loss[-1] < 0.5 * res.history.progressive_loss[0]
@@ -184,8 +200,9 @@ def test_hinge_loss_through_partial_fit():
     losses = []
     for p in range(5):
         losses.append(hinge.value(y, X @ state.coef + state.intercept).mean())
-        solver.partial_fit(state, as_rows(X), y, np.ones(y.shape[0]), kind=hinge.kernel_id, l1=1e-3, l2=0.0,
-                           pass_index=p)
+        solver.partial_fit(
+            state, as_rows(X), y, np.ones(y.shape[0]), kind=hinge.kernel_id, l1=1e-3, l2=0.0, pass_index=p
+        )
     losses.append(hinge.value(y, X @ state.coef + state.intercept).mean())
     assert losses[0] == 1.0 and losses[-1] < 0.5 * losses[0] and losses[-1] <= min(losses[1:]) + 0.05
     assert state.steps == 5 * 400
@@ -196,14 +213,16 @@ def test_sparsifiers_differ_as_the_paper_says():
     X, y = _sparse_data(n=200, d=50, density=0.2, seed=7)
     g, theta = 0.1, 0.05
     fit = lambda **kw: TruncatedGradient(eta0=0.2, power_t=0.0, max_iter=2, holdout=0, **kw).solve(
-        StreamProblem(Stream.from_arrays(X, y), "logistic", g))
+        StreamProblem(Stream.from_arrays(X, y), "logistic", g)
+    )
     truncated = fit(sparsifier="truncated")
     rounding = fit(sparsifier="rounding", theta=theta, K=10)  # 400 steps: the last one rounds
     subgradient_solver = TruncatedGradient(eta0=0.2, power_t=0.0, max_iter=2, holdout=0, sparsifier="l1_subgradient")
     subgradient = subgradient_solver.solve(StreamProblem(Stream.from_arrays(X, y), "logistic", g))
     dust = subgradient_solver.state_.coef  # before the rounding at the end of training
     plain = TruncatedGradient(eta0=0.2, power_t=0.0, max_iter=2, holdout=0, gravity=0.0).solve(
-        StreamProblem(Stream.from_arrays(X, y), "logistic", g))
+        StreamProblem(Stream.from_arrays(X, y), "logistic", g)
+    )
     assert plain.nnz == X.shape[1] and np.count_nonzero(dust) == X.shape[1]
     assert truncated.nnz < 0.6 * X.shape[1]
     assert np.min(np.abs(rounding.coef[rounding.coef != 0])) > theta and rounding.nnz < X.shape[1]
@@ -222,10 +241,12 @@ def test_holdout_rows_are_scored_not_learned():
     X, y = _sparse_data(n=300, d=40, density=0.2, seed=8)
     flipped = y.copy()
     flipped[9::10] *= -1  # only the holdout rows change
-    runs = [TruncatedGradient(max_iter=3, eta0=0.5).solve(StreamProblem(Stream.from_arrays(X, labels,
-                                                                                           chunk_rows=64),
-                                                                        "logistic", 0.01))
-            for labels in (y, flipped)]
+    runs = [
+        TruncatedGradient(max_iter=3, eta0=0.5).solve(
+            StreamProblem(Stream.from_arrays(X, labels, chunk_rows=64), "logistic", 0.01)
+        )
+        for labels in (y, flipped)
+    ]
     assert runs[0].n_iter == 3 and len(runs[0].history.holdout_loss) == 3
     np.testing.assert_array_equal(runs[0].coef, runs[1].coef)
     assert all(np.isfinite(runs[0].history.holdout_loss))

@@ -14,10 +14,16 @@ def check_dask_flags(resolved, *, cache_dir, two_stage, file_format, hash_bits, 
     """Usage errors of ``--dask`` with flags it does not take (before any cluster starts). The online
     solvers average the partitions' weights after each pass and learn from every row (no holdout)."""
     if resolved not in DISTRIBUTED:
-        raise click.BadParameter(f"--solver {resolved} has no distributed version; with --dask use one of "
-                                 f"{', '.join(DISTRIBUTED)}", param_hint="--solver")
-    for value, flag in ((cache_dir, "--cache"), (two_stage, "--two-stage"), (hash_bits, "--hash-bits"),
-                        (holdout or None, "--holdout")):
+        raise click.BadParameter(
+            f"--solver {resolved} has no distributed version; with --dask use one of {', '.join(DISTRIBUTED)}",
+            param_hint="--solver",
+        )
+    for value, flag in (
+        (cache_dir, "--cache"),
+        (two_stage, "--two-stage"),
+        (hash_bits, "--hash-bits"),
+        (holdout or None, "--holdout"),
+    ):
         if value is not None:
             raise click.BadParameter("does not apply with --dask (the workers read the partitions)", param_hint=flag)
     if file_format == "vw":
@@ -38,8 +44,9 @@ def dask_dataset(address, paths, *, n_features=None, zero_based=None):
         raise click.ClickException(f"--dask {address}: cannot reach the scheduler ({exc})") from None
     try:
         _wait_for_a_worker(client, address)
-        return client, DaskDataset.from_files(list(paths), client, n_features=n_features,
-                                              zero_based=zero_based_value(zero_based))
+        return client, DaskDataset.from_files(
+            list(paths), client, n_features=n_features, zero_based=zero_based_value(zero_based)
+        )
     except BaseException:
         close(client)
         raise
@@ -62,7 +69,8 @@ def _wait_for_a_worker(client, address):
         raise click.ClickException(
             f"--dask {address}: the scheduler has no workers (none joined in {timeout:g} s, "
             "distributed.comm.timeouts.connect); start them with `dask worker "
-            f"{address} --nworkers 1 --nthreads 1` on the machines that see the partition files") from None
+            f"{address} --nworkers 1 --nthreads 1` on the machines that see the partition files"
+        ) from None
 
 
 def close(client):

@@ -68,8 +68,7 @@ def data_format(path, requested="auto"):
         return "vw" if requested == "vw" else "svmlight"
     if os.path.isdir(path):
         if requested not in ("auto", "cache"):
-            raise click.BadParameter(f"{path} is a cache directory, not a {requested} file",
-                                     param_hint="--format")
+            raise click.BadParameter(f"{path} is a cache directory, not a {requested} file", param_hint="--format")
         return "cache"
     if requested != "auto":
         return requested
@@ -82,23 +81,28 @@ def check_vw_flags(fmt, path, *, hash_bits=None, zero_based=None, n_features=Non
     if fmt != "vw":
         if hash_bits is not None:
             what = "the cache directory" if fmt == "cache" else "the svmlight file"
-            raise click.BadParameter(f"applies to Vowpal Wabbit data (.vw, or --format vw), not to {what} "
-                                     f"{path}", param_hint="--hash-bits")
+            raise click.BadParameter(
+                f"applies to Vowpal Wabbit data (.vw, or --format vw), not to {what} {path}", param_hint="--hash-bits"
+            )
         return
     if zero_based is not None:
-        raise click.UsageError(f"--zero-based/--one-based apply to svmlight files, not to the Vowpal Wabbit "
-                               f"file {path} (its features are hashed)")
+        raise click.UsageError(
+            f"--zero-based/--one-based apply to svmlight files, not to the Vowpal Wabbit "
+            f"file {path} (its features are hashed)"
+        )
     if n_features is not None:
-        raise click.BadParameter(f"the width of the Vowpal Wabbit file {path} is 2**--hash-bits",
-                                 param_hint="--n-features")
+        raise click.BadParameter(
+            f"the width of the Vowpal Wabbit file {path} is 2**--hash-bits", param_hint="--n-features"
+        )
 
 
 def hash_bits_of_model(est, model):
     """b such that the model's width is 2**b: how VW data are hashed for it."""
     d = int(est.n_features_in_)
     if d < 2 or d & (d - 1):
-        raise click.ClickException(f"the model {model} has {d} features, not 2**b: it was not trained on "
-                                   f"Vowpal Wabbit (hashed) data")
+        raise click.ClickException(
+            f"the model {model} has {d} features, not 2**b: it was not trained on Vowpal Wabbit (hashed) data"
+        )
     return d.bit_length() - 1
 
 
@@ -107,8 +111,9 @@ def too_wide(path, width, than):
     return click.ClickException(f"{path} has {width} features, more than {than}")
 
 
-def read_data(path, *, zero_based=None, n_features=None, width_of=None, fmt="auto", hash_bits=None,
-              return_zero_based=False):
+def read_data(
+    path, *, zero_based=None, n_features=None, width_of=None, fmt="auto", hash_bits=None, return_zero_based=False
+):
     """A whole data set in memory: (X CSR, y, sample_weight or None).
 
     ``path`` is an svmlight file, a Vowpal Wabbit file (``fmt``: as ``--format``; hashed
@@ -129,8 +134,9 @@ def read_data(path, *, zero_based=None, n_features=None, width_of=None, fmt="aut
     base = None
     if fmt == "vw":
         check_vw_flags(fmt, path, zero_based=zero_based)
-        X, y, w = load_vw(stdin_bytes() if is_stdin(path) else path,
-                          hash_bits=DEFAULT_HASH_BITS if hash_bits is None else hash_bits)
+        X, y, w = load_vw(
+            stdin_bytes() if is_stdin(path) else path, hash_bits=DEFAULT_HASH_BITS if hash_bits is None else hash_bits
+        )
     elif fmt == "cache":
         check_no_layout_flag(zero_based, path)
         stream = Stream.from_cache(path)
@@ -182,12 +188,13 @@ def zero_index_hint(path, zero_based):
     except DataFormatError as exc:
         if zero_based or not is_stdin(path) or "index 0" not in str(exc):
             raise
-        raise click.ClickException(f"{exc}: standard input is read as one-based unless --zero-based is "
-                                   "given (its index base cannot be detected before reading it)") from None
+        raise click.ClickException(
+            f"{exc}: standard input is read as one-based unless --zero-based is "
+            "given (its index base cannot be detected before reading it)"
+        ) from None
 
 
-def iter_data(path, *, zero_based=None, n_features, width_of, fmt="auto", hash_bits=None,
-              chunk_bytes=16 << 20):
+def iter_data(path, *, zero_based=None, n_features, width_of, fmt="auto", hash_bits=None, chunk_bytes=16 << 20):
     """DATA chunk by chunk in bounded memory: ``(X, y, sample_weight or None)`` with X CSR of
     exactly ``n_features`` columns (a narrower file is widened; a wider one is an error naming
     both widths, ``width_of`` says whose ``n_features`` is).
@@ -204,8 +211,9 @@ def iter_data(path, *, zero_based=None, n_features, width_of, fmt="auto", hash_b
     if fmt == "vw":
         check_vw_flags(fmt, path, zero_based=zero_based)
         source = stdin_bytes() if is_stdin(path) else path
-        for chunk in iter_vw_chunks(source, hash_bits=DEFAULT_HASH_BITS if hash_bits is None else hash_bits,
-                                    chunk_bytes=chunk_bytes):
+        for chunk in iter_vw_chunks(
+            source, hash_bits=DEFAULT_HASH_BITS if hash_bits is None else hash_bits, chunk_bytes=chunk_bytes
+        ):
             yield chunk.X, chunk.y, chunk.sample_weight
         return
     if fmt == "cache":
@@ -220,8 +228,9 @@ def iter_data(path, *, zero_based=None, n_features, width_of, fmt="auto", hash_b
         base = stdin_zero_based(zero_based)
         with zero_index_hint(path, base):
             # A feature beyond n_features: the parser's error, naming the line (stdin is read once).
-            for X, y in iter_svmlight_chunks(stdin_bytes(), n_features=n_features, zero_based=base,
-                                             chunk_bytes=chunk_bytes):
+            for X, y in iter_svmlight_chunks(
+                stdin_bytes(), n_features=n_features, zero_based=base, chunk_bytes=chunk_bytes
+            ):
                 yield X, y, None
         return
     base, width = resolve_layout(path, zero_based_value(zero_based), None, chunk_bytes, need_width=True)
@@ -260,11 +269,11 @@ def check_cache_dir(path, data):
 def _check_directory(path, directory, option, missing_verb="write"):
     """``directory`` (where ``path`` goes) exists and is writable, else a usage error."""
     if not os.path.isdir(directory):
-        raise click.BadParameter(f"cannot {missing_verb} {path!r}: directory {directory!r} does not "
-                                 "exist", param_hint=option)
+        raise click.BadParameter(
+            f"cannot {missing_verb} {path!r}: directory {directory!r} does not exist", param_hint=option
+        )
     if not os.access(directory, os.W_OK | os.X_OK):
-        raise click.BadParameter(f"cannot write {path!r}: directory {directory!r} is not writable",
-                                 param_hint=option)
+        raise click.BadParameter(f"cannot write {path!r}: directory {directory!r} is not writable", param_hint=option)
 
 
 def write_text_atomically(path, text):

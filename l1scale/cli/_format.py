@@ -42,8 +42,7 @@ def echo_json(obj):
 def stdout_console():
     from rich.console import Console
 
-    return Console(file=sys.stdout, highlight=False, soft_wrap=False,
-                   width=None if sys.stdout.isatty() else 160)
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
 
 
 def key_value_table(title, value_justify="left"):
@@ -73,6 +72,11 @@ def versions():
 
     from .. import __version__
 
-    return {"l1scale": __version__, "numpy": np.__version__, "scipy": scipy.__version__,
-            "numba": numba.__version__, "scikit-learn": sklearn.__version__,
-            "python": platform.python_version()}
+    return {
+        "l1scale": __version__,
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "numba": numba.__version__,
+        "scikit-learn": sklearn.__version__,
+        "python": platform.python_version(),
+    }

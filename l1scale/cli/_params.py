@@ -13,8 +13,24 @@ LOSSES = CLASSIFICATION_LOSSES + ("squared",)
 
 #: The names ``--solver`` shows (its help and shell completion); it accepts whatever
 #: ``l1scale.solvers.SOLVERS`` registers (tests/test_cli.py checks the two agree).
-SOLVER_NAMES = ("auto", "cd", "cgd", "ista", "fista", "multiscale_fista", "scd", "detcd", "mp", "rmmp", "online",
-                "truncated_gradient", "sgd_cumulative", "smidas", "fcl", "dcl_sgd")
+SOLVER_NAMES = (
+    "auto",
+    "cd",
+    "cgd",
+    "ista",
+    "fista",
+    "multiscale_fista",
+    "scd",
+    "detcd",
+    "mp",
+    "rmmp",
+    "online",
+    "truncated_gradient",
+    "sgd_cumulative",
+    "smidas",
+    "fcl",
+    "dcl_sgd",
+)
 #: The keyword of each online first-order solver's base learning rate (``--learning-rate``).
 LEARNING_RATE_KEYWORD = {"truncated_gradient": "eta0", "sgd_cumulative": "eta0", "smidas": "eta"}
 #: Data formats of ``--format`` (auto: by the name; a directory is a chunk cache).
@@ -70,11 +86,16 @@ def zero_based_option(help="Feature indices of svmlight files start at 0 / at 1.
 
 def format_option(what="DATA", b="--hash-bits"):
     """``--format auto|svmlight|vw``: how data files are read (``b``: where 2**b comes from)."""
-    return click.option("--format", "file_format", type=click.Choice(FORMATS), default="auto",
-                        show_default=True,
-                        help=f"Format of {what}: svmlight, or Vowpal Wabbit text (vw: features hashed into "
-                             f"2**b columns, b = {b}).  auto: vw for names ending in .vw (or .vw.gz, "
-                             ".vw.bz2, .vw.xz), else svmlight (a directory is a cache).")
+    return click.option(
+        "--format",
+        "file_format",
+        type=click.Choice(FORMATS),
+        default="auto",
+        show_default=True,
+        help=f"Format of {what}: svmlight, or Vowpal Wabbit text (vw: features hashed into "
+        f"2**b columns, b = {b}).  auto: vw for names ending in .vw (or .vw.gz, "
+        ".vw.bz2, .vw.xz), else svmlight (a directory is a cache).",
+    )
 
 
 def zero_based_value(flag):
@@ -85,8 +106,7 @@ def zero_based_value(flag):
 def check_no_layout_flag(zero_based, path):
     """``--zero-based/--one-based`` given with a cache directory: a usage error (exit 2)."""
     if zero_based is not None:
-        raise click.UsageError(f"--zero-based/--one-based apply to svmlight files, not to the "
-                               f"cache directory {path}")
+        raise click.UsageError(f"--zero-based/--one-based apply to svmlight files, not to the cache directory {path}")
 
 
 def handle_errors(fn):
@@ -107,8 +127,9 @@ def handle_errors(fn):
         except OSError as exc:
             raise click.ClickException(_os_message(exc)) from None
         except MemoryError:
-            raise click.ClickException("out of memory; try a binary cache (l1scale convert) or a "
-                                       "smaller data set") from None
+            raise click.ClickException(
+                "out of memory; try a binary cache (l1scale convert) or a smaller data set"
+            ) from None
         except ValueError as exc:  # the estimators' and metrics' input checks
             raise click.ClickException(str(exc)) from None
 

@@ -71,8 +71,7 @@ class Progress:
         if self.console.is_terminal:
             from rich.live import Live
 
-            self.live = Live(self._table(), console=self.console, auto_refresh=False,
-                             transient=False)
+            self.live = Live(self._table(), console=self.console, auto_refresh=False, transient=False)
             self.live.__enter__()
         return self
 
@@ -95,8 +94,10 @@ class Progress:
             self.problem += 1
         row = (fmt(self._class()),) + self._row(iteration, history)
         if self.distributed:
-            row += tuple(f"{getattr(history, k)[-1]:.3f}" if len(getattr(history, k)) == len(history) else ""
-                         for k in ("compute_time", "reduce_time", "driver_time"))
+            row += tuple(
+                f"{getattr(history, k)[-1]:.3f}" if len(getattr(history, k)) == len(history) else ""
+                for k in ("compute_time", "reduce_time", "driver_time")
+            )
         if self.live is not None:
             self.rows.append(row)
             del self.rows[:-_LIVE_ROWS]
@@ -115,27 +116,42 @@ class Progress:
     @staticmethod
     def _batch_row(iteration, history):
         cert = history.certificate[-1]
-        return (str(iteration), f"{history.objective[-1]:.10g}",
-                "" if math.isnan(cert) else f"{cert:.3e}", str(history.nnz[-1]),
-                f"{history.time[-1]:.3f}")
+        return (
+            str(iteration),
+            f"{history.objective[-1]:.10g}",
+            "" if math.isnan(cert) else f"{cert:.3e}",
+            str(history.nnz[-1]),
+            f"{history.time[-1]:.3f}",
+        )
 
     @staticmethod
     def _stream_row(iteration, history):
         objective, kkt = history.objective[-1], history.certificate[-1]
         active = history.active[-1] if len(history.active) == len(history) else None
-        return (str(iteration), "" if active is None else str(active), str(history.nnz[-1]),
-                "" if math.isnan(objective) else f"{objective:.10g}",
-                "" if math.isnan(kkt) else f"{kkt:.3e}", f"{history.time[-1]:.3f}")
+        return (
+            str(iteration),
+            "" if active is None else str(active),
+            str(history.nnz[-1]),
+            "" if math.isnan(objective) else f"{objective:.10g}",
+            "" if math.isnan(kkt) else f"{kkt:.3e}",
+            f"{history.time[-1]:.3f}",
+        )
 
     @staticmethod
     def _online_row(iteration, history):
         examples, seconds = history.examples[-1], history.time[-1]
-        before, since = ((history.examples[-2], history.time[-2]) if len(history.examples) > 1 else (0, 0.0))
+        before, since = (history.examples[-2], history.time[-2]) if len(history.examples) > 1 else (0, 0.0)
         rate = (examples - before) / (seconds - since) if seconds > since else math.nan
         held = history.holdout_loss[-1]
-        return (str(iteration), str(examples), f"{history.progressive_loss[-1]:.6f}",
-                "" if math.isnan(held) else f"{held:.6f}", str(history.nnz[-1]),
-                "" if math.isnan(rate) else f"{rate:.0f}", f"{seconds:.3f}")
+        return (
+            str(iteration),
+            str(examples),
+            f"{history.progressive_loss[-1]:.6f}",
+            "" if math.isnan(held) else f"{held:.6f}",
+            str(history.nnz[-1]),
+            "" if math.isnan(rate) else f"{rate:.0f}",
+            f"{seconds:.3f}",
+        )
 
     def _class(self):
         if self.classes is None or self.problem >= len(self.classes):
@@ -143,7 +159,7 @@ class Progress:
         return label(self.classes[self.problem])
 
     def _line(self, cols):
-        widths = ((6,) + self.widths)[-len(cols):]
+        widths = ((6,) + self.widths)[-len(cols) :]
         return "  ".join(str(c).rjust(w) for c, w in zip(cols, widths))
 
     def _table(self):

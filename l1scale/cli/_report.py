@@ -35,9 +35,12 @@ def report_from(est, y, pred, scores, proba):
     if not is_classifier(est):
         resid = np.asarray(y, dtype=np.float64) - pred
         ss_tot = float(np.sum((y - np.mean(y)) ** 2))
-        return {"n_samples": int(y.shape[0]),
-                "r2": (1.0 - float(resid @ resid) / ss_tot) if ss_tot > 0 else None,
-                "mse": float(np.mean(resid ** 2)), "mae": float(np.mean(np.abs(resid)))}
+        return {
+            "n_samples": int(y.shape[0]),
+            "r2": (1.0 - float(resid @ resid) / ss_tot) if ss_tot > 0 else None,
+            "mse": float(np.mean(resid**2)),
+            "mae": float(np.mean(np.abs(resid))),
+        }
     classes = est.classes_
     labels = np.unique(np.concatenate([np.unique(y), classes]))
     pos = classes[1] if classes.shape[0] == 2 and labels.shape[0] == 2 else None

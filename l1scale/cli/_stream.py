@@ -66,8 +66,10 @@ def _stdin_chunks(*, zero_based, n_features, fmt, hash_bits):
     if fmt == "vw":
         bits = DEFAULT_HASH_BITS if hash_bits is None else hash_bits
         return iter_vw_chunks(stdin_bytes(), hash_bits=bits), 1 << bits
-    chunks = (Chunk(X, y) for X, y in iter_svmlight_chunks(stdin_bytes(), n_features=n_features,
-                                                            zero_based=stdin_zero_based(zero_based)))
+    chunks = (
+        Chunk(X, y)
+        for X, y in iter_svmlight_chunks(stdin_bytes(), n_features=n_features, zero_based=stdin_zero_based(zero_based))
+    )
     return chunks, n_features
 
 
@@ -99,8 +101,9 @@ class StdinCache:
             shutil.rmtree(self.path, ignore_errors=True)
 
 
-def train_stream(path, *, zero_based=None, n_features=None, cache=None, on_width=None, fmt="auto",
-                 hash_bits=None, one_pass=False):
+def train_stream(
+    path, *, zero_based=None, n_features=None, cache=None, on_width=None, fmt="auto", hash_bits=None, one_pass=False
+):
     """The training data as a :class:`~l1scale.data.Stream` (never loaded whole), and the
     classes to declare to the fit (or None: the fit's label pass finds them).
 
@@ -145,8 +148,9 @@ def train_stream(path, *, zero_based=None, n_features=None, cache=None, on_width
             raise too_wide(path, width, f"--n-features {n_features}")
         stream = _WidthKnown.from_cache(path, n_features=n_features)
     else:
-        stream = _WidthKnown.from_svmlight(path, n_features=n_features,
-                                           zero_based=zero_based_value(zero_based), cache=cache)
+        stream = _WidthKnown.from_svmlight(
+            path, n_features=n_features, zero_based=zero_based_value(zero_based), cache=cache
+        )
     stream.on_width = on_width
     return stream, None
 

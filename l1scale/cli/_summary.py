@@ -33,20 +33,21 @@ def train_summary(est, data, data_info, train_report, load_seconds, fit_seconds,
         "solver": est.solver_,
         "classes": [label(c) for c in est.classes_] if hasattr(est, "classes_") else None,
         # one lam, or one per one-vs-rest problem (lam_ratio scales each problem's lam_max)
-        "lam": float(np.ravel(est.lam_)[0]) if np.size(est.lam_) == 1 else
-        [float(v) for v in np.ravel(est.lam_)],
+        "lam": float(np.ravel(est.lam_)[0]) if np.size(est.lam_) == 1 else [float(v) for v in np.ravel(est.lam_)],
         "objective": float(sum(r.objective for r in results)),
         "certificate_name": worst.certificate_name,
         "certificate": float(worst.certificate),
         "relative_certificate": float(worst.relative_certificate),
         "converged": all(r.converged for r in results),
-        "stop_reason": worst.stop_reason if len(results) == 1 else
-        ",".join(sorted({r.stop_reason for r in results})),
+        "stop_reason": worst.stop_reason if len(results) == 1 else ",".join(sorted({r.stop_reason for r in results})),
         "nnz": int(np.count_nonzero(est.coef_)),
         "n_iter": int(sum(r.n_iter for r in results)),
-        "seconds": {"load": load_seconds, "fit": fit_seconds,
-                    "solve": float(sum(r.timings.get("solve", 0.0) for r in results)),
-                    "compile": float(sum(r.timings.get("compile", 0.0) for r in results))},
+        "seconds": {
+            "load": load_seconds,
+            "fit": fit_seconds,
+            "solve": float(sum(r.timings.get("solve", 0.0) for r in results)),
+            "compile": float(sum(r.timings.get("compile", 0.0) for r in results)),
+        },
         "train": train_report,
         "test": None,
         "warnings": list(messages),
@@ -56,27 +57,40 @@ def train_summary(est, data, data_info, train_report, load_seconds, fit_seconds,
         summary["online"] = online
     if len(results) > 1:  # one-vs-rest: the per-class problems (objective summed above)
         summary["problems"] = [
-            {"class": label(c), "lam": float(lam), "objective": float(r.objective),
-             "certificate": float(r.certificate), "relative_certificate": float(r.relative_certificate),
-             "converged": bool(r.converged), "stop_reason": r.stop_reason, "nnz": int(r.nnz),
-             "n_iter": int(r.n_iter)}
-            for c, lam, r in zip(est.classes_, est.lam_, results)]
+            {
+                "class": label(c),
+                "lam": float(lam),
+                "objective": float(r.objective),
+                "certificate": float(r.certificate),
+                "relative_certificate": float(r.relative_certificate),
+                "converged": bool(r.converged),
+                "stop_reason": r.stop_reason,
+                "nnz": int(r.nnz),
+                "n_iter": int(r.n_iter),
+            }
+            for c, lam, r in zip(est.classes_, est.lam_, results)
+        ]
     return summary
 
 
 def _online_summary(solver, results):
     """An online first-order solver's settings and its last pass's progressive validation
     (one value, or one per one-vs-rest problem)."""
+
     def last(name, cast):
         values = [cast(getattr(r.history, name)[-1]) if getattr(r.history, name) else None for r in results]
         return values[0] if len(values) == 1 else values
 
     keyword = LEARNING_RATE_KEYWORD.get(solver.name)
-    return {"passes": int(solver.max_iter), "holdout": int(solver.holdout),
-            "learning_rate": None if keyword is None else float(getattr(solver, keyword)),
-            "n_iter_no_change": int(solver.n_iter_no_change),
-            "examples": last("examples", int), "progressive_loss": last("progressive_loss", float),
-            "holdout_loss": last("holdout_loss", float)}
+    return {
+        "passes": int(solver.max_iter),
+        "holdout": int(solver.holdout),
+        "learning_rate": None if keyword is None else float(getattr(solver, keyword)),
+        "n_iter_no_change": int(solver.n_iter_no_change),
+        "examples": last("examples", int),
+        "progressive_loss": last("progressive_loss", float),
+        "holdout_loss": last("holdout_loss", float),
+    }
 
 
 def _metric_rows(report, prefix):
@@ -110,19 +124,26 @@ def _online_rows(s, online):
     """The summary rows of an online first-order solver: losses of the last pass, why it stopped."""
     reasons = set(s["stop_reason"].split(","))
     if reasons == {"early_stopping"}:
-        stopped = (f"early_stopping (holdout loss not better for {online['n_iter_no_change']} passes; "
-                   f"the weights of the best pass are kept)")
+        stopped = (
+            f"early_stopping (holdout loss not better for {online['n_iter_no_change']} passes; "
+            f"the weights of the best pass are kept)"
+        )
     elif reasons == {"max_iter"}:
         n = online["passes"]
         stopped = f"max_iter ({'all ' if n > 1 else ''}{n} pass{'es' if n > 1 else ''} made)"
     else:
         stopped = s["stop_reason"]
-    holdout = ("none (--holdout 0)" if online["holdout"] == 0 else
-               f"{_losses(online['holdout_loss'])} (last pass; every {online['holdout']}th example)")
+    holdout = (
+        "none (--holdout 0)"
+        if online["holdout"] == 0
+        else f"{_losses(online['holdout_loss'])} (last pass; every {online['holdout']}th example)"
+    )
     rate = "" if online["learning_rate"] is None else f", learning rate {online['learning_rate']:g}"
-    return [("progressive loss", f"{_losses(online['progressive_loss'])} (last pass)"),
-            ("holdout loss", holdout),
-            ("stopped", stopped + rate)]
+    return [
+        ("progressive loss", f"{_losses(online['progressive_loss'])} (last pass)"),
+        ("holdout loss", holdout),
+        ("stopped", stopped + rate),
+    ]
 
 
 def save_and_print(est, summary, output, as_json, metadata=None):
@@ -143,36 +164,63 @@ def print_train_summary(s):
     loss = s["params"].get("loss", "squared")
     table = key_value_table(f"{s['estimator']}({loss}) on {s['data']['path']}")
     d = s["data"]
-    status = (f"yes ({s['stop_reason']})" if s["converged"] else f"no ({s['stop_reason']})")
+    status = f"yes ({s['stop_reason']})" if s["converged"] else f"no ({s['stop_reason']})"
     if s["stop_reason"] == "one_pass":
         status = "one pass (the Online algorithm has no stopping test)"
     hashed = f" (Vowpal Wabbit, hashed into 2**{d['hash_bits']})" if d.get("format") == "vw" else ""
     rows = [("data", f"{d['n_samples']} x {d['n_features']}, {d['nnz']} nonzeros{hashed}")]
     if d.get("features"):  # a generated space: never materialised
-        rows = [("data", (f"{d['n_samples']} examples of width {d['n_inputs']}; --features {d['features']}: "
-                         f"{d['n_features']} candidate features"))]
+        rows = [
+            (
+                "data",
+                (
+                    f"{d['n_samples']} examples of width {d['n_inputs']}; --features {d['features']}: "
+                    f"{d['n_features']} candidate features"
+                ),
+            )
+        ]
         if s.get("fcl"):
             f = s["fcl"]
-            rows.append(("feature cache", (f"{f['cached_columns']} columns, {f['cached_bytes'] / 2**20:.1f} of "
-                                          f"{f['cache_bytes'] / 2**20:.1f} MiB; {f['inserted']} inserted, "
-                                          f"{f['evicted'] + f['evicted_for_room']} evicted, {f['sweeps']} sweeps")))
+            rows.append(
+                (
+                    "feature cache",
+                    (
+                        f"{f['cached_columns']} columns, {f['cached_bytes'] / 2**20:.1f} of "
+                        f"{f['cache_bytes'] / 2**20:.1f} MiB; {f['inserted']} inserted, "
+                        f"{f['evicted'] + f['evicted_for_room']} evicted, {f['sweeps']} sweeps"
+                    ),
+                )
+            )
     online = s.get("online")
     if online is not None:  # progressive validation instead of an objective and a certificate
         rows += _online_rows(s, online)
     elif _isnan(s["objective"]):  # the Online algorithm: one pass, no objective or certificate
         rows += [("objective", "not computed (one pass)"), ("converged", status)]
     else:
-        rows += [("objective", f"{s['objective']:.10g}"),
-                 (s["certificate_name"], (f"{s['certificate']:.3e} (relative "
-                                         f"{s['relative_certificate']:.3e}, tol {s['params']['tol']:g})")),
-                 ("converged", status)]
+        rows += [
+            ("objective", f"{s['objective']:.10g}"),
+            (
+                s["certificate_name"],
+                (f"{s['certificate']:.3e} (relative {s['relative_certificate']:.3e}, tol {s['params']['tol']:g})"),
+            ),
+            ("converged", status),
+        ]
     rows += [
         ("nnz(w)", f"{s['nnz']} of {d['n_features'] * max(1, len(s.get('problems', [])))}"),
         ("passes" if _passes(s["solver"]) else "iterations", str(s["n_iter"])),
-        ("lam", f"{s['lam']:.6g}" if not isinstance(s["lam"], list) else
-         ", ".join(f"{v:.4g}" for v in s["lam"]) + " (one per class)"),
-        ("seconds", (f"{s['seconds']['fit']:.3f} fit ({s['seconds']['solve']:.3f} solve, "
-                    f"{s['seconds']['compile']:.3f} JIT compile), {s['seconds']['load']:.3f} load")),
+        (
+            "lam",
+            f"{s['lam']:.6g}"
+            if not isinstance(s["lam"], list)
+            else ", ".join(f"{v:.4g}" for v in s["lam"]) + " (one per class)",
+        ),
+        (
+            "seconds",
+            (
+                f"{s['seconds']['fit']:.3f} fit ({s['seconds']['solve']:.3f} solve, "
+                f"{s['seconds']['compile']:.3f} JIT compile), {s['seconds']['load']:.3f} load"
+            ),
+        ),
     ]
     if s["train"] is not None:
         rows += _metric_rows(s["train"], "train")

@@ -64,8 +64,10 @@ def zero_based_for(meta, model, data, flag, fmt, warnings):
     if flag is None:
         return trained
     if bool(flag) != trained:
-        warnings.append(f"{data} is read as {_base(flag)} (--{_base(flag)}), but the model {model} was "
-                        f"trained on {_base(trained)} data: feature columns may be shifted by one")
+        warnings.append(
+            f"{data} is read as {_base(flag)} (--{_base(flag)}), but the model {model} was "
+            f"trained on {_base(trained)} data: feature columns may be shifted by one"
+        )
         click.echo(f"Warning: {warnings[-1]}", err=True)
     return flag
 
@@ -79,8 +81,10 @@ def _chunks_for(est, meta, model, data, zero_based, file_format, warnings):
         from ._generated import read_raw
 
         if is_stdin(data):
-            raise click.BadParameter("a model over a generated feature space reads DATA from a file, not "
-                                     "from standard input", param_hint="'DATA'")
+            raise click.BadParameter(
+                "a model over a generated feature space reads DATA from a file, not from standard input",
+                param_hint="'DATA'",
+            )
         X, y = read_raw(data, est.features_)
         yield X, y, None
         return
@@ -90,9 +94,14 @@ def _chunks_for(est, meta, model, data, zero_based, file_format, warnings):
     hash_bits = hash_bits_of_model(est, model) if fmt == "vw" else None
     zero_based = zero_based_for(meta, model, data, zero_based, fmt, warnings)
     rows = 0
-    for chunk in iter_data(data, zero_based=zero_based, n_features=est.n_features_in_,
-                           width_of=f"the {est.n_features_in_} of the model {model}", fmt=fmt,
-                           hash_bits=hash_bits):
+    for chunk in iter_data(
+        data,
+        zero_based=zero_based,
+        n_features=est.n_features_in_,
+        width_of=f"the {est.n_features_in_} of the model {model}",
+        fmt=fmt,
+        hash_bits=hash_bits,
+    ):
         rows += chunk[1].shape[0]
         yield chunk
     if rows == 0:
@@ -102,13 +111,19 @@ def _chunks_for(est, meta, model, data, zero_based, file_format, warnings):
 @click.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False, readable=True))
 @_DATA
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write the predictions here (atomically) instead of stdout.")
-@click.option("--proba", is_flag=True,
-              help="Probability of the positive class (two classes) or of every class, "
-                   "in the model's class order (logistic and probit models).")
-@zero_based_option(help="Feature indices of svmlight DATA start at 0 / at 1.  [default: as in the model's "
-                        "training data (recorded by train), else detected; - (stdin): one-based]")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), help="Write the predictions here (atomically) instead of stdout."
+)
+@click.option(
+    "--proba",
+    is_flag=True,
+    help="Probability of the positive class (two classes) or of every class, "
+    "in the model's class order (logistic and probit models).",
+)
+@zero_based_option(
+    help="Feature indices of svmlight DATA start at 0 / at 1.  [default: as in the model's "
+    "training data (recorded by train), else detected; - (stdin): one-based]"
+)
 @_FORMAT
 @handle_errors
 def predict(model, data, output, proba, zero_based, file_format):
@@ -123,8 +138,9 @@ def predict(model, data, output, proba, zero_based, file_format):
     est, meta = _load_model(model)
     if proba and not hasattr(est, "predict_proba"):
         kind = "a regression" if not is_classifier(est) else f"a {est.loss}"
-        raise click.BadParameter(f"{model} is {kind} model; probabilities need a logistic or "
-                                 "probit classifier", param_hint="--proba")
+        raise click.BadParameter(
+            f"{model} is {kind} model; probabilities need a logistic or probit classifier", param_hint="--proba"
+        )
     chunks = _chunks_for(est, meta, model, data, zero_based, file_format, [])
     if output is None:
         for X, _, _ in chunks:
@@ -139,8 +155,11 @@ def _prediction_text(est, X, proba):
     """The lines predict writes for the rows of X (floats as repr: exact)."""
     if proba:
         P = est.predict_proba(X)
-        lines = ([repr(float(p)) for p in P[:, 1]] if P.shape[1] == 2 else
-                 [" ".join(repr(float(p)) for p in row) for row in P])
+        lines = (
+            [repr(float(p)) for p in P[:, 1]]
+            if P.shape[1] == 2
+            else [" ".join(repr(float(p)) for p in row) for row in P]
+        )
     elif is_classifier(est):
         lines = [str(label(v)) for v in est.predict(X)]
     else:
@@ -151,8 +170,10 @@ def _prediction_text(est, X, proba):
 @click.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False, readable=True))
 @_DATA
-@zero_based_option(help="Feature indices of svmlight DATA start at 0 / at 1.  [default: as in the model's "
-                        "training data (recorded by train), else detected; - (stdin): one-based]")
+@zero_based_option(
+    help="Feature indices of svmlight DATA start at 0 / at 1.  [default: as in the model's "
+    "training data (recorded by train), else detected; - (stdin): one-based]"
+)
 @_FORMAT
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @handle_errors
@@ -175,8 +196,9 @@ def evaluate(model, data, zero_based, file_format, as_json):
     unknown = unknown_labels(est, y)
     result["warnings"] = warnings
     if unknown:
-        result["warnings"].append(f"{data} has labels {unknown} that are not classes of the model "
-                                  f"{[label(c) for c in est.classes_]}")
+        result["warnings"].append(
+            f"{data} has labels {unknown} that are not classes of the model {[label(c) for c in est.classes_]}"
+        )
         click.echo(f"Warning: {result['warnings'][-1]}", err=True)
     if as_json:
         echo_json(result)
@@ -185,9 +207,11 @@ def evaluate(model, data, zero_based, file_format, as_json):
 
     console = stdout_console()
     table = key_value_table(f"{model} on {data}", value_justify="right")
-    keys = (("n_samples", "r2", "mse", "mae") if "r2" in result else
-            ("n_samples", "accuracy", "auc", "auprc", "precision", "recall", "f1", "log_loss",
-             "pos_label"))
+    keys = (
+        ("n_samples", "r2", "mse", "mae")
+        if "r2" in result
+        else ("n_samples", "accuracy", "auc", "auprc", "precision", "recall", "f1", "log_loss", "pos_label")
+    )
     for key in keys:
         if result.get(key) is not None:
             table.add_row(key, fmt(result[key]))

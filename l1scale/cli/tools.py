@@ -26,8 +26,12 @@ SVMLIGHT_SUFFIXES = (".svm", ".svmlight", ".libsvm", ".txt", ".gz", ".bz2", ".xz
 @click.argument("data", type=click.Path(exists=True, readable=True))
 @zero_based_option()
 @format_option()
-@click.option("--hash-bits", type=click.IntRange(1, 31), metavar="B",
-              help=f"Vowpal Wabbit DATA: features hashed into 2**B columns.  [default: {DEFAULT_HASH_BITS}]")
+@click.option(
+    "--hash-bits",
+    type=click.IntRange(1, 31),
+    metavar="B",
+    help=f"Vowpal Wabbit DATA: features hashed into 2**B columns.  [default: {DEFAULT_HASH_BITS}]",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @handle_errors
 def info(data, zero_based, file_format, hash_bits, as_json):
@@ -52,8 +56,7 @@ def info(data, zero_based, file_format, hash_bits, as_json):
     counts = {}
     for chunk in stream:
         rows = chunk.X.shape[0]
-        per_row = np.diff(chunk.X.indptr) if hasattr(chunk.X, "indptr") else \
-            np.count_nonzero(chunk.X, axis=1)
+        per_row = np.diff(chunk.X.indptr) if hasattr(chunk.X, "indptr") else np.count_nonzero(chunk.X, axis=1)
         n += rows
         nnz += int(per_row.sum())
         if rows:
@@ -63,8 +66,12 @@ def info(data, zero_based, file_format, hash_bits, as_json):
             counts[float(v)] = counts.get(float(v), 0) + int(c)
     d = int(stream.n_features or 0)
     result = {
-        "path": data, "format": fmt, "file_size": int(size),
-        "n_samples": n, "n_features": d, "nnz": nnz,
+        "path": data,
+        "format": fmt,
+        "file_size": int(size),
+        "n_samples": n,
+        "n_features": d,
+        "nnz": nnz,
         "density": nnz / (n * d) if n and d else 0.0,
         "nnz_per_row": {"mean": nnz / n if n else 0.0, "min": row_min or 0, "max": row_max},
         "n_labels": len(counts),
@@ -78,12 +85,19 @@ def info(data, zero_based, file_format, hash_bits, as_json):
     from rich.table import Table
 
     table = key_value_table(data, value_justify="right")
-    for key, value in (("format", result["format"]), ("file size", _bytes(size)),
-                       ("samples", n), ("features", d), ("nonzeros", nnz),
-                       ("density", f"{result['density']:.4g}"),
-                       ("nonzeros per row", (f"{result['nnz_per_row']['mean']:.4g} mean, "
-                                            f"{result['nnz_per_row']['min']} min, {row_max} max")),
-                       ("distinct labels", len(counts))):
+    for key, value in (
+        ("format", result["format"]),
+        ("file size", _bytes(size)),
+        ("samples", n),
+        ("features", d),
+        ("nonzeros", nnz),
+        ("density", f"{result['density']:.4g}"),
+        (
+            "nonzeros per row",
+            (f"{result['nnz_per_row']['mean']:.4g} mean, {result['nnz_per_row']['min']} min, {row_max} max"),
+        ),
+        ("distinct labels", len(counts)),
+    ):
         table.add_row(key, str(value))
     console = stdout_console()
     console.print(table)
@@ -109,9 +123,13 @@ def _bytes(size):
 @click.command()
 @click.argument("src", type=click.Path(exists=True, readable=True))
 @click.argument("dst", type=click.Path())
-@click.option("--to", "to", type=click.Choice(["cache", "svmlight"]),
-              help="Output format.  [default: svmlight when DST ends in .svm, .svmlight, .libsvm, "
-                   ".txt, .gz, .bz2 or .xz; else a cache directory]")
+@click.option(
+    "--to",
+    "to",
+    type=click.Choice(["cache", "svmlight"]),
+    help="Output format.  [default: svmlight when DST ends in .svm, .svmlight, .libsvm, "
+    ".txt, .gz, .bz2 or .xz; else a cache directory]",
+)
 @zero_based_option(help="How SRC's svmlight feature indices start.  [default: auto]")
 @handle_errors
 def convert(src, dst, to, zero_based):
@@ -161,8 +179,9 @@ def convert(src, dst, to, zero_based):
 
 @click.command()
 @click.option("--quick", is_flag=True, help="The smaller text-like set (20,000 x 10,000).")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the data and the splits.")
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the data and the splits."
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages.")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @handle_errors
@@ -175,21 +194,42 @@ def demo(quick, seed, quiet, as_json):
     log = None if quiet else (lambda message: click.echo(message, err=True))
     rows = run_demo(quick=quick, random_state=seed, log=log)
     if as_json:
-        echo_json({"command": "demo", "quick": quick, "seed": seed, "rows": rows,
-                   "versions": versions()})
+        echo_json({"command": "demo", "quick": quick, "seed": seed, "rows": rows, "versions": versions()})
         return
     from rich.table import Table
 
     table = Table(title="l1scale demo" + (" (quick)" if quick else ""), title_justify="left")
-    for name in ("data set", "n", "d", "nnz", "loss", "lam", "objective", "certificate", "nnz(w)",
-                 "accuracy train/test", "seconds", "compile s"):
+    for name in (
+        "data set",
+        "n",
+        "d",
+        "nnz",
+        "loss",
+        "lam",
+        "objective",
+        "certificate",
+        "nnz(w)",
+        "accuracy train/test",
+        "seconds",
+        "compile s",
+    ):
         table.add_column(name, justify="left" if name in ("data set", "loss") else "right")
     for r in rows:
         cert = f"{'gap' if r['certificate_name'] == 'duality_gap' else 'KKT'} {r['certificate']:.1e}"
-        table.add_row(r["dataset"], str(r["n_samples"]), str(r["n_features"]), str(r["nnz"]),
-                      r["loss"], f"{r['lam']:.3g}", f"{r['objective']:.6g}", cert,
-                      str(r["nnz_coef"]), f"{r['train_accuracy']:.4f} / {r['test_accuracy']:.4f}",
-                      f"{r['seconds']:.2f}", f"{r['compile_seconds']:.2f}")
+        table.add_row(
+            r["dataset"],
+            str(r["n_samples"]),
+            str(r["n_features"]),
+            str(r["nnz"]),
+            r["loss"],
+            f"{r['lam']:.3g}",
+            f"{r['objective']:.6g}",
+            cert,
+            str(r["nnz_coef"]),
+            f"{r['train_accuracy']:.4f} / {r['test_accuracy']:.4f}",
+            f"{r['seconds']:.2f}",
+            f"{r['compile_seconds']:.2f}",
+        )
     console = stdout_console()
     console.print(table)
     for r in rows:

@@ -36,80 +36,173 @@ from ._summary import save_and_print, train_summary
 
 @click.command()
 @click.argument("data", nargs=-1, required=True)
-@click.option("--test", "test_path", type=click.Path(exists=True, readable=True),
-              help="Held-out data to report metrics on.")
-@click.option("--lam", type=POSITIVE,
-              help="Regularisation strength, mean-loss form (liblinear's C = 1/(n lam)).")
-@click.option("--lam-ratio", type=POSITIVE,
-              help="lam as a fraction of lam_max.  [default: 0.01 when --lam is not given]")
-@click.option("--l1-ratio", type=click.FloatRange(0, 1, min_open=True), default=1.0,
-              show_default=True, help="Elastic-net mix: 1 is pure L1.")
-@click.option("--loss", type=click.Choice(LOSSES), default="logistic", show_default=True,
-              help="squared fits a regression (lasso / elastic net); the others classify.")
-@click.option("--solver", type=SolverChoice(), default="auto", show_default=True,
-              help="cd: coordinate descent on DATA loaded into memory (scd, detcd: stochastic and "
-                   "greedy CD, also in memory).  mp, rmmp, online: streaming solvers reading DATA in "
-                   "passes, never loading it (rmmp: memory O(d + k^2) whatever n; online: one pass).  "
-                   "truncated_gradient, sgd_cumulative, smidas: online first-order solvers, streamed, "
-                   "--passes over DATA with progressive validation (pure L1; no certificate).  auto: "
-                   "rmmp when --max-active, --checkpoint, --cache or --passes is given, else cd.")
-@click.option("--max-active", type=click.IntRange(min=1), metavar="K",
-              help="rmmp: the most features in the active set (the sketch is K x K).  [default: 2000]")
-@click.option("--checkpoint", type=click.Path(dir_okay=False), metavar="PATH",
-              help="The multi-pass solvers (all but online, fcl, dcl_sgd): save the state here after each "
-                   "pass or iteration (in-memory solvers: at most every 5 s); a run given an existing "
-                   "checkpoint resumes from it and ends with the model of an uninterrupted run.")
-@click.option("--cache", "cache_dir", type=click.Path(file_okay=False), metavar="DIR|SIZE",
-              help="The streaming solvers: binary chunk cache of DATA, written by the first pass and "
-                   "read by the later ones (and by later runs). With --features: the memory budget of "
-                   "the feature cache (e.g. 2GB).")
-@click.option("--features", metavar="SPEC",
-              help="Train over a generated feature space, never materialised: dna:D (DATA: one label and one "
-                   "DNA sequence per line), products:DEGREE or rff:N[:SIGMA] (DATA: svmlight). --solver auto "
-                   "is then fcl (feature cached loops) and --cache SIZE its memory budget (e.g. 2GB).")
-@click.option("--two-stage", type=click.FloatRange(0, 1, min_open=True), metavar="RATIO",
-              help="In-memory solvers: after the solve at lam, re-solve on its support at RATIO x lam "
-                   "(Qin et al.'s two-stage active set; the paper uses 0.1).")
-@click.option("--intercept/--no-intercept", default=True, show_default=True,
-              help="Fit an unpenalised intercept.")
-@click.option("--tol", type=POSITIVE, default=1e-6, show_default=True,
-              help="Stop at relative duality gap (or KKT violation) <= tol.")
-@click.option("--max-iter", type=click.IntRange(min=1),
-              help="Iterations (cd, scd, detcd) or passes over DATA (the streaming solvers).  "
-                   "[default: 200; 1 pass for truncated_gradient, sgd_cumulative, smidas]")
-@click.option("--passes", type=click.IntRange(min=1), metavar="N",
-              help="Passes over DATA: --max-iter under another name, for the streaming solvers "
-                   "(mp, rmmp and the online first-order ones); not with --max-iter.")
-@click.option("--holdout", type=click.IntRange(min=0), metavar="K",
-              help="truncated_gradient, sgd_cumulative, smidas: every K-th example is held out, "
-                   "never learned from; its loss stops the passes early when it stops improving "
-                   "(0: no holdout).  [default: 10 with several passes, else 0]")
-@click.option("--learning-rate", type=POSITIVE, metavar="ETA",
-              help="truncated_gradient, sgd_cumulative, smidas: the base learning rate (their "
-                   "eta0, eta0, eta).  [default: the solver's: 0.5, 0.5, 0.1]")
-@click.option("--class-weight", type=click.Choice(["balanced"]),
-              help="Weight classes inversely to their frequency.")
-@click.option("--seed", type=click.IntRange(min=0), default=None,
-              help="Seed of the solver's coordinate order.")
-@click.option("--n-features", type=click.IntRange(min=1),
-              help="Width of X (default: largest feature index); a wider file is an error.")
-@zero_based_option(help="Feature indices of svmlight files start at 0 / at 1 (recorded in the model).  "
-                        "[default: auto; DATA -: one-based]")
+@click.option(
+    "--test", "test_path", type=click.Path(exists=True, readable=True), help="Held-out data to report metrics on."
+)
+@click.option("--lam", type=POSITIVE, help="Regularisation strength, mean-loss form (liblinear's C = 1/(n lam)).")
+@click.option(
+    "--lam-ratio", type=POSITIVE, help="lam as a fraction of lam_max.  [default: 0.01 when --lam is not given]"
+)
+@click.option(
+    "--l1-ratio",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Elastic-net mix: 1 is pure L1.",
+)
+@click.option(
+    "--loss",
+    type=click.Choice(LOSSES),
+    default="logistic",
+    show_default=True,
+    help="squared fits a regression (lasso / elastic net); the others classify.",
+)
+@click.option(
+    "--solver",
+    type=SolverChoice(),
+    default="auto",
+    show_default=True,
+    help="cd: coordinate descent on DATA loaded into memory (scd, detcd: stochastic and "
+    "greedy CD, also in memory).  mp, rmmp, online: streaming solvers reading DATA in "
+    "passes, never loading it (rmmp: memory O(d + k^2) whatever n; online: one pass).  "
+    "truncated_gradient, sgd_cumulative, smidas: online first-order solvers, streamed, "
+    "--passes over DATA with progressive validation (pure L1; no certificate).  auto: "
+    "rmmp when --max-active, --checkpoint, --cache or --passes is given, else cd.",
+)
+@click.option(
+    "--max-active",
+    type=click.IntRange(min=1),
+    metavar="K",
+    help="rmmp: the most features in the active set (the sketch is K x K).  [default: 2000]",
+)
+@click.option(
+    "--checkpoint",
+    type=click.Path(dir_okay=False),
+    metavar="PATH",
+    help="The multi-pass solvers (all but online, fcl, dcl_sgd): save the state here after each "
+    "pass or iteration (in-memory solvers: at most every 5 s); a run given an existing "
+    "checkpoint resumes from it and ends with the model of an uninterrupted run.",
+)
+@click.option(
+    "--cache",
+    "cache_dir",
+    type=click.Path(file_okay=False),
+    metavar="DIR|SIZE",
+    help="The streaming solvers: binary chunk cache of DATA, written by the first pass and "
+    "read by the later ones (and by later runs). With --features: the memory budget of "
+    "the feature cache (e.g. 2GB).",
+)
+@click.option(
+    "--features",
+    metavar="SPEC",
+    help="Train over a generated feature space, never materialised: dna:D (DATA: one label and one "
+    "DNA sequence per line), products:DEGREE or rff:N[:SIGMA] (DATA: svmlight). --solver auto "
+    "is then fcl (feature cached loops) and --cache SIZE its memory budget (e.g. 2GB).",
+)
+@click.option(
+    "--two-stage",
+    type=click.FloatRange(0, 1, min_open=True),
+    metavar="RATIO",
+    help="In-memory solvers: after the solve at lam, re-solve on its support at RATIO x lam "
+    "(Qin et al.'s two-stage active set; the paper uses 0.1).",
+)
+@click.option("--intercept/--no-intercept", default=True, show_default=True, help="Fit an unpenalised intercept.")
+@click.option(
+    "--tol",
+    type=POSITIVE,
+    default=1e-6,
+    show_default=True,
+    help="Stop at relative duality gap (or KKT violation) <= tol.",
+)
+@click.option(
+    "--max-iter",
+    type=click.IntRange(min=1),
+    help="Iterations (cd, scd, detcd) or passes over DATA (the streaming solvers).  "
+    "[default: 200; 1 pass for truncated_gradient, sgd_cumulative, smidas]",
+)
+@click.option(
+    "--passes",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Passes over DATA: --max-iter under another name, for the streaming solvers "
+    "(mp, rmmp and the online first-order ones); not with --max-iter.",
+)
+@click.option(
+    "--holdout",
+    type=click.IntRange(min=0),
+    metavar="K",
+    help="truncated_gradient, sgd_cumulative, smidas: every K-th example is held out, "
+    "never learned from; its loss stops the passes early when it stops improving "
+    "(0: no holdout).  [default: 10 with several passes, else 0]",
+)
+@click.option(
+    "--learning-rate",
+    type=POSITIVE,
+    metavar="ETA",
+    help="truncated_gradient, sgd_cumulative, smidas: the base learning rate (their "
+    "eta0, eta0, eta).  [default: the solver's: 0.5, 0.5, 0.1]",
+)
+@click.option("--class-weight", type=click.Choice(["balanced"]), help="Weight classes inversely to their frequency.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the solver's coordinate order.")
+@click.option(
+    "--n-features",
+    type=click.IntRange(min=1),
+    help="Width of X (default: largest feature index); a wider file is an error.",
+)
+@zero_based_option(
+    help="Feature indices of svmlight files start at 0 / at 1 (recorded in the model).  "
+    "[default: auto; DATA -: one-based]"
+)
 @format_option("DATA and --test")
-@click.option("--hash-bits", type=click.IntRange(1, 31), metavar="B",
-              help="Vowpal Wabbit data: features hashed into 2**B columns (predict and evaluate "
-                   f"take B from the model).  [default: {DEFAULT_HASH_BITS}]")
-@click.option("--dask", "dask_address", metavar="ADDRESS",
-              help="Train on a Dask cluster: local:N starts a LocalCluster of N worker processes, "
-                   "tcp://HOST:PORT joins a running scheduler.  DATA is then one or more partition "
-                   "files or glob patterns (svmlight, chunk caches, parquet) that the workers read.")
+@click.option(
+    "--hash-bits",
+    type=click.IntRange(1, 31),
+    metavar="B",
+    help="Vowpal Wabbit data: features hashed into 2**B columns (predict and evaluate "
+    f"take B from the model).  [default: {DEFAULT_HASH_BITS}]",
+)
+@click.option(
+    "--dask",
+    "dask_address",
+    metavar="ADDRESS",
+    help="Train on a Dask cluster: local:N starts a LocalCluster of N worker processes, "
+    "tcp://HOST:PORT joins a running scheduler.  DATA is then one or more partition "
+    "files or glob patterns (svmlight, chunk caches, parquet) that the workers read.",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Save the model here.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display; only the summary.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @handle_errors
-def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint, cache_dir, features,
-          two_stage, intercept, tol, max_iter, passes, holdout, learning_rate, class_weight, seed, n_features, zero_based,
-          file_format, hash_bits, dask_address, output, quiet, as_json):
+def train(
+    data,
+    test_path,
+    lam,
+    lam_ratio,
+    l1_ratio,
+    loss,
+    solver,
+    max_active,
+    checkpoint,
+    cache_dir,
+    features,
+    two_stage,
+    intercept,
+    tol,
+    max_iter,
+    passes,
+    holdout,
+    learning_rate,
+    class_weight,
+    seed,
+    n_features,
+    zero_based,
+    file_format,
+    hash_bits,
+    dask_address,
+    output,
+    quiet,
+    as_json,
+):
     """Fit a sparse linear model on DATA and print a summary.
 
     Classification losses (logistic, probit, squared_hinge) accept any labels
@@ -133,28 +226,99 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, c
     evaluate then use.
     """
     if any(is_stdin(d) for d in data) and (features is not None or dask_address is not None):
-        raise click.UsageError(f"DATA - (standard input) is not read with {'--features' if features else '--dask'}: "
-                               "give a file")
+        raise click.UsageError(
+            f"DATA - (standard input) is not read with {'--features' if features else '--dask'}: give a file"
+        )
     if features is not None or solver in ("fcl", "dcl_sgd"):
-        return _train_generated(data, features, cache_dir, solver, test_path, lam, lam_ratio, l1_ratio, loss,
-                                max_active, checkpoint, two_stage, intercept, tol, max_iter, passes, holdout,
-                                learning_rate, class_weight, seed, hash_bits, dask_address, output, quiet, as_json)
-    resolved = _check_flags(lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint, cache_dir,
-                            class_weight, max_iter, passes, holdout, learning_rate)
+        return _train_generated(
+            data,
+            features,
+            cache_dir,
+            solver,
+            test_path,
+            lam,
+            lam_ratio,
+            l1_ratio,
+            loss,
+            max_active,
+            checkpoint,
+            two_stage,
+            intercept,
+            tol,
+            max_iter,
+            passes,
+            holdout,
+            learning_rate,
+            class_weight,
+            seed,
+            hash_bits,
+            dask_address,
+            output,
+            quiet,
+            as_json,
+        )
+    resolved = _check_flags(
+        lam,
+        lam_ratio,
+        l1_ratio,
+        loss,
+        solver,
+        max_active,
+        checkpoint,
+        cache_dir,
+        class_weight,
+        max_iter,
+        passes,
+        holdout,
+        learning_rate,
+    )
     if dask_address is not None:
         from ._dask import check_dask_flags, close, dask_dataset
 
         resolved = "rmmp" if solver == "auto" else resolved
-        check_dask_flags(resolved, cache_dir=cache_dir, two_stage=two_stage, file_format=file_format,
-                         hash_bits=hash_bits, holdout=holdout)
+        check_dask_flags(
+            resolved,
+            cache_dir=cache_dir,
+            two_stage=two_stage,
+            file_format=file_format,
+            hash_bits=hash_bits,
+            holdout=holdout,
+        )
         check_output(output, "'-o' / '--output'")
         check_output(checkpoint, "--checkpoint")
         client, dataset = dask_dataset(dask_address, data, n_features=n_features, zero_based=zero_based)
         try:
-            return _train(" ".join(data), dataset, test_path, resolved, True, lam, lam_ratio, l1_ratio, loss, solver,
-                          max_active, checkpoint, None, None, intercept, tol, max_iter, passes, 0,
-                          learning_rate, class_weight, seed, n_features, zero_based, file_format, None, output,
-                          quiet, as_json)
+            return _train(
+                " ".join(data),
+                dataset,
+                test_path,
+                resolved,
+                True,
+                lam,
+                lam_ratio,
+                l1_ratio,
+                loss,
+                solver,
+                max_active,
+                checkpoint,
+                None,
+                None,
+                intercept,
+                tol,
+                max_iter,
+                passes,
+                0,
+                learning_rate,
+                class_weight,
+                seed,
+                n_features,
+                zero_based,
+                file_format,
+                None,
+                output,
+                quiet,
+                as_json,
+            )
         finally:
             dataset.close()
             close(client)
@@ -163,47 +327,153 @@ def train(data, test_path, lam, lam_ratio, l1_ratio, loss, solver, max_active, c
     data = data[0]
     if not os.path.exists(data) and not is_stdin(data):
         raise click.BadParameter(f"Path {data!r} does not exist.", param_hint="'DATA'")
-    _train(data, None, test_path, resolved, _streaming_solver(resolved), lam, lam_ratio, l1_ratio, loss, solver,
-           max_active, checkpoint, cache_dir, two_stage, intercept, tol, max_iter, passes, holdout, learning_rate,
-           class_weight, seed, n_features, zero_based, file_format, hash_bits, output, quiet, as_json)
+    _train(
+        data,
+        None,
+        test_path,
+        resolved,
+        _streaming_solver(resolved),
+        lam,
+        lam_ratio,
+        l1_ratio,
+        loss,
+        solver,
+        max_active,
+        checkpoint,
+        cache_dir,
+        two_stage,
+        intercept,
+        tol,
+        max_iter,
+        passes,
+        holdout,
+        learning_rate,
+        class_weight,
+        seed,
+        n_features,
+        zero_based,
+        file_format,
+        hash_bits,
+        output,
+        quiet,
+        as_json,
+    )
 
 
-def _train_generated(data, features, cache, solver, test_path, lam, lam_ratio, l1_ratio, loss, max_active,
-                     checkpoint, two_stage, intercept, tol, max_iter, passes, holdout, learning_rate, class_weight,
-                     seed, hash_bits, dask_address, output, quiet, as_json):
+def _train_generated(
+    data,
+    features,
+    cache,
+    solver,
+    test_path,
+    lam,
+    lam_ratio,
+    l1_ratio,
+    loss,
+    max_active,
+    checkpoint,
+    two_stage,
+    intercept,
+    tol,
+    max_iter,
+    passes,
+    holdout,
+    learning_rate,
+    class_weight,
+    seed,
+    hash_bits,
+    dask_address,
+    output,
+    quiet,
+    as_json,
+):
     """--features: the flags that apply, then _generated.train_generated."""
     from ._generated import train_generated
 
     if features is None:
         raise click.UsageError(f"--solver {solver} trains over a generated feature space: give --features SPEC")
-    unused = {"--l1-ratio": l1_ratio != 1.0, "--max-active": max_active is not None,
-              "--checkpoint": checkpoint is not None, "--two-stage": two_stage is not None,
-              "--passes": passes is not None, "--holdout": holdout is not None,
-              "--learning-rate": learning_rate is not None, "--hash-bits": hash_bits is not None,
-              "--dask": dask_address is not None}
+    unused = {
+        "--l1-ratio": l1_ratio != 1.0,
+        "--max-active": max_active is not None,
+        "--checkpoint": checkpoint is not None,
+        "--two-stage": two_stage is not None,
+        "--passes": passes is not None,
+        "--holdout": holdout is not None,
+        "--learning-rate": learning_rate is not None,
+        "--hash-bits": hash_bits is not None,
+        "--dask": dask_address is not None,
+    }
     given = [flag for flag, used in unused.items() if used]
     if given:
-        raise click.UsageError(f"{', '.join(given)} do not apply with --features (feature cached loops solve the "
-                               "pure L1 problem over the generated space in memory)")
+        raise click.UsageError(
+            f"{', '.join(given)} do not apply with --features (feature cached loops solve the "
+            "pure L1 problem over the generated space in memory)"
+        )
     if len(data) != 1:
         raise click.UsageError("give one DATA file with --features")
     if not os.path.exists(data[0]):
         raise click.BadParameter(f"Path {data[0]!r} does not exist.", param_hint="'DATA'")
     if solver not in ("auto", "fcl", "dcl_sgd", "cd", "cgd", "ista", "fista", "multiscale_fista", "scd", "detcd"):
-        raise click.UsageError(f"--solver {solver} does not train over --features: use fcl (default), dcl_sgd, "
-                               "or an in-memory solver (which materialises the features)")
-    train_generated(data[0], features=features, cache=cache, solver=solver, test_path=test_path, lam=lam,
-                    lam_ratio=lam_ratio, loss=loss, intercept=intercept, tol=tol, max_iter=max_iter or 200,
-                    class_weight=class_weight, seed=seed, output=output, quiet=quiet, as_json=as_json)
+        raise click.UsageError(
+            f"--solver {solver} does not train over --features: use fcl (default), dcl_sgd, "
+            "or an in-memory solver (which materialises the features)"
+        )
+    train_generated(
+        data[0],
+        features=features,
+        cache=cache,
+        solver=solver,
+        test_path=test_path,
+        lam=lam,
+        lam_ratio=lam_ratio,
+        loss=loss,
+        intercept=intercept,
+        tol=tol,
+        max_iter=max_iter or 200,
+        class_weight=class_weight,
+        seed=seed,
+        output=output,
+        quiet=quiet,
+        as_json=as_json,
+    )
 
 
-def _train(data, dataset, test_path, resolved, streamed, lam, lam_ratio, l1_ratio, loss, solver, max_active,
-           checkpoint, cache_dir, two_stage, intercept, tol, max_iter, passes, holdout, learning_rate, class_weight,
-           seed, n_features, zero_based, file_format, hash_bits, output, quiet, as_json):
+def _train(
+    data,
+    dataset,
+    test_path,
+    resolved,
+    streamed,
+    lam,
+    lam_ratio,
+    l1_ratio,
+    loss,
+    solver,
+    max_active,
+    checkpoint,
+    cache_dir,
+    two_stage,
+    intercept,
+    tol,
+    max_iter,
+    passes,
+    holdout,
+    learning_rate,
+    class_weight,
+    seed,
+    n_features,
+    zero_based,
+    file_format,
+    hash_bits,
+    output,
+    quiet,
+    as_json,
+):
     """The fit and its summary; ``dataset``: a DaskDataset (``--dask``) instead of reading ``data``."""
     if two_stage is not None and streamed:
-        raise click.BadParameter(f"re-solves on the support in memory; --solver {resolved} streams DATA",
-                                 param_hint="--two-stage")
+        raise click.BadParameter(
+            f"re-solves on the support in memory; --solver {resolved} streams DATA", param_hint="--two-stage"
+        )
     fmt = "svmlight" if dataset is not None else data_format(data, file_format)
     if dataset is None:
         check_vw_flags(fmt, data, hash_bits=hash_bits, zero_based=zero_based, n_features=n_features)
@@ -215,9 +485,19 @@ def _train(data, dataset, test_path, resolved, streamed, lam, lam_ratio, l1_rati
         check_cache_dir(cache_dir, data)
     max_iter = passes or max_iter or (1 if _online_first_order(resolved) else 200)
     # Flags -> estimator parameters (the only place the two meet).
-    params = {"lam": lam, "lam_ratio": lam_ratio, "l1_ratio": l1_ratio, "fit_intercept": intercept,
-              "solver": solver, "tol": tol, "max_iter": max_iter, "random_state": seed,
-              "max_active": max_active, "checkpoint": checkpoint, "two_stage": two_stage}
+    params = {
+        "lam": lam,
+        "lam_ratio": lam_ratio,
+        "l1_ratio": l1_ratio,
+        "fit_intercept": intercept,
+        "solver": solver,
+        "tol": tol,
+        "max_iter": max_iter,
+        "random_state": seed,
+        "max_active": max_active,
+        "checkpoint": checkpoint,
+        "two_stage": two_stage,
+    }
     if loss != "squared":
         params.update(loss=loss, class_weight=class_weight)
 
@@ -227,17 +507,57 @@ def _train(data, dataset, test_path, resolved, streamed, lam, lam_ratio, l1_rati
             from ._stream import StdinCache
 
             spool = StdinCache(cache_dir)  # the pipe, spooled: a pipe can be read only once
-        _train_and_report(data, dataset, test_path, resolved, streamed, params, max_iter, fmt, spool, loss,
-                          max_active, cache_dir, holdout, learning_rate, n_features, zero_based, file_format,
-                          hash_bits, output, quiet, as_json)
+        _train_and_report(
+            data,
+            dataset,
+            test_path,
+            resolved,
+            streamed,
+            params,
+            max_iter,
+            fmt,
+            spool,
+            loss,
+            max_active,
+            cache_dir,
+            holdout,
+            learning_rate,
+            n_features,
+            zero_based,
+            file_format,
+            hash_bits,
+            output,
+            quiet,
+            as_json,
+        )
     finally:
         if spool is not None:
             spool.close()
 
 
-def _train_and_report(data, dataset, test_path, resolved, streamed, params, max_iter, fmt, spool, loss, max_active,
-                      cache_dir, holdout, learning_rate, n_features, zero_based, file_format, hash_bits, output,
-                      quiet, as_json):
+def _train_and_report(
+    data,
+    dataset,
+    test_path,
+    resolved,
+    streamed,
+    params,
+    max_iter,
+    fmt,
+    spool,
+    loss,
+    max_active,
+    cache_dir,
+    holdout,
+    learning_rate,
+    n_features,
+    zero_based,
+    file_format,
+    hash_bits,
+    output,
+    quiet,
+    as_json,
+):
     """Read, fit, report and save (``spool``: where standard input is spooled, streamed fits)."""
     t0 = time.perf_counter()
     Xt = yt = declared = None
@@ -249,9 +569,14 @@ def _train_and_report(data, dataset, test_path, resolved, streamed, params, max_
             test_base = zero_based
             if test_base is None and fmt == "svmlight":  # as the training data are read
                 test_base = stream_zero_based(None, data, None, fmt)
-            Xt, yt, _ = read_data(test_path, zero_based=test_base, n_features=n_features,
-                                  width_of=f"--n-features {n_features}", fmt=file_format,
-                                  hash_bits=hash_bits)
+            Xt, yt, _ = read_data(
+                test_path,
+                zero_based=test_base,
+                n_features=n_features,
+                width_of=f"--n-features {n_features}",
+                fmt=file_format,
+                hash_bits=hash_bits,
+            )
 
         def check_test_width(width):  # once the training width is known, before any solving
             if Xt is not None and Xt.shape[1] > width:
@@ -261,18 +586,35 @@ def _train_and_report(data, dataset, test_path, resolved, streamed, params, max_
             check_test_width(dataset.n_features)
             stream = dataset
         else:
-            stream, declared = train_stream(data, zero_based=zero_based, n_features=n_features,
-                                            cache=spool.path if spool is not None else cache_dir,
-                                            on_width=check_test_width, fmt=file_format, hash_bits=hash_bits,
-                                            one_pass=_one_pass(resolved, params, cache_dir))
+            stream, declared = train_stream(
+                data,
+                zero_based=zero_based,
+                n_features=n_features,
+                cache=spool.path if spool is not None else cache_dir,
+                on_width=check_test_width,
+                fmt=file_format,
+                hash_bits=hash_bits,
+                one_pass=_one_pass(resolved, params, cache_dir),
+            )
     else:
-        X, y, w, base = read_data(data, zero_based=zero_based, n_features=n_features,
-                                  width_of=f"--n-features {n_features}", fmt=file_format, hash_bits=hash_bits,
-                                  return_zero_based=True)
+        X, y, w, base = read_data(
+            data,
+            zero_based=zero_based,
+            n_features=n_features,
+            width_of=f"--n-features {n_features}",
+            fmt=file_format,
+            hash_bits=hash_bits,
+            return_zero_based=True,
+        )
         if test_path is not None:  # read before fitting: a bad test file fails fast
-            Xt, yt, _ = read_data(test_path, zero_based=zero_based if base is None else base, n_features=X.shape[1],
-                                  width_of=f"the {X.shape[1]} of the training data {data}",
-                                  fmt=file_format, hash_bits=hash_bits)
+            Xt, yt, _ = read_data(
+                test_path,
+                zero_based=zero_based if base is None else base,
+                n_features=X.shape[1],
+                width_of=f"the {X.shape[1]} of the training data {data}",
+                fmt=file_format,
+                hash_bits=hash_bits,
+            )
     load_seconds = time.perf_counter() - t0
     from ..estimators import SparseLinearRegression, SparseLogisticRegression
 
@@ -282,17 +624,25 @@ def _train_and_report(data, dataset, test_path, resolved, streamed, params, max_
         if loss == "squared" or declared is not None:  # a regression, or two classes declared
             classes = None
         elif streamed:  # the labels are known once the fit's first pass (its label scan) is made
+
             def classes():
                 return _one_vs_rest(est.stream_scan_.classes)
         else:
             classes = _one_vs_rest(np.unique(y))
-        progress = Progress(classes, streaming=_streaming_solver(resolved),
-                            step="chunk" if resolved == "online" else "pass",
-                            online=_online_first_order(resolved), distributed=dataset is not None)
+        progress = Progress(
+            classes,
+            streaming=_streaming_solver(resolved),
+            step="chunk" if resolved == "online" else "pass",
+            online=_online_first_order(resolved),
+            distributed=dataset is not None,
+        )
         est.set_params(callback=progress)
     if _online_first_order(resolved):  # the estimator has no holdout or rate: the solver is built here
-        est.set_params(solver=online_solver(resolved, passes=max_iter, holdout=holdout,
-                                            learning_rate=learning_rate, callback=progress))
+        est.set_params(
+            solver=online_solver(
+                resolved, passes=max_iter, holdout=holdout, learning_rate=learning_rate, callback=progress
+            )
+        )
     args = (X, y, w) if not streamed else (stream,) if declared is None else (stream, None, None, declared)
     with zero_index_hint(data, zero_based or fmt == "vw"), _declared_hint(declared):
         messages, fit_seconds = run_fit(est, data, args, progress)
@@ -320,8 +670,7 @@ def _train_and_report(data, dataset, test_path, resolved, streamed, params, max_
         summary["test"] = {"path": test_path, **report(est, Xt, yt)}
         unknown = unknown_labels(est, yt)
         if unknown:
-            summary["warnings"].append(f"{test_path} has labels {unknown} that are not classes "
-                                       f"of the training data")
+            summary["warnings"].append(f"{test_path} has labels {unknown} that are not classes of the training data")
             if not quiet:
                 click.echo(f"Warning: {summary['warnings'][-1]}", err=True)
     # The model records how svmlight indices were read, so that predict / evaluate read its
@@ -342,9 +691,11 @@ def _declared_hint(declared):
     except DataFormatError as exc:
         if declared is None or "declared classes" not in str(exc):
             raise
-        raise click.ClickException(f"{exc}: standard input is learned from as it is read, with the two labels of "
-                                   "its first rows as the classes; give --cache DIR to spool it first (a label "
-                                   "pass finds every class)") from None
+        raise click.ClickException(
+            f"{exc}: standard input is learned from as it is read, with the two labels of "
+            "its first rows as the classes; give --cache DIR to spool it first (a label "
+            "pass finds every class)"
+        ) from None
 
 
 def _one_pass(resolved, params, cache_dir):
@@ -353,48 +704,78 @@ def _one_pass(resolved, params, cache_dir):
     a classifier at a given lam, nothing else that needs the data twice (--cache asks for the
     spool, --checkpoint resumes by reading again, --class-weight balanced needs the counts)."""
     one = resolved == "online" or (resolved == "truncated_gradient" and params["max_iter"] == 1)
-    return (one and "loss" in params and params["lam"] is not None and params.get("class_weight") is None
-            and params["checkpoint"] is None and cache_dir is None)
+    return (
+        one
+        and "loss" in params
+        and params["lam"] is not None
+        and params.get("class_weight") is None
+        and params["checkpoint"] is None
+        and cache_dir is None
+    )
 
 
-def _check_flags(lam, lam_ratio, l1_ratio, loss, solver, max_active, checkpoint, cache_dir, class_weight,
-                 max_iter, passes, holdout, learning_rate):
+def _check_flags(
+    lam,
+    lam_ratio,
+    l1_ratio,
+    loss,
+    solver,
+    max_active,
+    checkpoint,
+    cache_dir,
+    class_weight,
+    max_iter,
+    passes,
+    holdout,
+    learning_rate,
+):
     """Usage errors among the flags (before any reading); returns the solver "auto" picks."""
     if lam is not None and lam_ratio is not None:
         raise click.UsageError("give --lam or --lam-ratio, not both")
     if passes is not None and max_iter is not None:
-        raise click.UsageError("give --passes or --max-iter, not both (--passes is --max-iter for the "
-                               "streaming solvers)")
+        raise click.UsageError(
+            "give --passes or --max-iter, not both (--passes is --max-iter for the streaming solvers)"
+        )
     if loss == "squared" and class_weight is not None:
-        raise click.BadParameter("does not apply to --loss squared (a regression)",
-                                 param_hint="--class-weight")
+        raise click.BadParameter("does not apply to --loss squared (a regression)", param_hint="--class-weight")
     resolved = solver
     if solver == "auto":  # the flags that only streaming solvers take pick RMMP
         resolved = "rmmp" if (max_active, checkpoint, cache_dir, passes) != (None,) * 4 else "cd"
     if max_active is not None and resolved != "rmmp":
-        raise click.BadParameter(f"is RMMP's active-set size; it does not apply to --solver {resolved}",
-                                 param_hint="--max-active")
+        raise click.BadParameter(
+            f"is RMMP's active-set size; it does not apply to --solver {resolved}", param_hint="--max-active"
+        )
     if checkpoint is not None and not getattr(_solver_class(resolved), "resumable", False):
-        raise click.BadParameter(f"applies to the multi-pass solvers, not to --solver {resolved}",
-                                 param_hint="--checkpoint")
+        raise click.BadParameter(
+            f"applies to the multi-pass solvers, not to --solver {resolved}", param_hint="--checkpoint"
+        )
     if cache_dir is not None and not _streaming_solver(resolved):
-        raise click.BadParameter(f"applies to the streaming solvers ({_names(_streaming_solver)}), not "
-                                 f"to --solver {resolved}, which loads DATA into memory (a cache for it: "
-                                 f"`l1scale convert`)", param_hint="--cache")
+        raise click.BadParameter(
+            f"applies to the streaming solvers ({_names(_streaming_solver)}), not "
+            f"to --solver {resolved}, which loads DATA into memory (a cache for it: "
+            f"`l1scale convert`)",
+            param_hint="--cache",
+        )
     if passes is not None and (not _streaming_solver(resolved) or resolved == "online"):
-        why = ("makes one pass" if resolved == "online" else
-               "loads DATA into memory; its --max-iter counts iterations")
-        raise click.BadParameter(f"applies to the streaming solvers that make passes "
-                                 f"({_names(_streaming_solver, 'online')}); --solver {resolved} {why}",
-                                 param_hint="--passes")
-    for value, flag, takes in ((holdout, "--holdout", _online_first_order),
-                               (learning_rate, "--learning-rate", LEARNING_RATE_KEYWORD.__contains__)):
+        why = "makes one pass" if resolved == "online" else "loads DATA into memory; its --max-iter counts iterations"
+        raise click.BadParameter(
+            f"applies to the streaming solvers that make passes "
+            f"({_names(_streaming_solver, 'online')}); --solver {resolved} {why}",
+            param_hint="--passes",
+        )
+    for value, flag, takes in (
+        (holdout, "--holdout", _online_first_order),
+        (learning_rate, "--learning-rate", LEARNING_RATE_KEYWORD.__contains__),
+    ):
         if value is not None and not takes(resolved):
-            raise click.BadParameter(f"applies to the online first-order solvers ({_names(takes)}), not to "
-                                     f"--solver {resolved}", param_hint=flag)
+            raise click.BadParameter(
+                f"applies to the online first-order solvers ({_names(takes)}), not to --solver {resolved}",
+                param_hint=flag,
+            )
     if l1_ratio != 1 and _online_first_order(resolved) and _solver_class(resolved).pure_l1:
-        raise click.BadParameter(f"--solver {resolved} minimises the pure L1 problem: --l1-ratio must be 1",
-                                 param_hint="--l1-ratio")
+        raise click.BadParameter(
+            f"--solver {resolved} minimises the pure L1 problem: --l1-ratio must be 1", param_hint="--l1-ratio"
+        )
     _check_solver_takes_loss(resolved, loss)
     return resolved
 
@@ -440,11 +821,12 @@ def _check_solver_takes_loss(solver, loss):
     from ..losses import get_loss
     from ..solvers import SOLVERS
 
-    missing = [attr for attr in getattr(SOLVERS[solver], "requires", ())
-               if not getattr(get_loss(loss), attr, None)]
+    missing = [attr for attr in getattr(SOLVERS[solver], "requires", ()) if not getattr(get_loss(loss), attr, None)]
     if missing:
-        raise click.BadParameter(f"--solver {solver} cannot minimise --loss {loss} (it needs a loss "
-                                 f"with {', '.join(missing)})", param_hint="--solver")
+        raise click.BadParameter(
+            f"--solver {solver} cannot minimise --loss {loss} (it needs a loss with {', '.join(missing)})",
+            param_hint="--solver",
+        )
 
 
 def _one_vs_rest(classes):

@@ -4,12 +4,12 @@ DNA sequences, and generated feature spaces."""
 from .feature_spaces import DNAPatterns, FeatureSpace, Products, RandomFourier
 from .hashing import dump_vw, hash_feature, hash_features, iter_vw_chunks, load_vw
 from .sequences import (
-                        decode_sequences,
-                        dump_sequences,
-                        encode_sequences,
-                        load_sequences,
-                        make_splice_sites,
-                        splice_sequences,
+    decode_sequences,
+    dump_sequences,
+    encode_sequences,
+    load_sequences,
+    make_splice_sites,
+    splice_sequences,
 )
 from .stream import Chunk, Stream, cache_to_svmlight, write_cache
 from .svmlight import dump_svmlight, iter_svmlight_chunks, load_svmlight

@@ -167,7 +167,7 @@ def _emit_row(a, p0, p1, indices, data, degree, include_inputs, deg_off, out_col
             if s < 0:
                 break
             idx[s] += 1
-            idx[s + 1:t] = idx[s]
+            idx[s + 1 : t] = idx[s]
     return e
 
 
@@ -316,7 +316,7 @@ def fourier_dense(indptr, indices, data, omega, offset, scale):
 def fourier_block(indptr, indices, data, omega, offset, j0, m, scale):
     """CSC block of the m dense columns j0 .. j0+m-1 over all n rows."""
     n = indptr.shape[0] - 1
-    dense = fourier_dense(indptr, indices, data, omega[:, j0:j0 + m], offset[j0:j0 + m], scale)
+    dense = fourier_dense(indptr, indices, data, omega[:, j0 : j0 + m], offset[j0 : j0 + m], scale)
     vals = np.empty(n * m, dtype=np.float64)
     rows = np.empty(n * m, dtype=np.int32)
     for t in range(m):

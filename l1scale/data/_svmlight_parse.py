@@ -184,8 +184,11 @@ def _match_word(buf, pos, end, word):
 def _is_nonfinite_word(buf, pos, n):
     """True when buf[pos:] spells inf, infinity or nan (any case) up to a delimiter."""
     end = _skip_token(buf, pos, n)
-    return (_match_word(buf, pos, end, _WORD_INF) or _match_word(buf, pos, end, _WORD_INFINITY)
-            or _match_word(buf, pos, end, _WORD_NAN))
+    return (
+        _match_word(buf, pos, end, _WORD_INF)
+        or _match_word(buf, pos, end, _WORD_INFINITY)
+        or _match_word(buf, pos, end, _WORD_NAN)
+    )
 
 
 @njit(cache=True)
@@ -241,6 +244,7 @@ def parse_number(buf, pos, n):
     value, status = _decimal_to_float(man, exp10, dropped)
     return (-value if neg else value), pos, status
 
+
 # Error codes returned in st[S_ERR]; the driver maps them to messages.
 ERR_NONE = 0
 ERR_MISSING_LABEL = 1
@@ -263,6 +267,7 @@ _NO_INDEX = np.iinfo(np.int64).max
 # Largest index accepted; more digits than this are reported as a bad index.
 _INDEX_LIMIT = 10**17
 
+
 @njit(cache=True)
 def _skip_spaces(buf, pos, n):
     while pos < n and _is_space(buf[pos]):
@@ -280,8 +285,7 @@ def _next_line(buf, pos, n):
 
 @njit(cache=True)
 def _is_qid(buf, pos, n):
-    return (pos + 3 < n and buf[pos] == 113 and buf[pos + 1] == 105
-            and buf[pos + 2] == 100 and buf[pos + 3] == _COLON)
+    return pos + 3 < n and buf[pos] == 113 and buf[pos + 1] == 105 and buf[pos + 2] == 100 and buf[pos + 3] == _COLON
 
 
 @njit(cache=True)

@@ -45,8 +45,7 @@ def as_csr64(X) -> sp.csr_matrix:
     data = X.data.astype(np.float64, copy=False)
     if not np.isfinite(data).all():
         raise DataFormatError("X contains NaN or infinite values; svmlight cannot hold them")
-    return make_csr(data, X.indices.astype(np.int64, copy=False),
-                     X.indptr.astype(np.int64, copy=False), X.shape)
+    return make_csr(data, X.indices.astype(np.int64, copy=False), X.indptr.astype(np.int64, copy=False), X.shape)
 
 
 class SvmlightWriter:

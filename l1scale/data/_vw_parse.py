@@ -99,8 +99,12 @@ def murmur3_32(buf, start, end, seed):
     h = seed & _M32
     p = start
     for _ in range((end - start) // 4):
-        k = (np.uint64(buf[p]) | (np.uint64(buf[p + 1]) << _U8) | (np.uint64(buf[p + 2]) << _U16)
-             | (np.uint64(buf[p + 3]) << _U24))
+        k = (
+            np.uint64(buf[p])
+            | (np.uint64(buf[p + 1]) << _U8)
+            | (np.uint64(buf[p + 2]) << _U16)
+            | (np.uint64(buf[p + 3]) << _U24)
+        )
         h ^= _mix_k(k)
         h = _rotl32(h, _U13)
         h = (h * _U5 + _C3) & _M32
@@ -384,8 +388,7 @@ def finish_rows(data, indices, indptr, fix):
 
 
 @njit(**_JIT)
-def _parse_line(buf, pos, end, row, mask, hash_all, hash_seed, default_hash, st,
-                data, indices, labels, weights, slow):
+def _parse_line(buf, pos, end, row, mask, hash_all, hash_seed, default_hash, st, data, indices, labels, weights, slow):
     """Parse one non-blank line ``buf[pos:end]``. Returns whether a value is slow."""
     bar = pos
     while bar < end and buf[bar] != _BAR:
@@ -396,15 +399,28 @@ def _parse_line(buf, pos, end, row, mask, hash_all, hash_seed, default_hash, st,
     while pos < end and st[S_ERR] == ERR_NONE:  # here buf[pos] == '|'
         channel, scale, pos = _namespace(buf, pos + 1, end, st, hash_seed, default_hash, hash_all)
         if st[S_ERR] == ERR_NONE:
-            pos, value_slow = _features(buf, pos, end, row, channel, scale, mask, hash_all,
-                                        st, data, indices, slow)
+            pos, value_slow = _features(buf, pos, end, row, channel, scale, mask, hash_all, st, data, indices, slow)
             row_slow = row_slow or value_slow
     return row_slow
 
 
 @njit(**_JIT)
-def parse_block(buf, first_line, hash_bits, hash_all, hash_seed, default_hash,
-                data, indices, indptr, labels, weights, line_nos, slow, st):
+def parse_block(
+    buf,
+    first_line,
+    hash_bits,
+    hash_all,
+    hash_seed,
+    default_hash,
+    data,
+    indices,
+    indptr,
+    labels,
+    weights,
+    line_nos,
+    slow,
+    st,
+):
     """Parse whole lines of Vowpal Wabbit text into hashed CSR rows.
 
     Parameters
@@ -453,8 +469,9 @@ def parse_block(buf, first_line, hash_bits, hash_all, hash_seed, default_hash,
         while start < end and _is_space(buf[start]):
             start += 1
         if start < end:
-            row_slow = _parse_line(buf, pos, end, row, mask, hash_all, hash_seed, default_hash,
-                                   st, data, indices, labels, weights, slow)
+            row_slow = _parse_line(
+                buf, pos, end, row, mask, hash_all, hash_seed, default_hash, st, data, indices, labels, weights, slow
+            )
             if st[S_ERR] != ERR_NONE:
                 return row, line
             if not row_slow:

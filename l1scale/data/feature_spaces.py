@@ -49,8 +49,10 @@ def check_row_count(n) -> int:
     """``n`` as an int, or a ValueError when int32 row numbers cannot hold it (``MAX_ROWS``)."""
     n = int(n)
     if n > MAX_ROWS:
-        raise ValueError(f"a generated feature space takes at most 2**31 - 1 = {MAX_ROWS} examples (its column "
-                         f"blocks and feature cache hold int32 row numbers), got {n}: split the data")
+        raise ValueError(
+            f"a generated feature space takes at most 2**31 - 1 = {MAX_ROWS} examples (its column "
+            f"blocks and feature cache hold int32 row numbers), got {n}: split the data"
+        )
     return n
 
 
@@ -146,12 +148,14 @@ class FeatureSpace(BaseEstimator):
             return make_csr(data, indices, indptr, (prep.n, self.n_features_))
         columns = np.asarray(columns)
         if columns.ndim != 1 or (columns.size and not np.issubdtype(columns.dtype, np.integer)):
-            raise ValueError(f"columns must be a 1-D array of integers, got shape {columns.shape} "
-                             f"and dtype {columns.dtype}")
+            raise ValueError(
+                f"columns must be a 1-D array of integers, got shape {columns.shape} and dtype {columns.dtype}"
+            )
         columns = columns.astype(np.int64)
         if columns.size and (columns.min() < 0 or columns.max() >= self.n_features_):
-            raise ValueError(f"columns must be in 0..{self.n_features_ - 1}, got values from "
-                             f"{columns.min()} to {columns.max()}")
+            raise ValueError(
+                f"columns must be in 0..{self.n_features_ - 1}, got values from {columns.min()} to {columns.max()}"
+            )
         indptr, indices, data = self._select(prep, columns)
         return make_csr(data, indices, indptr, (prep.n, columns.shape[0]))
 
@@ -268,8 +272,9 @@ class DNAPatterns(FeatureSpace):
         else:
             pos = np.asarray(self.positions, dtype=np.int64).ravel()
             if pos.size == 0 or np.any(np.diff(pos) <= 0) or pos[0] < 0 or pos[-1] > L - d:
-                raise ValueError(f"positions must be increasing, unique, in 0..{L - d} (L={L}, d={d}); "
-                                 f"got {self.positions!r}")
+                raise ValueError(
+                    f"positions must be increasing, unique, in 0..{L - d} (L={L}, d={d}); got {self.positions!r}"
+                )
         self.positions_ = pos
         self.n_columns_per_position_ = 4 * 5 ** (d - 1)
         self._block_starts_ = np.arange(pos.size + 1, dtype=np.int64) * self.n_columns_per_position_
@@ -378,19 +383,30 @@ class Products(FeatureSpace):
     def _block(self, prep, k):
         indptr, indices, data, col_ptr, col_rows = prep.arrays
         j0, j1 = self.block_range(k)
-        return _k.products_block(indptr, indices, data, col_ptr, col_rows, k, int(self.degree),
-                                 bool(self.include_inputs), self._deg_off_[k], j1 - j0)
+        return _k.products_block(
+            indptr,
+            indices,
+            data,
+            col_ptr,
+            col_rows,
+            k,
+            int(self.degree),
+            bool(self.include_inputs),
+            self._deg_off_[k],
+            j1 - j0,
+        )
 
     def _rows(self, prep):
         indptr, indices, data = prep.arrays[:3]
-        return _k.products_rows(indptr, indices, data, int(self.degree), bool(self.include_inputs),
-                                self._deg_off_, self._block_starts_)
+        return _k.products_rows(
+            indptr, indices, data, int(self.degree), bool(self.include_inputs), self._deg_off_, self._block_starts_
+        )
 
     def _select(self, prep, columns):
         mono = np.full((columns.shape[0], int(self.degree)), -1, dtype=np.int64)
         for t, j in enumerate(columns):
             m = self.monomial(int(j))
-            mono[t, :len(m)] = m
+            mono[t, : len(m)] = m
         indptr, indices, data = prep.arrays[:3]
         return _k.products_select(indptr, indices, data, mono)
 
@@ -415,7 +431,12 @@ class Products(FeatureSpace):
         check_is_fitted(self, "n_features_")
         m = sorted(int(v) for v in monomial)
         t = len(m) - 1
-        if not 1 <= len(m) <= self.degree or m[0] < 0 or m[-1] >= self.n_inputs_ or (t == 0 and not self.include_inputs):
+        if (
+            not 1 <= len(m) <= self.degree
+            or m[0] < 0
+            or m[-1] >= self.n_inputs_
+            or (t == 0 and not self.include_inputs)
+        ):
             raise ValueError(f"{tuple(monomial)!r} is not a monomial of this space")
         a = m[0]
         rank = sum(_binom(v - a + i, i + 1) for i, v in enumerate(m[1:]))
@@ -429,8 +450,9 @@ class Products(FeatureSpace):
         """Exact bytes of block k's arrays (its nnz from a closed form, nothing generated)."""
         j0, j1 = self.block_range(k)
         indptr, indices, _, col_ptr, col_rows = self.prepare(raw).arrays
-        nnz = _k.products_block_nnz(indptr, indices, col_ptr, col_rows, int(k), int(self.degree),
-                                    bool(self.include_inputs))
+        nnz = _k.products_block_nnz(
+            indptr, indices, col_ptr, col_rows, int(k), int(self.degree), bool(self.include_inputs)
+        )
         return int(nnz * 12 + (j1 - j0 + 1) * 8)
 
 
@@ -495,8 +517,9 @@ class RandomFourier(FeatureSpace):
         return _k.fourier_block(*prep.arrays, self.omega_, self.offset_, j0, j1 - j0, self._scale())
 
     def _dense(self, prep, columns=None):
-        omega, offset = (self.omega_, self.offset_) if columns is None else (self.omega_[:, columns],
-                                                                               self.offset_[columns])
+        omega, offset = (
+            (self.omega_, self.offset_) if columns is None else (self.omega_[:, columns], self.offset_[columns])
+        )
         vals = _k.fourier_dense(*prep.arrays, omega, offset, self._scale())
         n, q = vals.shape
         return np.arange(n + 1, dtype=np.int64) * q, np.tile(np.arange(q, dtype=np.int64), n), vals.ravel()

@@ -160,8 +160,9 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
         def chunks():
             for chunk in stream:
                 if chunk.X.shape[1] != self.n_features_in_:
-                    raise ValueError(f"the stream has {chunk.X.shape[1]} features, the map was fitted on "
-                                     f"{self.n_features_in_}")
+                    raise ValueError(
+                        f"the stream has {chunk.X.shape[1]} features, the map was fitted on {self.n_features_in_}"
+                    )
                 yield Chunk(self._map(chunk.X), chunk.y, chunk.sample_weight)
 
         return Stream.from_generator(chunks, n_features=self.n_components)

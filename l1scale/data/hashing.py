@@ -176,8 +176,9 @@ def _hash_many(names, namespace, hash_bits, hash, hash_seed) -> np.ndarray:
     return out
 
 
-def hash_features(names, values=None, hash_bits: int = 18, *, namespace=None, hash: str = "strings",
-                  hash_seed: int = 0) -> sp.csr_matrix:
+def hash_features(
+    names, values=None, hash_bits: int = 18, *, namespace=None, hash: str = "strings", hash_seed: int = 0
+) -> sp.csr_matrix:
     """Hash rows of named features into a CSR matrix of width ``2**hash_bits``.
 
     Parameters
@@ -261,8 +262,22 @@ def _parse_text(buf, first_line: int, opt: _Options, name: str) -> tuple[_Block,
     line_nos = np.empty(n_lines + 1, dtype=np.int64)
     slow, st = np.empty((256, 5), dtype=np.int64), np.zeros(_k.N_SLOTS, dtype=np.int64)
     while True:
-        n_rows, line = _k.parse_block(buf, first_line, opt.hash_bits, opt.hash_all, opt.hash_seed, opt.default_hash,
-                                      data, indices, indptr, labels, weights, line_nos, slow, st)
+        n_rows, line = _k.parse_block(
+            buf,
+            first_line,
+            opt.hash_bits,
+            opt.hash_all,
+            opt.hash_seed,
+            opt.default_hash,
+            data,
+            indices,
+            indptr,
+            labels,
+            weights,
+            line_nos,
+            slow,
+            st,
+        )
         if st[_k.S_ERR] != _k.ERR_SLOW_FULL:
             break
         slow = np.empty((8 * slow.shape[0], 5), dtype=np.int64)  # rare: parse the block again
@@ -279,8 +294,14 @@ def _parse_text(buf, first_line: int, opt: _Options, name: str) -> tuple[_Block,
         fix = np.zeros(n_rows, dtype=np.bool_)
         fix[slow[slow[:, 0] == _k.SLOW_VALUE, 1]] = True
         nnz = int(_k.finish_rows(data, indices, indptr, fix))
-    block = _Block(data[:nnz], indices[:nnz], indptr, labels[:n_rows],
-                   weights[:n_rows] if st[_k.S_WEIGHTED] else None, line_nos[:n_rows])
+    block = _Block(
+        data[:nnz],
+        indices[:nnz],
+        indptr,
+        labels[:n_rows],
+        weights[:n_rows] if st[_k.S_WEIGHTED] else None,
+        line_nos[:n_rows],
+    )
     return block, line
 
 
@@ -300,8 +321,9 @@ def _convert_slow(buf, slow, data, labels, weights, line_nos, n_rows, last_line,
         else:
             value *= data[target]  # the kernel stored the namespace scale there
             if not math.isfinite(value):
-                raise DataFormatError(_MESSAGES[_k.ERR_NONFINITE_VALUE].format(name=_name_before(buf, start - 1)),
-                                      path=name, line=line)
+                raise DataFormatError(
+                    _MESSAGES[_k.ERR_NONFINITE_VALUE].format(name=_name_before(buf, start - 1)), path=name, line=line
+                )
             data[target] = value
 
 
@@ -332,8 +354,15 @@ def _to_chunk(block: _Block, width: int, dtype) -> Chunk:
     return Chunk(X, block.labels, block.weights)
 
 
-def iter_vw_chunks(path, *, hash_bits: int = 18, hash: str = "strings", hash_seed: int = 0,
-                   dtype=np.float64, chunk_bytes: int = 16 << 20) -> Iterator[Chunk]:
+def iter_vw_chunks(
+    path,
+    *,
+    hash_bits: int = 18,
+    hash: str = "strings",
+    hash_seed: int = 0,
+    dtype=np.float64,
+    chunk_bytes: int = 16 << 20,
+) -> Iterator[Chunk]:
     """Stream a Vowpal Wabbit text file as hashed row chunks in bounded memory.
 
     Parameters
@@ -362,8 +391,15 @@ def iter_vw_chunks(path, *, hash_bits: int = 18, hash: str = "strings", hash_see
     return (_to_chunk(b, 1 << opt.hash_bits, dtype) for b in _iter_blocks(path, opt, chunk_bytes))
 
 
-def load_vw(path, *, hash_bits: int = 18, hash: str = "strings", hash_seed: int = 0, dtype=np.float64,
-            return_line_numbers: bool = False):
+def load_vw(
+    path,
+    *,
+    hash_bits: int = 18,
+    hash: str = "strings",
+    hash_seed: int = 0,
+    dtype=np.float64,
+    return_line_numbers: bool = False,
+):
     """Load a whole Vowpal Wabbit text file (see :func:`iter_vw_chunks`).
 
     Returns
@@ -469,13 +505,19 @@ class _VWSource(_CachedFileSource):
             raise FileNotFoundError(2, "no such Vowpal Wabbit file", self.path)
         self.n_features = 1 << self.opt.hash_bits
         self.chunk_bytes = chunk_bytes
-        self.requested = {"format": "vw", "hash_bits": self.opt.hash_bits, "hash": hash,
-                          "hash_seed": int(hash_seed), "dtype": self.dtype.name}
+        self.requested = {
+            "format": "vw",
+            "hash_bits": self.opt.hash_bits,
+            "hash": hash,
+            "hash_seed": int(hash_seed),
+            "dtype": self.dtype.name,
+        }
         self.cache = None if cache is None else os.fspath(cache)
 
     def describe(self):
-        return (f"vw {self.path!r}, hash_bits={self.opt.hash_bits}"
-                + ("" if self.cache is None else f", cache={self.cache!r}"))
+        return f"vw {self.path!r}, hash_bits={self.opt.hash_bits}" + (
+            "" if self.cache is None else f", cache={self.cache!r}"
+        )
 
     def _parse(self):
         for block in _iter_blocks(self.path, self.opt, self.chunk_bytes):

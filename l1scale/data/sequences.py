@@ -52,7 +52,7 @@ def _encode_rows(seqs: list, error) -> np.ndarray:
     bad = np.flatnonzero(codes.ravel() == _BAD)
     if bad.size:
         i, pos = divmod(int(bad[0]), L)
-        ch = seqs[i][pos:pos + 1].decode("latin-1")
+        ch = seqs[i][pos : pos + 1].decode("latin-1")
         raise error(i, f"has character {ch!r} at position {pos}; expected one of A, C, G, T")
     return codes
 
@@ -84,8 +84,7 @@ def encode_sequences(seqs) -> np.ndarray:
         b = s.encode("utf-8")
         if len(b) != len(s):  # a non-ASCII letter: report it by its own character
             ch = next(c for c in s if ord(c) > 127)
-            raise ValueError(f"sequence {i} has character {ch!r} at position {s.index(ch)}; "
-                             "expected one of A, C, G, T")
+            raise ValueError(f"sequence {i} has character {ch!r} at position {s.index(ch)}; expected one of A, C, G, T")
         raw.append(b)
     return _encode_rows(raw, lambda i, what: ValueError(f"sequence {i} {what}"))
 
@@ -143,13 +142,15 @@ def load_sequences(path):
                     raise ValueError
                 label = float(parts[0])
             except ValueError:
-                raise DataFormatError(f"label {parts[0].decode('latin-1')!r} is not a number",
-                                      path=name, line=line_no) from None
+                raise DataFormatError(
+                    f"label {parts[0].decode('latin-1')!r} is not a number", path=name, line=line_no
+                ) from None
             if not np.isfinite(label):
                 raise DataFormatError("label is NaN or infinite", path=name, line=line_no)
             if seqs and len(parts[1]) != len(seqs[0]):
-                raise DataFormatError(f"sequence has length {len(parts[1])}, the first has length {len(seqs[0])}",
-                                      path=name, line=line_no)
+                raise DataFormatError(
+                    f"sequence has length {len(parts[1])}, the first has length {len(seqs[0])}", path=name, line=line_no
+                )
             labels.append(label)
             seqs.append(parts[1])
             line_nos.append(line_no)
@@ -278,7 +279,7 @@ def make_splice_sites(n, L=60, d_motif=12, positive_rate=0.01, decoy_rate=0.5, r
     pos = y > 0
     site = pos | ((rng.random(n) < decoy_rate) & ~pos)
     codes[site, s], codes[site, s + 1] = 0, 2  # A, G
-    tract = codes[:, s - d_motif:s]
+    tract = codes[:, s - d_motif : s]
     redraw = (rng.random(tract.shape) < 0.6) & pos[:, None]
     tract[redraw] = rng.choice(np.array([1, 3], dtype=np.uint8), size=int(redraw.sum()))  # a view: writes codes
     codes[pos & (rng.random(n) < 0.4), s + 2] = 2

@@ -76,8 +76,13 @@ def _as_chunk(item, where: str) -> Chunk:
         check_sparse_structure(X, where)  # before scipy converts it, trusting its indices
         X = sp.csr_matrix(X)
         data = X.data if X.dtype in (np.float32, np.float64) else X.data.astype(np.float64)
-        X = make_csr(data, X.indices.astype(np.int64, copy=False), X.indptr.astype(np.int64, copy=False),
-                     X.shape, sorted_indices=X.has_sorted_indices)
+        X = make_csr(
+            data,
+            X.indices.astype(np.int64, copy=False),
+            X.indptr.astype(np.int64, copy=False),
+            X.shape,
+            sorted_indices=X.has_sorted_indices,
+        )
     else:
         X = np.asarray(X)
         if X.ndim != 2:
@@ -145,12 +150,15 @@ class Stream:
         self.passes += 1
 
     def __repr__(self):
-        return (f"Stream({self._source.describe()}, n_features={self.n_features}, "
-                f"n_samples={self.n_samples}, passes={self.passes})")
+        return (
+            f"Stream({self._source.describe()}, n_features={self.n_features}, "
+            f"n_samples={self.n_samples}, passes={self.passes})"
+        )
 
     @classmethod
-    def from_svmlight(cls, path, *, n_features=None, zero_based="auto", dtype=np.float64,
-                      chunk_bytes: int = 16 << 20, cache=None) -> Stream:
+    def from_svmlight(
+        cls, path, *, n_features=None, zero_based="auto", dtype=np.float64, chunk_bytes: int = 16 << 20, cache=None
+    ) -> Stream:
         """Stream an svmlight file (plain, .gz, .bz2 or .xz).
 
         Parameters
@@ -172,8 +180,17 @@ class Stream:
         return cls(_SvmlightSource(path, n_features, zero_based, dtype, chunk_bytes, cache))
 
     @classmethod
-    def from_vw(cls, path, hash_bits: int = 18, *, hash: str = "strings", hash_seed: int = 0,
-                dtype=np.float64, chunk_bytes: int = 16 << 20, cache=None) -> Stream:
+    def from_vw(
+        cls,
+        path,
+        hash_bits: int = 18,
+        *,
+        hash: str = "strings",
+        hash_seed: int = 0,
+        dtype=np.float64,
+        chunk_bytes: int = 16 << 20,
+        cache=None,
+    ) -> Stream:
         """Stream a Vowpal Wabbit text file (plain, .gz, .bz2 or .xz), its feature
         names hashed into ``n_features = 2**hash_bits`` columns.
 
@@ -256,7 +273,9 @@ class _ArraySource:
             X = X.astype(np.float64)
         self.X, self.chunk_rows, self.n_features = X, chunk_rows, X.shape[1]
         self.y = _as_vector(y, X.shape[0], "y", "from_arrays")
-        self.w = None if sample_weight is None else _as_vector(sample_weight, X.shape[0], "sample_weight", "from_arrays")
+        self.w = (
+            None if sample_weight is None else _as_vector(sample_weight, X.shape[0], "sample_weight", "from_arrays")
+        )
 
     def describe(self):
         return f"arrays {type(self.X).__name__}"
@@ -267,8 +286,12 @@ class _ArraySource:
             b = min(n, a + self.chunk_rows)
             if sp.issparse(X):
                 lo, hi = X.indptr[a], X.indptr[b]
-                Xc = make_csr(X.data[lo:hi], X.indices[lo:hi].astype(np.int64, copy=False),
-                              (X.indptr[a : b + 1] - lo).astype(np.int64, copy=False), (b - a, X.shape[1]))
+                Xc = make_csr(
+                    X.data[lo:hi],
+                    X.indices[lo:hi].astype(np.int64, copy=False),
+                    (X.indptr[a : b + 1] - lo).astype(np.int64, copy=False),
+                    (b - a, X.shape[1]),
+                )
             else:
                 Xc = np.ascontiguousarray(X[a:b])
             yield Chunk(Xc, self.y[a:b], None if self.w is None else self.w[a:b])
@@ -301,8 +324,9 @@ class _CacheSource:
         if n_features is not None:
             n_features = _svm._check_n_features(n_features)
             if n_features < self.n_features:
-                raise DataFormatError(f"the cache has {self.n_features} features, more than "
-                                      f"n_features={n_features}", path=self.directory)
+                raise DataFormatError(
+                    f"the cache has {self.n_features} features, more than n_features={n_features}", path=self.directory
+                )
             self.n_features = n_features
 
     def describe(self):
@@ -371,7 +395,8 @@ class _SvmlightSource(_CachedFileSource):
     def _resolve(self):
         if not self._resolved:  # pre-scan once per Stream, not once per pass
             self.zero_based, self.n_features = _svm.resolve_layout(
-                self.path, self.zero_based, self.n_features, self.chunk_bytes, need_width=True)
+                self.path, self.zero_based, self.n_features, self.chunk_bytes, need_width=True
+            )
             self._resolved = True
 
     def label_blocks(self):
@@ -384,8 +409,7 @@ class _SvmlightSource(_CachedFileSource):
 
     def _parse(self):
         self._resolve()
-        for X, y in _svm._iter_chunks(self.path, self.n_features, self.zero_based, self.dtype,
-                                      self.chunk_bytes, None):
+        for X, y in _svm._iter_chunks(self.path, self.n_features, self.zero_based, self.dtype, self.chunk_bytes, None):
             yield Chunk(X, y)
 
 
@@ -424,8 +448,10 @@ def _meta_problem(meta):
             return f"{key} is {meta.get(key)!r}, not a count"
     checksums = meta.get("crc32")
     if checksums is not None and not (
-            isinstance(checksums, list) and len(checksums) == meta["n_chunks"]
-            and all(isinstance(c, dict) and all(_is_count(v) for v in c.values()) for c in checksums)):
+        isinstance(checksums, list)
+        and len(checksums) == meta["n_chunks"]
+        and all(isinstance(c, dict) and all(_is_count(v) for v in c.values()) for c in checksums)
+    ):
         return "crc32 is not one table of checksums per chunk"
     return None
 
@@ -446,8 +472,9 @@ def _iter_cache(directory, meta, n_features=None):
         rows += chunk.X.shape[0]
         yield chunk
     if rows != meta["n_samples"]:
-        raise DataFormatError(f"the chunks hold {rows} rows, meta.json says {meta['n_samples']}",
-                              path=os.path.join(directory, _META))
+        raise DataFormatError(
+            f"the chunks hold {rows} rows, meta.json says {meta['n_samples']}", path=os.path.join(directory, _META)
+        )
 
 
 def _load_chunk(directory, i, width, checksums) -> Chunk:
@@ -467,8 +494,9 @@ def _load_chunk(directory, i, width, checksums) -> Chunk:
         except Exception as e:  # a damaged .npy header can raise almost anything
             raise DataFormatError(f"unreadable cache chunk ({type(e).__name__}: {e})", path=path) from e
         if checksums is not None and zlib.crc32(_bytes_of(array)) != checksums.get(name):
-            raise DataFormatError("cache chunk is corrupted (its CRC-32 differs from meta.json's); "
-                                  "rebuild the cache", path=path)
+            raise DataFormatError(
+                "cache chunk is corrupted (its CRC-32 differs from meta.json's); rebuild the cache", path=path
+            )
         if array.ndim != 1:
             raise DataFormatError(f"cache chunk array must be one-dimensional, got shape {array.shape}", path=path)
         arrays[name] = array
@@ -476,13 +504,22 @@ def _load_chunk(directory, i, width, checksums) -> Chunk:
     path = _chunk_file(directory, i, "indices")
     if data.dtype not in (np.float32, np.float64):
         raise DataFormatError(f"cache values must be float32 or float64, got {data.dtype}", path=path)
-    check_compressed(data, indices, indptr, np.shape(indptr)[0] - 1, width,
-                     name=f"chunk {i} (read {width} features wide, as meta.json or n_features says)", path=path)
+    check_compressed(
+        data,
+        indices,
+        indptr,
+        np.shape(indptr)[0] - 1,
+        width,
+        name=f"chunk {i} (read {width} features wide, as meta.json or n_features says)",
+        path=path,
+    )
     rows = indptr.shape[0] - 1
     for name, v in (("y", y), ("sample_weight", w)):
         if v is not None and (v.ndim != 1 or v.shape[0] != rows or not np.issubdtype(v.dtype, np.number)):
-            raise DataFormatError(f"{name} must be {rows} numbers (one per row), got {v.dtype} of shape {v.shape}",
-                                  path=_chunk_file(directory, i, name))
+            raise DataFormatError(
+                f"{name} must be {rows} numbers (one per row), got {v.dtype} of shape {v.shape}",
+                path=_chunk_file(directory, i, name),
+            )
     for name, v in (("data", data), ("y", y), ("sample_weight", w)):
         if v is not None:
             check_finite(v, f"{name} of cache chunk {i}", path=_chunk_file(directory, i, name))
@@ -515,9 +552,13 @@ class _CacheWriter:
 
     def add(self, chunk: Chunk) -> None:
         X = chunk.X if sp.issparse(chunk.X) else sp.csr_matrix(chunk.X)
-        arrays = {"data": X.data, "indices": X.indices.astype(np.int64, copy=False),
-                  "indptr": X.indptr.astype(np.int64, copy=False), "y": np.asarray(chunk.y),
-                  "sample_weight": chunk.sample_weight}
+        arrays = {
+            "data": X.data,
+            "indices": X.indices.astype(np.int64, copy=False),
+            "indptr": X.indptr.astype(np.int64, copy=False),
+            "y": np.asarray(chunk.y),
+            "sample_weight": chunk.sample_weight,
+        }
         checksums = {}
         for name, array in arrays.items():
             if array is not None:
@@ -533,10 +574,17 @@ class _CacheWriter:
         self.width = max(self.width, X.shape[1])
 
     def finish(self, n_features, *, source=None, params=None) -> None:
-        meta = {"format": CACHE_FORMAT, "version": CACHE_VERSION,
-                "n_features": int(self.width if n_features is None else n_features),
-                "n_samples": self.n_samples, "n_chunks": self.n_chunks, "nnz": self.nnz,
-                "source": source, "params": params, "crc32": self.checksums}
+        meta = {
+            "format": CACHE_FORMAT,
+            "version": CACHE_VERSION,
+            "n_features": int(self.width if n_features is None else n_features),
+            "n_samples": self.n_samples,
+            "n_chunks": self.n_chunks,
+            "nnz": self.nnz,
+            "source": source,
+            "params": params,
+            "crc32": self.checksums,
+        }
         with atomic_file(os.path.join(self.directory, _META)) as f:
             f.write(json.dumps(meta, indent=1).encode())
 

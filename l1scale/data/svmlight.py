@@ -167,8 +167,7 @@ def _parse_text(buf, first_line: int, strict: bool, name: str) -> tuple[_Block, 
     labels = np.empty(n_lines + 1, dtype=np.float64)
     line_nos = np.empty(n_lines + 1, dtype=np.int64)
     slow = np.empty((0, 3), dtype=np.int64)
-    n_rows, line, slow, st = _k.parse_block(buf, first_line, strict, data, indices, indptr,
-                                            labels, line_nos, slow)
+    n_rows, line, slow, st = _k.parse_block(buf, first_line, strict, data, indices, indptr, labels, line_nos, slow)
     # Slow tokens all precede a kernel error: convert them first so the first bad line is reported.
     block = _Block(data, indices, indptr[: n_rows + 1], labels, line_nos[:n_rows])
     _convert_slow(buf, slow[: st[_k.S_NSLOW]], block, int(line), name)
@@ -216,8 +215,9 @@ def _iter_blocks(source, chunk_bytes: int, strict: bool) -> Iterator[tuple[_Bloc
     """Parse a file block by block, in order: (block with raw indices, min index, max index)."""
     name = _source_name(source)
     with _open_source(source) as f:
-        for block, _, lo, hi in _in_order(_iter_text(f, chunk_bytes),
-                                          lambda buf, line: _parse_text(buf, line, strict, name)):
+        for block, _, lo, hi in _in_order(
+            _iter_text(f, chunk_bytes), lambda buf, line: _parse_text(buf, line, strict, name)
+        ):
             yield block, lo, hi
 
 
@@ -285,8 +285,10 @@ def _prescan(source, chunk_bytes: int, need_max: bool) -> tuple[int, int]:
     """Smallest and largest raw index in the file (early stop at 0 unless need_max)."""
     is_object = hasattr(source, "read")
     if is_object and not source.seekable():
-        raise ValueError(f"{_source_name(source)}: zero_based='auto' needs a second pass over "
-                         "the data; pass zero_based=True/False (and n_features) for a non-seekable input")
+        raise ValueError(
+            f"{_source_name(source)}: zero_based='auto' needs a second pass over "
+            "the data; pass zero_based=True/False (and n_features) for a non-seekable input"
+        )
     start = source.tell() if is_object else None
     lo, hi = _k._NO_INDEX, -1
     with _open_source(source) as f:
@@ -300,8 +302,7 @@ def _prescan(source, chunk_bytes: int, need_max: bool) -> tuple[int, int]:
     return lo, hi
 
 
-def resolve_layout(source, zero_based="auto", n_features=None, chunk_bytes: int = 16 << 20,
-                   need_width: bool = False):
+def resolve_layout(source, zero_based="auto", n_features=None, chunk_bytes: int = 16 << 20, need_width: bool = False):
     """Decide ``zero_based`` and the width before streaming ``source``.
 
     Returns ``(zero_based: bool, n_features: int or None)``. Pre-scans the file
@@ -355,9 +356,11 @@ def _to_columns(block: _Block, offset: int, n_features, name: str) -> None:
         k = int(np.argmax(bad))
         row = int(np.searchsorted(block.indptr, k, "right")) - 1
         raw = int(block.indices[k]) + offset
-        raise DataFormatError(f"feature index {raw} exceeds n_features={n_features}"
-                              + (" (one-based file)" if offset else ""),
-                              path=name, line=int(block.line_nos[row]))
+        raise DataFormatError(
+            f"feature index {raw} exceeds n_features={n_features}" + (" (one-based file)" if offset else ""),
+            path=name,
+            line=int(block.line_nos[row]),
+        )
 
 
 def _concat(blocks: list) -> _Block:
@@ -368,8 +371,11 @@ def _concat(blocks: list) -> _Block:
         return _Block(empty_f, empty_i, np.zeros(1, dtype=np.int64), empty_f, empty_i)
     shifts = np.cumsum([0] + [b.indptr[-1] for b in blocks[:-1]])
     indptr = np.concatenate([blocks[0].indptr[:1]] + [b.indptr[1:] + s for b, s in zip(blocks, shifts)])
-    return _Block(*(np.concatenate([getattr(b, f) for b in blocks]) for f in ("data", "indices")),
-                  indptr, *(np.concatenate([getattr(b, f) for b in blocks]) for f in ("labels", "line_nos")))
+    return _Block(
+        *(np.concatenate([getattr(b, f) for b in blocks]) for f in ("data", "indices")),
+        indptr,
+        *(np.concatenate([getattr(b, f) for b in blocks]) for f in ("labels", "line_nos")),
+    )
 
 
 def _rebatch(blocks: Iterator[_Block], chunk_rows: int) -> Iterator[_Block]:
@@ -392,12 +398,14 @@ def _rebatch(blocks: Iterator[_Block], chunk_rows: int) -> Iterator[_Block]:
 
 def _slice(block: _Block, a: int, b: int) -> _Block:
     lo, hi = block.indptr[a], block.indptr[b]
-    return _Block(block.data[lo:hi], block.indices[lo:hi], block.indptr[a : b + 1] - lo,
-                  block.labels[a:b], block.line_nos[a:b])
+    return _Block(
+        block.data[lo:hi], block.indices[lo:hi], block.indptr[a : b + 1] - lo, block.labels[a:b], block.line_nos[a:b]
+    )
 
 
-def iter_svmlight_chunks(path, *, n_features=None, zero_based="auto", dtype=np.float64,
-                         chunk_bytes: int = 16 << 20, chunk_rows=None):
+def iter_svmlight_chunks(
+    path, *, n_features=None, zero_based="auto", dtype=np.float64, chunk_bytes: int = 16 << 20, chunk_rows=None
+):
     """Stream an svmlight file as row chunks in bounded memory.
 
     Parameters
@@ -456,8 +464,9 @@ def _iter_chunks(path, n_features, zero_based, dtype, chunk_bytes, chunk_rows):
         yield make_csr(block.data.astype(dtype, copy=False), block.indices, block.indptr, shape), block.labels
 
 
-def load_svmlight(path, *, n_features=None, zero_based="auto", dtype=np.float64,
-                  return_line_numbers=False, return_zero_based=False):
+def load_svmlight(
+    path, *, n_features=None, zero_based="auto", dtype=np.float64, return_line_numbers=False, return_zero_based=False
+):
     """Load a whole svmlight file.
 
     Parameters

@@ -38,8 +38,9 @@ _LINKS = ("logistic", "probit")
 # chunks: the one-shot and the chunked generators agree row for row.
 _BLOCK = 4096
 _PILOT = 4096  # rows used to centre and scale the planted coefficients
-_TEXT_DEFAULTS = dict(nnz_per_row=50, n_informative=100, power=1.1, link="logistic", noise=0.0,
-                      margin_std=3.0, intercept=0.0)
+_TEXT_DEFAULTS = dict(
+    nnz_per_row=50, n_informative=100, power=1.1, link="logistic", noise=0.0, margin_std=3.0, intercept=0.0
+)
 
 
 def _seed_entropy(random_state):
@@ -71,8 +72,7 @@ def _check_count(value, name, minimum=0):
     return int(value)
 
 
-def make_bm_simulated(n_samples=10000, *, link="probit", add_intercept=True, random_state=None,
-                      return_coef=False):
+def make_bm_simulated(n_samples=10000, *, link="probit", add_intercept=True, random_state=None, return_coef=False):
     """Simulated data of Balakrishnan & Madigan (2008), section 7.
 
     The paper: "d = 11, t = 10,000 ... a probit or logistic regression model with
@@ -195,8 +195,7 @@ class _Buf:
 class _SparseText:
     """One sparse-text distribution and its planted model, frozen at creation."""
 
-    def __init__(self, n_features, random_state, nnz_per_row, n_informative, power, link, noise,
-                 margin_std, intercept):
+    def __init__(self, n_features, random_state, nnz_per_row, n_informative, power, link, noise, margin_std, intercept):
         self.d = d = _check_count(n_features, "n_features", 1)
         if not 0 < nnz_per_row < d:
             raise ValueError(f"nnz_per_row must be in (0, n_features={d}), got {nnz_per_row}")
@@ -255,8 +254,7 @@ class _SparseText:
         e = rng.standard_exponential(int(lengths.sum()) + n_rows)
         buf.reserve(off + e.size - n_rows)  # the kernel needs room for tokens, not just nnz
         indptr = np.empty(n_rows + 1, dtype=np.int64)
-        _text_rows(lengths, e, self.d, self.power, self.cdf, self.idf, indptr,
-                   buf.indices[off:], buf.data[off:])
+        _text_rows(lengths, e, self.d, self.power, self.cdf, self.idf, indptr, buf.indices[off:], buf.data[off:])
         return indptr
 
     def block(self, b, buf, off):
@@ -309,9 +307,20 @@ def _make_text_gen(n_features, random_state, kwargs):
     return _SparseText(n_features, random_state, **{**_TEXT_DEFAULTS, **kwargs})
 
 
-def make_sparse_text(n_samples, n_features, *, nnz_per_row=50, n_informative=100, power=1.1,
-                     link="logistic", noise=0.0, margin_std=3.0, intercept=0.0,
-                     random_state=None, return_coef=False):
+def make_sparse_text(
+    n_samples,
+    n_features,
+    *,
+    nnz_per_row=50,
+    n_informative=100,
+    power=1.1,
+    link="logistic",
+    noise=0.0,
+    margin_std=3.0,
+    intercept=0.0,
+    random_state=None,
+    return_coef=False,
+):
     """Bag-of-words-like sparse classification data with a planted sparse model.
 
     Each row has a Poisson number of tokens drawn i.i.d. from a Zipf law; its
@@ -353,17 +362,14 @@ def make_sparse_text(n_samples, n_features, *, nnz_per_row=50, n_informative=100
     w_true : ndarray of shape (n_features,), only when ``return_coef`` is True
     """
     n_samples = _check_count(n_samples, "n_samples")
-    gen = _SparseText(n_features, random_state, nnz_per_row, n_informative, power, link, noise,
-                      margin_std, intercept)
+    gen = _SparseText(n_features, random_state, nnz_per_row, n_informative, power, link, noise, margin_std, intercept)
     # Room for the expected nnz plus one block of raw tokens: the output is
     # written once, in place, without concatenation.
-    X, y = gen.rows(0, n_samples, int(1.01 * n_samples * nnz_per_row
-                                      + 1.2 * _BLOCK * gen.tokens_per_row))
+    X, y = gen.rows(0, n_samples, int(1.01 * n_samples * nnz_per_row + 1.2 * _BLOCK * gen.tokens_per_row))
     return (X, y, gen.coef.copy()) if return_coef else (X, y)
 
 
-def iter_sparse_text_chunks(n_samples, n_features, *, chunk_rows=10000, random_state=None,
-                            **kwargs):
+def iter_sparse_text_chunks(n_samples, n_features, *, chunk_rows=10000, random_state=None, **kwargs):
     """:func:`make_sparse_text` data as a generator of (X_chunk, y_chunk), in bounded memory.
 
     One chunk (plus one internal block) is alive at a time, so a stream ten

@@ -50,8 +50,9 @@ def check_compressed(data, indices, indptr, n_major: int, n_minor: int, *, name:
     if indptr.shape[0] != n_major + 1:
         _fail(f"indptr has {indptr.shape[0]} entries, {n_major + 1} expected", name, path)
     if indptr[0] != 0 or indptr[-1] != data.shape[0]:
-        _fail(f"indptr runs from {indptr[0]} to {indptr[-1]}, not from 0 to the {data.shape[0]} stored values",
-              name, path)
+        _fail(
+            f"indptr runs from {indptr[0]} to {indptr[-1]}, not from 0 to the {data.shape[0]} stored values", name, path
+        )
     if n_major > 0 and np.any(indptr[1:] < indptr[:-1]):
         at = int(np.flatnonzero(indptr[1:] < indptr[:-1])[0])
         _fail(f"indptr decreases after entry {at} ({indptr[at]} then {indptr[at + 1]})", name, path)
@@ -83,13 +84,24 @@ def check_sparse_structure(X, name: str = "X", path=None) -> None:
         block_rows, block_cols = X.blocksize
         if np.ndim(X.data) != 3 or X.data.shape[1:] != (block_rows, block_cols):
             _fail(f"BSR blocks have shape {np.shape(X.data)[1:]}, not {X.blocksize}", name, path)
-        check_compressed(np.empty(X.data.shape[0]), X.indices, X.indptr, n_rows // block_rows,
-                         n_cols // block_cols, name=f"{name} (bsr)", path=path)
+        check_compressed(
+            np.empty(X.data.shape[0]),
+            X.indices,
+            X.indptr,
+            n_rows // block_rows,
+            n_cols // block_cols,
+            name=f"{name} (bsr)",
+            path=path,
+        )
     elif fmt == "coo":
         rows, cols = X.coords if hasattr(X, "coords") else (X.row, X.col)
         if not (rows.shape == cols.shape == X.data.shape):
-            _fail(f"coo arrays disagree in length ({rows.shape[0]} rows, {cols.shape[0]} columns, "
-                  f"{X.data.shape[0]} values)", name, path)
+            _fail(
+                f"coo arrays disagree in length ({rows.shape[0]} rows, {cols.shape[0]} columns, "
+                f"{X.data.shape[0]} values)",
+                name,
+                path,
+            )
         for what, index, width in (("row", rows, n_rows), ("column", cols, n_cols)):
             if index.shape[0] and (index.min() < 0 or index.max() >= width):
                 bad = int(index.min() if index.min() < 0 else index.max())

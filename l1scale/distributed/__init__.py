@@ -22,5 +22,13 @@ from .io import write_parquet, write_partitions
 from .problem import DaskProblem
 from .solve import connect, distributed_solver, solve
 
-__all__ = ["DaskDataset", "DaskProblem", "DistributedError", "connect", "distributed_solver", "solve",
-           "write_parquet", "write_partitions"]
+__all__ = [
+    "DaskDataset",
+    "DaskProblem",
+    "DistributedError",
+    "connect",
+    "distributed_solver",
+    "solve",
+    "write_parquet",
+    "write_partitions",
+]

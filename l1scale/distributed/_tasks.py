@@ -104,15 +104,15 @@ def _parquet_chunks(path, n_features, batch_rows=65536):
 def open_partition(spec: PartitionSpec) -> Stream:
     """A Stream reading the partition from its source (on the worker)."""
     if spec.kind == "svmlight":
-        return Stream.from_svmlight(spec.source, n_features=spec.n_features, zero_based=spec.zero_based,
-                                    chunk_bytes=spec.chunk_bytes)
+        return Stream.from_svmlight(
+            spec.source, n_features=spec.n_features, zero_based=spec.zero_based, chunk_bytes=spec.chunk_bytes
+        )
     if spec.kind == "cache":
         return Stream.from_cache(spec.source, n_features=spec.n_features)
     if spec.kind == "parquet":
         if not os.path.exists(spec.source):
             raise FileNotFoundError(errno.ENOENT, "no such parquet file", spec.source)
-        return Stream.from_generator(lambda: _parquet_chunks(spec.source, spec.n_features),
-                                     n_features=spec.n_features)
+        return Stream.from_generator(lambda: _parquet_chunks(spec.source, spec.n_features), n_features=spec.n_features)
     raise ValueError(f"{spec.describe()}: a computed partition has no source to read again")
 
 
@@ -140,11 +140,14 @@ def _named(spec: PartitionSpec, exc: BaseException) -> BaseException:
     """The error of a task on ``spec``, saying which partition and which worker."""
     where = f"{spec.describe()} on worker {_worker_name()}"
     if isinstance(exc, MemoryError):
-        return MemoryError(f"{where} ran out of memory ({exc}); read it at every pass (persist=False), "
-                           "split the data into smaller partitions, or give the workers more memory")
+        return MemoryError(
+            f"{where} ran out of memory ({exc}); read it at every pass (persist=False), "
+            "split the data into smaller partitions, or give the workers more memory"
+        )
     if isinstance(exc, FileNotFoundError):
-        return FileNotFoundError(errno.ENOENT, f"{where}: no such file (the workers must see the same paths)",
-                                 exc.filename or spec.source)
+        return FileNotFoundError(
+            errno.ENOENT, f"{where}: no such file (the workers must see the same paths)", exc.filename or spec.source
+        )
     return exc
 
 
@@ -207,8 +210,16 @@ def scan(stream: Stream) -> StreamScan:
 def local_problem(stream: Stream, spec: ProblemSpec) -> StreamProblem:
     """The driver's problem restricted to this partition's rows (no pass is made: the scan is
     the whole data set's). lam is a placeholder: the map steps do not use the penalty."""
-    return StreamProblem(stream, spec.loss, 1.0, l1_ratio=spec.l1_ratio, fit_intercept=spec.fit_intercept,
-                         positive_class=spec.positive_class, class_weight=spec.class_weight, scan=spec.scan)
+    return StreamProblem(
+        stream,
+        spec.loss,
+        1.0,
+        l1_ratio=spec.l1_ratio,
+        fit_intercept=spec.fit_intercept,
+        positive_class=spec.positive_class,
+        class_weight=spec.class_weight,
+        scan=spec.scan,
+    )
 
 
 def sketch_pass(stream, spec: ProblemSpec, point, sparse_sketch):
@@ -230,8 +241,11 @@ def gradient_at(stream, spec: ProblemSpec, b0):
     problem = local_problem(stream, spec)
     grad = np.zeros(problem.n_features)
     for rows, y, s, _ in problem.chunks():
-        X = (rows.data.reshape(rows.shape) if rows.dense
-             else sp.csr_matrix((rows.data, rows.indices, rows.indptr), shape=rows.shape))
+        X = (
+            rows.data.reshape(rows.shape)
+            if rows.dense
+            else sp.csr_matrix((rows.data, rows.indices, rows.indptr), shape=rows.shape)
+        )
         grad += X.T @ (s * problem.loss.derivative(y, np.full(y.shape[0], b0)))
     return grad
 

@@ -72,11 +72,16 @@ def _combine_scans(scans, n_features) -> StreamScan:
     if regression or len(table) > 1000:
         table = {}
     keys = sorted(table)
-    return StreamScan(sum(s.n_samples for s in scans), int(n_features), np.array(keys, dtype=np.float64),
-                      np.array([table[k][0] for k in keys], dtype=np.int64),
-                      np.array([table[k][1] for k in keys], dtype=np.float64),
-                      float(sum(s.weight_sum for s in scans)), float(sum(s.label_weighted_sum for s in scans)),
-                      int(sum(s.nnz for s in scans)))
+    return StreamScan(
+        sum(s.n_samples for s in scans),
+        int(n_features),
+        np.array(keys, dtype=np.float64),
+        np.array([table[k][0] for k in keys], dtype=np.int64),
+        np.array([table[k][1] for k in keys], dtype=np.float64),
+        float(sum(s.weight_sum for s in scans)),
+        float(sum(s.label_weighted_sum for s in scans)),
+        int(sum(s.nnz for s in scans)),
+    )
 
 
 class DaskDataset:
@@ -106,16 +111,26 @@ class DaskDataset:
         self.partitions = list(specs)
         self._data = [None] * len(self.partitions)
         if computed is not None:  # a dask collection: its partitions are only ever in memory
-            self._data = [client.submit(_tasks.load, spec, c, key=self._key("load", spec.index))
-                          for spec, c in zip(self.partitions, computed)]
+            self._data = [
+                client.submit(_tasks.load, spec, c, key=self._key("load", spec.index))
+                for spec, c in zip(self.partitions, computed)
+            ]
             width = self.partitions[0].n_features
             if width is None:
-                width = max(self.gather([client.submit(_tasks.chunks_width, data, key=self._key("width", i))
-                                         for i, data in enumerate(self._data)]))
+                width = max(
+                    self.gather(
+                        [
+                            client.submit(_tasks.chunks_width, data, key=self._key("width", i))
+                            for i, data in enumerate(self._data)
+                        ]
+                    )
+                )
             self.partitions = [s._replace(n_features=width) for s in self.partitions]
             # Narrower partitions are widened (trailing zero columns) where they are held.
-            self._data = [client.submit(_tasks.load, spec, data, key=self._key("widen", spec.index))
-                          for spec, data in zip(self.partitions, self._data)]
+            self._data = [
+                client.submit(_tasks.load, spec, data, key=self._key("widen", spec.index))
+                for spec, data in zip(self.partitions, self._data)
+            ]
             persist = True
         elif persist not in (True, False, "auto"):
             raise ValueError(f"persist must be True, False or 'auto', got {persist!r}")
@@ -131,8 +146,18 @@ class DaskDataset:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_files(cls, paths, client=None, *, n_features=None, zero_based="auto", persist="auto",
-                   memory_fraction=0.5, chunk_bytes=16 << 20, timeout=None) -> DaskDataset:
+    def from_files(
+        cls,
+        paths,
+        client=None,
+        *,
+        n_features=None,
+        zero_based="auto",
+        persist="auto",
+        memory_fraction=0.5,
+        chunk_bytes=16 << 20,
+        timeout=None,
+    ) -> DaskDataset:
         """One partition per file: svmlight (plain, .gz, .bz2, .xz), chunk-cache directories
         or parquet files (``.parquet``: columns label, indices, values [, weight]).
 
@@ -154,8 +179,9 @@ class DaskDataset:
         """
         client = _client(client)
         files = _expand(paths)
-        specs = [_tasks.PartitionSpec(i, _kind(p), p, n_features, zero_based, int(chunk_bytes))
-                 for i, p in enumerate(files)]
+        specs = [
+            _tasks.PartitionSpec(i, _kind(p), p, n_features, zero_based, int(chunk_bytes)) for i, p in enumerate(files)
+        ]
         svm = [s for s in specs if s.kind == "svmlight"]
         if svm and (zero_based == "auto" or n_features is None):
             # The index base and the width are properties of the whole data set: every
@@ -200,8 +226,10 @@ class DaskDataset:
         return self.scan.n_samples
 
     def __repr__(self):
-        return (f"DaskDataset({self.n_partitions} partitions, n_samples={self.scan.n_samples}, "
-                f"n_features={self.n_features}, nnz={self.scan.nnz}, persisted={self.persisted})")
+        return (
+            f"DaskDataset({self.n_partitions} partitions, n_samples={self.scan.n_samples}, "
+            f"n_features={self.n_features}, nnz={self.scan.nnz}, persisted={self.persisted})"
+        )
 
     def _key(self, what, index):
         return _key(what, index)
@@ -209,16 +237,21 @@ class DaskDataset:
     def map(self, fn, *args, what="pass") -> list:
         """Futures of ``fn(stream, *args)`` on every partition (``stream``: the partition as a
         Stream, read on the worker). Large arguments should be futures (``client.scatter``)."""
-        return [self.client.submit(_tasks.apply, data, spec, fn, *args, key=self._key(what, spec.index))
-                for data, spec in zip(self._data, self.partitions)]
+        return [
+            self.client.submit(_tasks.apply, data, spec, fn, *args, key=self._key(what, spec.index))
+            for data, spec in zip(self._data, self.partitions)
+        ]
 
     def tree_reduce(self, futures, split_every=8):
         """The future of the sum of ``futures``: sums of ``split_every`` at a time, on the workers."""
         level = 0
         while len(futures) > 1:
-            futures = [self.client.submit(_tasks.add, *futures[i:i + split_every],
-                                          key=f"l1scale-sum{level}-g{i}-{uuid.uuid4().hex[:12]}")
-                       for i in range(0, len(futures), split_every)]
+            futures = [
+                self.client.submit(
+                    _tasks.add, *futures[i : i + split_every], key=f"l1scale-sum{level}-g{i}-{uuid.uuid4().hex[:12]}"
+                )
+                for i in range(0, len(futures), split_every)
+            ]
             level += 1
         return futures[0]
 
@@ -235,8 +268,9 @@ class DaskDataset:
         try:
             wait(futures, timeout=self.timeout)
         except TimeoutError:
-            raise DistributedError(f"the tasks were not done after {self.timeout} s (timeout); "
-                                   "is the cluster still running?") from None
+            raise DistributedError(
+                f"the tasks were not done after {self.timeout} s (timeout); is the cluster still running?"
+            ) from None
         except Exception:  # noqa: BLE001, S110 - a task cancelled after another failed: reported below
             pass
         for f in futures:
@@ -269,8 +303,9 @@ class DaskDataset:
 
     def _load(self):
         """Read every partition into the memory of a worker (futures held here)."""
-        self._data = [self.client.submit(_tasks.load, spec, key=self._key("load", spec.index))
-                      for spec in self.partitions]
+        self._data = [
+            self.client.submit(_tasks.load, spec, key=self._key("load", spec.index)) for spec in self.partitions
+        ]
 
     def _fits_in_memory(self, fraction) -> bool:
         need = 16 * self.scan.nnz + 24 * self.scan.n_samples
@@ -292,8 +327,10 @@ def _why_cancelled(client) -> str:
     """Why the cluster cancels tasks: the client lost its scheduler, or data they needed died."""
     status = str(getattr(client, "status", "running"))
     if status == "running":
-        return (": data it needed died with every worker that held them (a broadcast point cannot be "
-                "recomputed), or the task was cancelled by another client")
+        return (
+            ": data it needed died with every worker that held them (a broadcast point cannot be "
+            "recomputed), or the task was cancelled by another client"
+        )
     address = getattr(getattr(client, "scheduler", None), "address", None) or "?"
     return f": the connection to the scheduler {address} was lost (client {status}); is the scheduler still running?"
 
@@ -339,7 +376,8 @@ def _gather(client, futures, timeout, partitions=None):
             f"the worker running {which} died (task {key}) more often than distributed's "
             "'distributed.scheduler.allowed-failures' allows; the usual cause is running out of memory: "
             "read the partitions at every pass (persist=False), split the data into smaller partitions, "
-            "or give the workers more memory") from exc
+            "or give the workers more memory"
+        ) from exc
 
 
 def _gather_timeout(client, futures, timeout):
@@ -348,6 +386,7 @@ def _gather_timeout(client, futures, timeout):
     try:
         wait(futures, timeout=timeout)
     except TimeoutError:
-        raise DistributedError(f"the tasks were not done after {timeout} s (timeout); is the cluster still "
-                               "running, and has it workers?") from None
+        raise DistributedError(
+            f"the tasks were not done after {timeout} s (timeout); is the cluster still running, and has it workers?"
+        ) from None
     return client.gather(futures)

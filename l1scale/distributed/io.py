@@ -23,9 +23,11 @@ def write_parquet(X, y, path, sample_weight=None) -> None:
 
     X = sp.csr_matrix(X)
     offsets = pa.array(X.indptr.astype(np.int64))
-    cols = {"label": pa.array(np.asarray(y, dtype=np.float64)),
-            "indices": pa.LargeListArray.from_arrays(offsets, pa.array(X.indices.astype(np.int64))),
-            "values": pa.LargeListArray.from_arrays(offsets, pa.array(X.data.astype(np.float64)))}
+    cols = {
+        "label": pa.array(np.asarray(y, dtype=np.float64)),
+        "indices": pa.LargeListArray.from_arrays(offsets, pa.array(X.indices.astype(np.int64))),
+        "values": pa.LargeListArray.from_arrays(offsets, pa.array(X.data.astype(np.float64))),
+    }
     if sample_weight is not None:
         cols["weight"] = pa.array(np.asarray(sample_weight, dtype=np.float64))
     pq.write_table(pa.table(cols), os.fspath(path))

@@ -48,8 +48,9 @@ def _local_pass(stream, spec, solver, state, point, pass_index, kind, l1, l2, me
     weight = 0.0
     stats = np.zeros(len(STATS))
     for X, y, s, first in problem.chunks():
-        stats += solver.partial_fit(state, X, y, s * mean_scale, kind=kind, l1=l1, l2=l2, first_row=first,
-                                    pass_index=pass_index)
+        stats += solver.partial_fit(
+            state, X, y, s * mean_scale, kind=kind, l1=l1, l2=l2, first_row=first, pass_index=pass_index
+        )
         weight += float(s.sum())
     return state, np.concatenate([[weight], weight * state.coef, [weight * state.intercept], stats])
 
@@ -92,9 +93,25 @@ class AveragedOnline:
         for z in range(1, sv.max_iter + 1):
             start = time.perf_counter()
             point = problem.broadcast((w, b))
-            outs = [client.submit(_tasks.apply, data, spec, _local_pass, problem.spec, task_solver, states[i], point,
-                                  z - 1, kind, pen.l1, pen.l2, mean_scale, key=_key(f"online{z}", i))
-                    for i, (data, spec) in enumerate(zip(ds._data, ds.partitions))]
+            outs = [
+                client.submit(
+                    _tasks.apply,
+                    data,
+                    spec,
+                    _local_pass,
+                    problem.spec,
+                    task_solver,
+                    states[i],
+                    point,
+                    z - 1,
+                    kind,
+                    pen.l1,
+                    pen.l2,
+                    mean_scale,
+                    key=_key(f"online{z}", i),
+                )
+                for i, (data, spec) in enumerate(zip(ds._data, ds.partitions))
+            ]
             states = [client.submit(_state, o, key=_key("state", i)) for i, o in enumerate(outs)]
             summaries = [client.submit(_summary, o, key=_key("summary", i)) for i, o in enumerate(outs)]
             total = ds.tree_reduce(summaries)
@@ -103,24 +120,45 @@ class AveragedOnline:
             total = ds.gather([total])[0]
             reduced = time.perf_counter()
             weight = total[0]
-            w, b = total[1:1 + d] / weight, float(total[1 + d]) / weight
-            sums = total[2 + d:]
+            w, b = total[1 : 1 + d] / weight, float(total[1 + d]) / weight
+            sums = total[2 + d :]
             totals += sums
             progressive = sums[0] / max(sums[1], 1e-300)
-            history.append(objective=np.nan, certificate=np.nan, nnz=np.count_nonzero(w),
-                           time=time.perf_counter() - t0, data_accesses=int(totals[5]), examples=int(totals[4]),
-                           progressive_loss=progressive, holdout_loss=np.nan, compute_time=compute,
-                           reduce_time=reduced - mapped, driver_time=start - last if z > 1 else 0.0)
+            history.append(
+                objective=np.nan,
+                certificate=np.nan,
+                nnz=np.count_nonzero(w),
+                time=time.perf_counter() - t0,
+                data_accesses=int(totals[5]),
+                examples=int(totals[4]),
+                progressive_loss=progressive,
+                holdout_loss=np.nan,
+                compute_time=compute,
+                reduce_time=reduced - mapped,
+                driver_time=start - last if z > 1 else 0.0,
+            )
             last = reduced
             if sv.verbose:
-                print(f"{sv.name} (averaged) pass {z:3d}  examples {int(totals[4]):10d}  progressive "
-                      f"{progressive:.6f}  nnz {history.nnz[-1]:7d}  {history.time[-1]:7.2f}s", flush=True)
+                print(
+                    f"{sv.name} (averaged) pass {z:3d}  examples {int(totals[4]):10d}  progressive "
+                    f"{progressive:.6f}  nnz {history.nnz[-1]:7d}  {history.time[-1]:7.2f}s",
+                    flush=True,
+                )
             if sv.callback is not None:
                 sv.callback(z, history)
-        return Result(coef=w, intercept=b, objective=np.nan, n_iter=sv.max_iter, converged=False,
-                      stop_reason="max_iter", certificate_name="none", certificate=np.nan,
-                      relative_certificate=np.nan, history=history,
-                      timings={"solve": time.perf_counter() - t0, "compile": 0.0})
+        return Result(
+            coef=w,
+            intercept=b,
+            objective=np.nan,
+            n_iter=sv.max_iter,
+            converged=False,
+            stop_reason="max_iter",
+            certificate_name="none",
+            certificate=np.nan,
+            relative_certificate=np.nan,
+            history=history,
+            timings={"solve": time.perf_counter() - t0, "compile": 0.0},
+        )
 
 
 def _key(what, i):

@@ -44,9 +44,11 @@ class _ClusterSource:
         return f"dask dataset of {self.dataset.n_partitions} partitions"
 
     def chunks(self):
-        raise TypeError("the rows of a DaskDataset are on the cluster; solve its DaskProblem with a "
-                        "solver that runs distributed passes (mp, rmmp, fista, multiscale_fista, ista, "
-                        "truncated_gradient, sgd_cumulative)")
+        raise TypeError(
+            "the rows of a DaskDataset are on the cluster; solve its DaskProblem with a "
+            "solver that runs distributed passes (mp, rmmp, fista, multiscale_fista, ista, "
+            "truncated_gradient, sgd_cumulative)"
+        )
 
 
 class DaskProblem(StreamProblem):
@@ -63,14 +65,34 @@ class DaskProblem(StreamProblem):
 
     PASS_RETRIES = 2  # run_pass: repeats of a pass cancelled because its broadcast point died
 
-    def __init__(self, dataset, loss="logistic", lam=None, *, lam_ratio=None, l1_ratio=1.0, fit_intercept=True,
-                 positive_class=None, class_weight=None, scan=None):
-        super().__init__(Stream(_ClusterSource(dataset), n_samples=dataset.scan.n_samples), loss, lam,
-                         lam_ratio=lam_ratio, l1_ratio=l1_ratio, fit_intercept=fit_intercept,
-                         positive_class=positive_class, class_weight=class_weight, scan=dataset.scan)
+    def __init__(
+        self,
+        dataset,
+        loss="logistic",
+        lam=None,
+        *,
+        lam_ratio=None,
+        l1_ratio=1.0,
+        fit_intercept=True,
+        positive_class=None,
+        class_weight=None,
+        scan=None,
+    ):
+        super().__init__(
+            Stream(_ClusterSource(dataset), n_samples=dataset.scan.n_samples),
+            loss,
+            lam,
+            lam_ratio=lam_ratio,
+            l1_ratio=l1_ratio,
+            fit_intercept=fit_intercept,
+            positive_class=positive_class,
+            class_weight=class_weight,
+            scan=dataset.scan,
+        )
         self.dataset = dataset
-        self.spec = _tasks.ProblemSpec(self.loss.name, self.l1_ratio, self.fit_intercept, self.positive_class,
-                                       self.class_weight, self.scan)
+        self.spec = _tasks.ProblemSpec(
+            self.loss.name, self.l1_ratio, self.fit_intercept, self.positive_class, self.class_weight, self.scan
+        )
         self.last_pass_times = {}
         self._last_end = None
 
@@ -92,8 +114,11 @@ class DaskProblem(StreamProblem):
         mapped = time.perf_counter()
         total = ds.gather([total])[0]
         self._last_end = time.perf_counter()
-        self.last_pass_times = {"compute_time": mapped - start, "reduce_time": self._last_end - mapped,
-                                "driver_time": driver}
+        self.last_pass_times = {
+            "compute_time": mapped - start,
+            "reduce_time": self._last_end - mapped,
+            "driver_time": driver,
+        }
         return total
 
     def run_pass(self, beta, b, active, *, sparse_sketch=False):

@@ -147,8 +147,10 @@ class DaskPasses:
         return self._ds.map(_margins, self._problem.broadcast(x.copy()), what="margins")
 
     def combine(self, zx, zx_prev, beta):
-        return [self._client.submit(_combine, a, c, beta, key=_tasks_key("combine", i))
-                for i, (a, c) in enumerate(zip(zx, zx_prev))]
+        return [
+            self._client.submit(_combine, a, c, beta, key=_tasks_key("combine", i))
+            for i, (a, c) in enumerate(zip(zx, zx_prev))
+        ]
 
     def intercept(self, zw, b, tol, max_iter=100):
         """argmin_b sum_i c_i loss(y_i, zw_i + b): :func:`~l1scale.problem.newton_intercept`, as the
@@ -156,26 +158,31 @@ class DaskPasses:
         client, yc, loss = self._client, self._yc, self._loss
 
         def derivatives(b):
-            return self._sum([client.submit(_intercept_sums, yc[i], zw[i], b, loss, key=_tasks_key("intercept", i))
-                              for i in range(len(yc))])
+            return self._sum(
+                [
+                    client.submit(_intercept_sums, yc[i], zw[i], b, loss, key=_tasks_key("intercept", i))
+                    for i in range(len(yc))
+                ]
+            )
 
         return newton_intercept(derivatives, b, tol, max_iter)
 
     def gradient(self, zw, b, curvature):
         """Per-partition loss terms at zw + b (kept on the workers) and the reduced sums."""
         ds, client, yc = self._ds, self._client, self._yc
-        terms = [client.submit(_terms, yc[i], zw[i], b, self._kind, key=_tasks_key("terms", i))
-                 for i in range(len(yc))]
-        grads = [client.submit(_tasks.apply, data, spec, _gradient, terms[i], curvature, key=_tasks_key("grad", i))
-                 for i, (data, spec) in enumerate(zip(ds._data, ds.partitions))]
+        terms = [client.submit(_terms, yc[i], zw[i], b, self._kind, key=_tasks_key("terms", i)) for i in range(len(yc))]
+        grads = [
+            client.submit(_tasks.apply, data, spec, _gradient, terms[i], curvature, key=_tasks_key("grad", i))
+            for i, (data, spec) in enumerate(zip(ds._data, ds.partitions))
+        ]
         total = ds.tree_reduce(grads)
         self._timed("compute", ds.wait, grads)
         sums = self._timed("reduce", ds.gather, [total])[0]
         problem, d = self._problem, self._problem.n_features
         if problem.penalty is None:  # lam_ratio: the first gradient is at (0, b0)
-            problem.resolve_lam(sums[2:2 + d])
+            problem.resolve_lam(sums[2 : 2 + d])
         self._terms = terms
-        return float(sums[0]), float(sums[1]), sums[2:2 + d], sums[2 + d:] if curvature else None
+        return float(sums[0]), float(sums[1]), sums[2 : 2 + d], sums[2 + d :] if curvature else None
 
     def certificate(self, w, b, v, r_sum, primal):
         """The duality gap (``Problem.certificate_from``), its conjugate sum from the partitions;
@@ -183,8 +190,14 @@ class DaskPasses:
         problem, pen, terms = self._problem, self._problem.penalty, self._terms
         if problem.loss.has_conjugate:
             scale = min(1.0, pen.l1 / max(float(np.max(np.abs(v), initial=0.0)), 1e-300)) if pen.l2 == 0.0 else 1.0
-            conj = self._sum([self._client.submit(_conjugate, self._yc[i], terms[i], scale, self._kind,
-                                                  key=_tasks_key("conjugate", i)) for i in range(len(terms))])
+            conj = self._sum(
+                [
+                    self._client.submit(
+                        _conjugate, self._yc[i], terms[i], scale, self._kind, key=_tasks_key("conjugate", i)
+                    )
+                    for i in range(len(terms))
+                ]
+            )
             dual = -conj if pen.l2 == 0.0 else -conj - pen.conjugate_of_negative(v)
             gap = primal - dual
             return Certificate("duality_gap", gap, gap / max(abs(primal), 1e-300), primal)
@@ -195,8 +208,14 @@ class DaskPasses:
 
     def change(self, zp, bp):
         """f(p) - f(w) of the loss part, term by term on the partitions, summed."""
-        return self._sum([self._client.submit(_change, self._yc[i], zp[i], bp, self._terms[i], self._kind,
-                                              key=_tasks_key("change", i)) for i in range(len(self._yc))])
+        return self._sum(
+            [
+                self._client.submit(
+                    _change, self._yc[i], zp[i], bp, self._terms[i], self._kind, key=_tasks_key("change", i)
+                )
+                for i in range(len(self._yc))
+            ]
+        )
 
     def time_split(self, wall):
         """This iteration's seconds: map, reduction, and the driver (the rest)."""

@@ -28,8 +28,10 @@ def distributed_solver(solver):
         from .online import AveragedOnline
 
         return AveragedOnline(solver)
-    raise ValueError(f"solver {getattr(solver, 'name', solver)!r} has no distributed version; use one of "
-                     "mp, rmmp, ista, fista, multiscale_fista, truncated_gradient, sgd_cumulative")
+    raise ValueError(
+        f"solver {getattr(solver, 'name', solver)!r} has no distributed version; use one of "
+        "mp, rmmp, ista, fista, multiscale_fista, truncated_gradient, sgd_cumulative"
+    )
 
 
 def solve(solver, problem, coef_init=None, intercept_init=None):

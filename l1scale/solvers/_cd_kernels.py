@@ -182,8 +182,26 @@ def intercept_step(g_b, d_b, xTd, D):
 
 
 @njit(cache=True, nogil=True)
-def newton_direction(data, indices, indptr, dense, active, m_outer, g, H, w, wpd, xTd, D,
-                     lam1, lam2, fit_intercept, g_b, inner_tol, max_inner):
+def newton_direction(
+    data,
+    indices,
+    indptr,
+    dense,
+    active,
+    m_outer,
+    g,
+    H,
+    w,
+    wpd,
+    xTd,
+    D,
+    lam1,
+    lam2,
+    fit_intercept,
+    g_b,
+    inner_tol,
+    max_inner,
+):
     """Minimise the quadratic model over active[:m_outer] (and the intercept) by CD sweeps.
 
     liblinear's inner loop: shrinking at the last sweep's largest violation / n; when the
@@ -195,8 +213,9 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, g, H, w, wpd
     n = xTd.shape[0]
     m, shrink_at, d_b, reads, sweeps = m_outer, np.inf, 0.0, 0, 0
     while sweeps < max_inner:
-        m, vmax, vsum, sweep_reads = model_sweep(data, indices, indptr, dense, active, m, g, H,
-                                                 w, wpd, xTd, D, lam1, lam2, shrink_at)
+        m, vmax, vsum, sweep_reads = model_sweep(
+            data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, lam1, lam2, shrink_at
+        )
         reads += sweep_reads
         if fit_intercept:
             step, viol = intercept_step(g_b, d_b, xTd, D)
@@ -330,14 +349,16 @@ def warm_up():
     outer_pass(data, idx, ptr, False, ws, v2, v2, v1, 0.1, 0.0, 0.0, v1.copy(), v1.copy(), ws.copy())
     check_pass(data, idx, ptr, False, ws, v2, v1, 0.1, 0.0, v1.copy())
     support_margins(data, idx, ptr, False, v1, 0.0, v2.copy())
-    newton_direction(data, idx, ptr, False, ws.copy(), 1, v1, np.ones(1), v1, v1.copy(), np.zeros(2),
-                     v2, 0.1, 0.0, True, 0.0, 1.0, 1)
+    newton_direction(
+        data, idx, ptr, False, ws.copy(), 1, v1, np.ones(1), v1, v1.copy(), np.zeros(2), v2, 0.1, 0.0, True, 0.0, 1.0, 1
+    )
     model_decrease(ws, 1, v1, v1, v1, 0.1)
     penalty_change(ws, 1, v1, v1, 1.0, 0.1, 0.0)
     take_step(ws, 1, v1.copy(), v1.copy(), 0.5)
     one = np.ones(1)
-    support_cg(data, idx, ptr, False, ws, v2, 0.0, 1e-12, True, np.ones(2), np.ones(2), 1e-8, 5, np.zeros(2),
-               np.zeros(2))
+    support_cg(
+        data, idx, ptr, False, ws, v2, 0.0, 1e-12, True, np.ones(2), np.ones(2), 1e-8, 5, np.zeros(2), np.zeros(2)
+    )
     support_gradient(data, idx, ptr, False, ws, v2, True, np.zeros(2))
     support_margins_change(data, idx, ptr, False, ws, one, False, np.zeros(2))
     seed(0)

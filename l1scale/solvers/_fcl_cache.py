@@ -25,8 +25,20 @@ def parse_bytes(value) -> int:
         size = int(value)
     elif isinstance(value, str):
         text = value.strip().upper().replace(" ", "")
-        units = {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "KB": 10**3, "MB": 10**6, "GB": 10**9,
-                 "TB": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "B": 1}
+        units = {
+            "KIB": 2**10,
+            "MIB": 2**20,
+            "GIB": 2**30,
+            "TIB": 2**40,
+            "KB": 10**3,
+            "MB": 10**6,
+            "GB": 10**9,
+            "TB": 10**12,
+            "K": 2**10,
+            "M": 2**20,
+            "G": 2**30,
+            "B": 1,
+        }
         for unit, factor in units.items():
             if text.endswith(unit):
                 number, scale = text[: -len(unit)], factor
@@ -74,8 +86,12 @@ class FeatureCache:
 
     def _slots(self, size):
         old = getattr(self, "start", None)
-        new = {"start": np.zeros(size, np.int64), "length": np.zeros(size, np.int64),
-               "feature": np.zeros(size, np.int64), "w": np.zeros(size)}
+        new = {
+            "start": np.zeros(size, np.int64),
+            "length": np.zeros(size, np.int64),
+            "feature": np.zeros(size, np.int64),
+            "w": np.zeros(size),
+        }
         for name, array in new.items():
             if old is not None:
                 array[: len(old)] = getattr(self, name)
@@ -113,8 +129,20 @@ class FeatureCache:
                 self.end = K.compact(self.rows, self.vals, self.start, self.length, self.counts[0])
             if self.counts[0] == self.start.shape[0]:
                 self._slots(2 * self.start.shape[0])
-            K.insert(self.rows, self.vals, self.start, self.length, self.feature, self.w, self.slot_of,
-                     self.counts, self.end, rows[a:b], vals[a:b], j0 + m)
+            K.insert(
+                self.rows,
+                self.vals,
+                self.start,
+                self.length,
+                self.feature,
+                self.w,
+                self.slot_of,
+                self.counts,
+                self.end,
+                rows[a:b],
+                vals[a:b],
+                j0 + m,
+            )
             self.end += size
             done += 1
         self.inserted += done

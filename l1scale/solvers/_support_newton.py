@@ -67,8 +67,9 @@ def support_newton_step(pt, support, H, nu, violation, verbose=0):
         diag[k] = pt.D.sum() + nu
     step, work = np.empty(size), np.empty(problem.n_samples)
     rtol = float(np.clip(violation * violation, *_CG_RTOL_RANGE))
-    products = kernels.support_cg(*arrays, support, pt.D, lam2 + nu, nu, fit_b, -grad, diag, rtol, _CG_MAX_ITER,
-                                  step, work)
+    products = kernels.support_cg(
+        *arrays, support, pt.D, lam2 + nu, nu, fit_b, -grad, diag, rtol, _CG_MAX_ITER, step, work
+    )
     nnz_S = columns_nnz(problem.columns, support)
     reads = 2 * (products + 1) * nnz_S
     if verbose > 1:
@@ -89,10 +90,10 @@ def support_newton_step(pt, support, H, nu, violation, verbose=0):
         kernels.support_margins_change(*arrays, support, move, fit_b, work)
         dz = work
         reads += nnz_S
-        loss_change = weighted_terms_along(problem.loss.kernel_id, problem.y, pt.z, dz, 1.0, problem.c,
-                                           pt.lv, pt.z_new, pt.lv_new, pt.r, pt.D)
-        pen_change = float(lam1 * (np.abs(trial).sum() - np.abs(wS).sum())
-                           + 0.5 * lam2 * (trial @ trial - wS @ wS))
+        loss_change = weighted_terms_along(
+            problem.loss.kernel_id, problem.y, pt.z, dz, 1.0, problem.c, pt.lv, pt.z_new, pt.lv_new, pt.r, pt.D
+        )
+        pen_change = float(lam1 * (np.abs(trial).sum() - np.abs(wS).sum()) + 0.5 * lam2 * (trial @ trial - wS @ wS))
         if decrease < 0.0 and loss_change + pen_change <= _SIGMA * decrease + slack:
             w[support] = trial
             pt.b += t * d_b

@@ -53,11 +53,31 @@ class History:
     reduce_time: list = field(default_factory=list)
     driver_time: list = field(default_factory=list)
 
-    def append(self, *, objective, certificate, nnz, time, data_accesses, active=None, examples=None,
-               progressive_loss=None, holdout_loss=None, compute_time=None, reduce_time=None, driver_time=None):
-        for name, value in (("active", active), ("examples", examples), ("progressive_loss", progressive_loss),
-                            ("holdout_loss", holdout_loss), ("compute_time", compute_time),
-                            ("reduce_time", reduce_time), ("driver_time", driver_time)):
+    def append(
+        self,
+        *,
+        objective,
+        certificate,
+        nnz,
+        time,
+        data_accesses,
+        active=None,
+        examples=None,
+        progressive_loss=None,
+        holdout_loss=None,
+        compute_time=None,
+        reduce_time=None,
+        driver_time=None,
+    ):
+        for name, value in (
+            ("active", active),
+            ("examples", examples),
+            ("progressive_loss", progressive_loss),
+            ("holdout_loss", holdout_loss),
+            ("compute_time", compute_time),
+            ("reduce_time", reduce_time),
+            ("driver_time", driver_time),
+        ):
             if value is not None:
                 getattr(self, name).append(value)
         self.objective.append(float(objective))
@@ -168,8 +188,10 @@ class Solver:
                 + ", ".join(missing)
             )
         if self.needs_label_pass and getattr(problem, "scan", False) is None:
-            raise ValueError(f"solver {self.name!r} needs the label pass (n, W and b0 before its first pass); "
-                             "declared classes (no label pass) are for truncated_gradient and online")
+            raise ValueError(
+                f"solver {self.name!r} needs the label pass (n, W and b0 before its first pass); "
+                "declared classes (no label pass) are for truncated_gradient and online"
+            )
 
     def solve(self, problem, coef_init=None, intercept_init=None):  # pragma: no cover - interface
         raise NotImplementedError
@@ -202,20 +224,47 @@ def compiled_once(warm_up):
     return run
 
 
-def certified_result(solver, *, coef, intercept, n_iter, converged, stop_reason, cert, history, timer,
-                     compile_seconds, line_search_failed=False, line_search_message="line search failed to "
-                     "decrease the objective") -> Result:
+def certified_result(
+    solver,
+    *,
+    coef,
+    intercept,
+    n_iter,
+    converged,
+    stop_reason,
+    cert,
+    history,
+    timer,
+    compile_seconds,
+    line_search_failed=False,
+    line_search_message="line search failed to decrease the objective",
+) -> Result:
     """The Result of a batch solver that stops on a certificate (``cert``: a problem.Certificate),
     with the ConvergenceWarning that says why it stopped short, if it did."""
     if line_search_failed and not converged:
         stop_reason = "line_search"
-        warnings.warn(f"{solver.name}: {line_search_message}; stopping at relative {cert.name} "
-                      f"{cert.relative:.2e}", ConvergenceWarning, stacklevel=3)
+        warnings.warn(
+            f"{solver.name}: {line_search_message}; stopping at relative {cert.name} {cert.relative:.2e}",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
     elif not converged:
-        warnings.warn(f"{solver.name} did not reach tol={solver.tol:g} in max_iter={solver.max_iter} iterations "
-                      f"(relative {cert.name} {cert.relative:.2e}); increase max_iter or tol",
-                      ConvergenceWarning, stacklevel=3)
-    return Result(coef=np.asarray(coef, dtype=np.float64), intercept=float(intercept), objective=cert.objective,
-                  n_iter=int(n_iter), converged=converged, stop_reason=stop_reason, certificate_name=cert.name,
-                  certificate=cert.value, relative_certificate=cert.relative, history=history,
-                  timings={"solve": timer(), "compile": compile_seconds})
+        warnings.warn(
+            f"{solver.name} did not reach tol={solver.tol:g} in max_iter={solver.max_iter} iterations "
+            f"(relative {cert.name} {cert.relative:.2e}); increase max_iter or tol",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return Result(
+        coef=np.asarray(coef, dtype=np.float64),
+        intercept=float(intercept),
+        objective=cert.objective,
+        n_iter=int(n_iter),
+        converged=converged,
+        stop_reason=stop_reason,
+        certificate_name=cert.name,
+        certificate=cert.value,
+        relative_certificate=cert.relative,
+        history=history,
+        timings={"solve": timer(), "compile": compile_seconds},
+    )

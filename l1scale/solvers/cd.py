@@ -101,8 +101,19 @@ class _Iterate:
             self.z = zw
         self.xTd[:] = 0.0
         self.lv[:] = 0.0
-        self.loss_sum = weighted_terms_along(problem.loss.kernel_id, problem.y, self.z, self.xTd, 0.0, problem.c,
-                                             self.lv, self.z_new, self.lv_new, self.r, self.D)
+        self.loss_sum = weighted_terms_along(
+            problem.loss.kernel_id,
+            problem.y,
+            self.z,
+            self.xTd,
+            0.0,
+            problem.c,
+            self.lv,
+            self.z_new,
+            self.lv_new,
+            self.r,
+            self.D,
+        )
         self.accept()
         self.centered = True
 
@@ -179,9 +190,20 @@ class CoordinateDescent(Solver):
     settled_fraction = 0.05
     working_set_fraction = 0.3
 
-    def __init__(self, tol=1e-6, max_iter=200, max_inner=1000, random_state=0, callback=None, verbose=0,
-                 working_set=True, screening=True, support_newton=True, checkpoint=None,
-                 checkpoint_interval=checkpoints.DEFAULT_INTERVAL):
+    def __init__(
+        self,
+        tol=1e-6,
+        max_iter=200,
+        max_inner=1000,
+        random_state=0,
+        callback=None,
+        verbose=0,
+        working_set=True,
+        screening=True,
+        support_newton=True,
+        checkpoint=None,
+        checkpoint_interval=checkpoints.DEFAULT_INTERVAL,
+    ):
         self.tol = tol
         self.max_iter = max_iter
         self.max_inner = max_inner
@@ -204,8 +226,7 @@ class CoordinateDescent(Solver):
         compile_seconds = _warm_up()
         timer = Timer()
         kernels.seed(0 if self.random_state is None else int(self.random_state) % (2**32))
-        return self._solve(problem, _Iterate(problem, coef_init, intercept_init), timer, compile_seconds,
-                           gradient_init)
+        return self._solve(problem, _Iterate(problem, coef_init, intercept_init), timer, compile_seconds, gradient_init)
 
     def _solve(self, problem, pt, timer, compile_seconds, gradient_init):
         n, d = problem.n_samples, problem.n_features
@@ -242,21 +263,69 @@ class CoordinateDescent(Solver):
                 ws_target = self.working_set_fraction * max(float(viol.max()), 0.0)
                 full_pass, first_step = False, True
         if saved is not None:
-            (ws, ws_size, ws_target, full_pass, first_step, vmax_prev, vsum_init, inner_eps, failed, stalled, it,
-             recorded, last_support, last_gap, full_newton_step, stall_cert, kept) = _restore(
-                saved, problem, pt, wpd, g, H, dual, history, timer)
+            (
+                ws,
+                ws_size,
+                ws_target,
+                full_pass,
+                first_step,
+                vmax_prev,
+                vsum_init,
+                inner_eps,
+                failed,
+                stalled,
+                it,
+                recorded,
+                last_support,
+                last_gap,
+                full_newton_step,
+                stall_cert,
+                kept,
+            ) = _restore(saved, problem, pt, wpd, g, H, dual, history, timer)
         while True:
             if ck is not None and ck.due():  # the state at the top of an iteration says all that follows
-                ck.save({"w": w, "b": pt.b, "z": pt.z, "lv": pt.lv, "z_new": pt.z_new, "lv_new": pt.lv_new,
-                         "r": pt.r, "D": pt.D, "xTd": pt.xTd, "loss_sum": pt.loss_sum, "pen": pt.pen,
-                         "reads": pt.reads, "centered": bool(getattr(pt, "centered", False)), "wpd": wpd, "g": g,
-                         "H": H, "kept": kept, "ws": ws, "ws_size": ws_size,
-                         "ws_target": ws_target, "full_pass": full_pass, "first_step": first_step,
-                         "vmax_prev": vmax_prev, "vsum_init": vsum_init, "inner_eps": inner_eps, "failed": failed,
-                         "stalled": stalled, "it": it, "recorded": recorded, "last_support": last_support,
-                         "last_gap": last_gap, "full_newton_step": full_newton_step, "stall_cert": stall_cert,
-                         "best_dual": dual.best_dual, "best_corr": dual.best_corr, "history": history.as_dict(),
-                         "rng": _numba_random_state(), "elapsed": timer()})
+                ck.save(
+                    {
+                        "w": w,
+                        "b": pt.b,
+                        "z": pt.z,
+                        "lv": pt.lv,
+                        "z_new": pt.z_new,
+                        "lv_new": pt.lv_new,
+                        "r": pt.r,
+                        "D": pt.D,
+                        "xTd": pt.xTd,
+                        "loss_sum": pt.loss_sum,
+                        "pen": pt.pen,
+                        "reads": pt.reads,
+                        "centered": bool(getattr(pt, "centered", False)),
+                        "wpd": wpd,
+                        "g": g,
+                        "H": H,
+                        "kept": kept,
+                        "ws": ws,
+                        "ws_size": ws_size,
+                        "ws_target": ws_target,
+                        "full_pass": full_pass,
+                        "first_step": first_step,
+                        "vmax_prev": vmax_prev,
+                        "vsum_init": vsum_init,
+                        "inner_eps": inner_eps,
+                        "failed": failed,
+                        "stalled": stalled,
+                        "it": it,
+                        "recorded": recorded,
+                        "last_support": last_support,
+                        "last_gap": last_gap,
+                        "full_newton_step": full_newton_step,
+                        "stall_cert": stall_cert,
+                        "best_dual": dual.best_dual,
+                        "best_corr": dual.best_corr,
+                        "history": history.as_dict(),
+                        "rng": _numba_random_state(),
+                        "elapsed": timer(),
+                    }
+                )
             everything = not self.working_set or kept.shape[0] <= ws_size
             if fit_intercept and not pt.centered and (full_pass or everything):
                 pt.recenter()  # b optimal for w before a certificate (sum_i c_i u_i = 0)
@@ -269,8 +338,9 @@ class CoordinateDescent(Solver):
                 m = cols.shape[0]
                 vmax, vsum, nnz, vzero = kernels.check_pass(*arrays, cols, pt.r, w, lam1, lam2, g)
             else:
-                m, vmax, vsum, nnz, vzero = kernels.outer_pass(*arrays, cols, pt.r, pt.D, w, lam1, lam2,
-                                                               shrink_at, g, H, active)
+                m, vmax, vsum, nnz, vzero = kernels.outer_pass(
+                    *arrays, cols, pt.r, pt.D, w, lam1, lam2, shrink_at, g, H, active
+                )
             pt.reads += columns_nnz(problem.columns, cols)
             g_b = float(pt.r.sum()) if fit_intercept else 0.0
             vmax, vsum = max(vmax, abs(g_b)), vsum + abs(g_b)
@@ -311,8 +381,7 @@ class CoordinateDescent(Solver):
                     # did not halve (a working set too small to make progress).
                     grow = cert.value > 0.5 * last_gap
                     last_gap = cert.value
-                    ws_size = min(kept.shape[0], max(self.first_working_set, 2 * nnz,
-                                                     2 * ws_size if grow else 0))
+                    ws_size = min(kept.shape[0], max(self.first_working_set, 2 * nnz, 2 * ws_size if grow else 0))
                     vmax_prev, vsum_init, inner_eps = np.inf, None, 1.0
                     continue
             else:
@@ -325,8 +394,12 @@ class CoordinateDescent(Solver):
             support = cols[w[cols] != 0.0]
             # Settled: the support changed by at most a few percent since the last iteration
             # (features hovering at zero keep changing while the rest is done).
-            settled = (last_support is not None and support.shape[0] > 0 and np.setxor1d(
-                support, last_support, assume_unique=True).shape[0] <= self.settled_fraction * support.shape[0])
+            settled = (
+                last_support is not None
+                and support.shape[0] > 0
+                and np.setxor1d(support, last_support, assume_unique=True).shape[0]
+                <= self.settled_fraction * support.shape[0]
+            )
             last_support = support
             if self.support_newton and settled and vzero < vmax and full_newton_step:
                 # The support has settled and violates optimality more than any zero weight:
@@ -348,15 +421,30 @@ class CoordinateDescent(Solver):
                 vsum_init = vsum
             # Newton direction on the shrunk working set, then the line search along it.
             d_b, sweeps, inner_reads = kernels.newton_direction(
-                *arrays, active, m, g, H, w, wpd, pt.xTd, pt.D, lam1, lam2, fit_intercept, g_b,
-                min(inner_eps * vsum_init, self.forcing * vsum), self.max_inner)
+                *arrays,
+                active,
+                m,
+                g,
+                H,
+                w,
+                wpd,
+                pt.xTd,
+                pt.D,
+                lam1,
+                lam2,
+                fit_intercept,
+                g_b,
+                min(inner_eps * vsum_init, self.forcing * vsum),
+                self.max_inner,
+            )
             pt.reads += inner_reads
             if self.verbose > 1:
                 print(f"   CD on the model: {m} coordinates, {sweeps} sweeps")
             if sweeps == 1:
                 inner_eps *= 0.25
-            step, loss_change, pen_change = self._line_search(kind, y, c, pt, active, m, g, g_b, w, wpd, d_b,
-                                                               lam1, lam2)
+            step, loss_change, pen_change = self._line_search(
+                kind, y, c, pt, active, m, g, g_b, w, wpd, d_b, lam1, lam2
+            )
             it += 1
             if step is None:
                 # No step: certify where we are (margins afresh), then stop.
@@ -386,22 +474,34 @@ class CoordinateDescent(Solver):
             history.objective[-1], history.certificate[-1] = final, cert.value
         if self.verbose:
             print(f"cd: {it} Newton steps, {len(history)} rows, {kept.shape[0]} of {d} features kept")
-        result = certified_result(self, coef=w, intercept=pt.b, n_iter=it, converged=converged,
-                                  stop_reason=stop_reason, cert=cert, history=history, timer=timer,
-                                  compile_seconds=compile_seconds, line_search_failed=failed)
+        result = certified_result(
+            self,
+            coef=w,
+            intercept=pt.b,
+            n_iter=it,
+            converged=converged,
+            stop_reason=stop_reason,
+            cert=cert,
+            history=history,
+            timer=timer,
+            compile_seconds=compile_seconds,
+            line_search_failed=failed,
+        )
         loss_gradient = np.zeros(d)
         loss_gradient[kept] = g[kept] - lam2 * w[kept]  # the last full pass was at this point
         result.loss_gradient = loss_gradient
         return result
 
     def _record(self, history, it, objective, certificate, nnz, timer, pt, m):
-        history.append(objective=objective, certificate=certificate, nnz=nnz, time=timer(),
-                       data_accesses=pt.reads, active=m)
+        history.append(
+            objective=objective, certificate=certificate, nnz=nnz, time=timer(), data_accesses=pt.reads, active=m
+        )
         if self.callback is not None:
             self.callback(it, history)
         if self.verbose:
-            print(f"cd iter {it:4d}  P={objective:.12g}  cert={certificate:.3e}  nnz={nnz}  active={m}  "
-                  f"t={timer():.3f}s")
+            print(
+                f"cd iter {it:4d}  P={objective:.12g}  cert={certificate:.3e}  nnz={nnz}  active={m}  t={timer():.3f}s"
+            )
         return it
 
     @staticmethod
@@ -426,8 +526,7 @@ class CoordinateDescent(Solver):
         slack = 8 * _EPS * abs(pt.objective)
         step = 1.0
         for _ in range(self.max_line_search):
-            loss_change = weighted_terms_along(kind, y, pt.z, pt.xTd, step, c, pt.lv, pt.z_new, pt.lv_new,
-                                               pt.r, pt.D)
+            loss_change = weighted_terms_along(kind, y, pt.z, pt.xTd, step, c, pt.lv, pt.z_new, pt.lv_new, pt.r, pt.D)
             pen_change = kernels.penalty_change(active, m, w, wpd, step, lam1, lam2)
             if loss_change + pen_change <= self.sigma * step * delta + slack:
                 return step, loss_change, pen_change
@@ -453,12 +552,25 @@ def _restore(saved, problem, pt, wpd, g, H, dual, history, timer):
     saved.history(history)
     timer.exclude(-saved.scalar("elapsed"))
     _set_numba_random_state(saved)
-    return (saved.optional_indices("ws", d), saved.scalar("ws_size", int, 1), saved.scalar("ws_target"),
-            saved.scalar("full_pass", bool), saved.scalar("first_step", bool), saved.scalar("vmax_prev"),
-            saved.optional_scalar("vsum_init"), saved.scalar("inner_eps"), saved.scalar("failed", bool),
-            saved.scalar("stalled", bool), saved.scalar("it", int, 0), saved.scalar("recorded", int, -1),
-            saved.optional_indices("last_support", d), saved.scalar("last_gap"),
-            saved.scalar("full_newton_step", bool), saved.scalar("stall_cert"), saved.indices("kept", d))
+    return (
+        saved.optional_indices("ws", d),
+        saved.scalar("ws_size", int, 1),
+        saved.scalar("ws_target"),
+        saved.scalar("full_pass", bool),
+        saved.scalar("first_step", bool),
+        saved.scalar("vmax_prev"),
+        saved.optional_scalar("vsum_init"),
+        saved.scalar("inner_eps"),
+        saved.scalar("failed", bool),
+        saved.scalar("stalled", bool),
+        saved.scalar("it", int, 0),
+        saved.scalar("recorded", int, -1),
+        saved.optional_indices("last_support", d),
+        saved.scalar("last_gap"),
+        saved.scalar("full_newton_step", bool),
+        saved.scalar("stall_cert"),
+        saved.indices("kept", d),
+    )
 
 
 def _numba_random_state():
@@ -475,8 +587,13 @@ def _set_numba_random_state(saved):
 
     state = saved.value("rng", dict)
     index, words = state.get("index"), state.get("words")
-    if not (isinstance(index, int) and 0 <= index <= 624 and isinstance(words, list) and len(words) == 624
-            and all(isinstance(x, int) and 0 <= x < 2**32 for x in words)):
+    if not (
+        isinstance(index, int)
+        and 0 <= index <= 624
+        and isinstance(words, list)
+        and len(words) == 624
+        and all(isinstance(x, int) and 0 <= x < 2**32 for x in words)
+    ):
         raise CheckpointError("entry 'rng' is not a Mersenne Twister state", saved.path)
     _helperlib.rnd_set_state(_helperlib.rnd_get_np_state_ptr(), (index, words))
 

@@ -186,8 +186,18 @@ class CoordinateGradientDescent(Solver):
     gamma = 0.0
     max_line_search = 50
 
-    def __init__(self, tol=1e-6, max_iter=10000, upsilon=0.5, sigma=0.1, callback=None, verbose=0,
-                 random_state=None, checkpoint=None, checkpoint_interval=checkpoints.DEFAULT_INTERVAL):
+    def __init__(
+        self,
+        tol=1e-6,
+        max_iter=10000,
+        upsilon=0.5,
+        sigma=0.1,
+        callback=None,
+        verbose=0,
+        random_state=None,
+        checkpoint=None,
+        checkpoint_interval=checkpoints.DEFAULT_INTERVAL,
+    ):
         self.checkpoint, self.checkpoint_interval = checkpoint, checkpoint_interval
         self.tol = tol
         self.max_iter = max_iter
@@ -239,9 +249,25 @@ class CoordinateGradientDescent(Solver):
             timer.exclude(-saved.scalar("elapsed"))
         while True:
             if ck is not None and ck.due():  # the state at the top of an iteration says all that follows
-                ck.save({"w": w, "z": z, "lv": lv, "r": r, "D": D, "xd": xd, "b": b, "loss_sum": loss_sum,
-                         "best_dual": best_dual, "reads": reads, "it": it, "failed": failed, "exact": exact,
-                         "history": history.as_dict(), "elapsed": timer()})
+                ck.save(
+                    {
+                        "w": w,
+                        "z": z,
+                        "lv": lv,
+                        "r": r,
+                        "D": D,
+                        "xd": xd,
+                        "b": b,
+                        "loss_sum": loss_sum,
+                        "best_dual": best_dual,
+                        "reads": reads,
+                        "it": it,
+                        "failed": failed,
+                        "exact": exact,
+                        "history": history.as_dict(),
+                        "elapsed": timer(),
+                    }
+                )
             if exact_b:
                 # The intercept made optimal for w (a descent step the dual needs).
                 b_opt = problem.optimal_intercept(z - b, b)
@@ -262,13 +288,15 @@ class CoordinateGradientDescent(Solver):
                 dmax, nnz = _gradient_pass(*arrays, r, D, w, lam1, lam2, v, H, d)
                 reads += cols.nnz
                 cert, best_dual = self._certify(problem, w, b, z, v, objective, best_dual)
-            history.append(objective=objective, certificate=cert.value, nnz=nnz, time=timer(),
-                           data_accesses=reads, active=None)
+            history.append(
+                objective=objective, certificate=cert.value, nnz=nnz, time=timer(), data_accesses=reads, active=None
+            )
             if self.callback is not None:
                 self.callback(it, history)
             if self.verbose:
-                print(f"cgd iter {it:5d}  P={objective:.12g}  {cert.name}={cert.value:.3e}  nnz={nnz}  "
-                      f"t={timer():.3f}s")
+                print(
+                    f"cgd iter {it:5d}  P={objective:.12g}  {cert.name}={cert.value:.3e}  nnz={nnz}  t={timer():.3f}s"
+                )
             if cert.relative <= self.tol:
                 stop_reason, converged = cert.name, True
                 break
@@ -287,8 +315,9 @@ class CoordinateGradientDescent(Solver):
             delta = self._delta(gd + g_b * d_b, dhd + h_b * d_b * d_b, l1_change)
             # Step 3: Armijo along d.
             slope, curv = _along(r, D, xd)
-            step, loss_change, pen_change = self._armijo(kind, y, c, z, xd, lv, z_new, lv_new, r, D, block, m,
-                                                         w, d, lam1, lam2, delta, objective, slope, curv)
+            step, loss_change, pen_change = self._armijo(
+                kind, y, c, z, xd, lv, z_new, lv_new, r, D, block, m, w, d, lam1, lam2, delta, objective, slope, curv
+            )
             if step is None:
                 # No step: certify where we are, at fresh margins, then stop.
                 failed = True
@@ -301,9 +330,19 @@ class CoordinateGradientDescent(Solver):
             loss_sum += loss_change
             exact = False
             it += 1
-        return certified_result(self, coef=w, intercept=b, n_iter=it, converged=converged, stop_reason=stop_reason,
-                                cert=cert, history=history, timer=timer, compile_seconds=compile_seconds,
-                                line_search_failed=failed)
+        return certified_result(
+            self,
+            coef=w,
+            intercept=b,
+            n_iter=it,
+            converged=converged,
+            stop_reason=stop_reason,
+            cert=cert,
+            history=history,
+            timer=timer,
+            compile_seconds=compile_seconds,
+            line_search_failed=failed,
+        )
 
     def _delta(self, gd, dhd, l1_change):
         """Tseng & Yun's Delta = g.d + gamma d^T H d + lam1 (||w + d||_1 - ||w||_1) (< 0 for d != 0).
@@ -311,8 +350,9 @@ class CoordinateGradientDescent(Solver):
         Qin et al.'s Algorithm 3 omits the L1 change (a typo, ALGORITHMS.md section 5)."""
         return gd + self.gamma * dhd + l1_change
 
-    def _armijo(self, kind, y, c, z, xd, lv, z_new, lv_new, r, D, block, m, w, d, lam1, lam2, delta, objective,
-                slope, curv):
+    def _armijo(
+        self, kind, y, c, z, xd, lv, z_new, lv_new, r, D, block, m, w, d, lam1, lam2, delta, objective, slope, curv
+    ):
         """Largest step in {1, 1/2, ...} with P(x + step d) - P(x) <= sigma step Delta.
 
         Where sigma step |Delta| is below the float resolution of P (8 eps |P|), the change of
@@ -360,8 +400,7 @@ class CoordinateGradientDescent(Solver):
             z[:] = 0.0
         z += b
         zero = np.zeros_like(z)
-        loss_sum = weighted_terms_along(problem.loss.kernel_id, problem.y, z, zero, 0.0, problem.c, zero,
-                                        z, lv, r, D)
+        loss_sum = weighted_terms_along(problem.loss.kernel_id, problem.y, z, zero, 0.0, problem.c, zero, z, lv, r, D)
         return loss_sum, reads
 
 

@@ -63,8 +63,18 @@ class DualCachedLoopsSGD(Solver):
     data_access = "generated"
     requires = ()
 
-    def __init__(self, cache_bytes="1GB", eta0=None, *, block_rows=None, max_epochs=10.0, max_time=None,
-                 snapshot_every=0.5, random_state=None, verbose=0):
+    def __init__(
+        self,
+        cache_bytes="1GB",
+        eta0=None,
+        *,
+        block_rows=None,
+        max_epochs=10.0,
+        max_time=None,
+        snapshot_every=0.5,
+        random_state=None,
+        verbose=0,
+    ):
         self.cache_bytes = parse_bytes(cache_bytes)
         if eta0 is not None and not eta0 > 0:
             raise ValueError(f"eta0 must be > 0, got {eta0!r}")
@@ -148,8 +158,25 @@ class DualCachedLoopsSGD(Solver):
                 rows, _, i0, i1 = entry
                 order = rng.permutation(i1 - i0)
                 stats = np.zeros(len(STATS))
-                _soft_threshold_rows(kind, *rows.arrays, problem.y[i0:i1], weights[i0:i1], order, 0, 0, stored,
-                                     scalars, clock, problem.fit_intercept, 1, eta0, t0, 1.0, lam, stats)
+                _soft_threshold_rows(
+                    kind,
+                    *rows.arrays,
+                    problem.y[i0:i1],
+                    weights[i0:i1],
+                    order,
+                    0,
+                    0,
+                    stored,
+                    scalars,
+                    clock,
+                    problem.fit_intercept,
+                    1,
+                    eta0,
+                    t0,
+                    1.0,
+                    lam,
+                    stats,
+                )
         finally:
             stop.set()
             thread.join()
@@ -157,19 +184,42 @@ class DualCachedLoopsSGD(Solver):
             raise error[0]
         self._snapshot(stored, scalars, clock, time.perf_counter() - start, history)
         coef = self.snapshot_coef(-1)
-        return Result(coef=coef, intercept=float(scalars[0]), objective=np.nan, n_iter=int(clock[0]) // max(n, 1),
-                      converged=False, stop_reason=stop_reason, certificate_name="none", certificate=np.nan,
-                      relative_certificate=np.nan, history=history,
-                      timings={"solve": time.perf_counter() - start, "compile": 0.0})
+        return Result(
+            coef=coef,
+            intercept=float(scalars[0]),
+            objective=np.nan,
+            n_iter=int(clock[0]) // max(n, 1),
+            converged=False,
+            stop_reason=stop_reason,
+            certificate_name="none",
+            certificate=np.nan,
+            relative_certificate=np.nan,
+            history=history,
+            timings={"solve": time.perf_counter() - start, "compile": 0.0},
+        )
 
     def _snapshot(self, stored, scalars, clock, elapsed, history):
         coef = np.empty_like(stored)
         _unshift_all(stored, scalars[1], coef)
         indices = np.flatnonzero(coef)
-        self.snapshots_.append({"seconds": elapsed, "steps": int(clock[0]), "indices": indices,
-                                "values": coef[indices], "intercept": float(scalars[0]), "n_features": coef.shape[0]})
-        history.append(objective=np.nan, certificate=np.nan, nnz=indices.shape[0], time=elapsed,
-                       data_accesses=0, examples=int(clock[0]))
+        self.snapshots_.append(
+            {
+                "seconds": elapsed,
+                "steps": int(clock[0]),
+                "indices": indices,
+                "values": coef[indices],
+                "intercept": float(scalars[0]),
+                "n_features": coef.shape[0],
+            }
+        )
+        history.append(
+            objective=np.nan,
+            certificate=np.nan,
+            nnz=indices.shape[0],
+            time=elapsed,
+            data_accesses=0,
+            examples=int(clock[0]),
+        )
         if self.verbose:
             print(f"dcl_sgd {elapsed:7.2f}s  steps {int(clock[0]):10d}  nnz {indices.shape[0]}", flush=True)
 

@@ -48,6 +48,7 @@ from .base import History, Result, Solver, compiled_once
 
 __all__ = ["FeatureCache", "FeatureCachedLoops", "parse_bytes"]
 
+
 @njit(cache=True)
 def _seed_thread(seed):
     """Numba's generator is per thread: seed the calling thread's."""
@@ -157,8 +158,21 @@ class FeatureCachedLoops(Solver):
     data_access = "generated"
     requires = ("smooth",)
 
-    def __init__(self, cache_bytes="1GB", tol=1e-6, max_sweeps=100, *, max_iter=None, max_time=None, n_writers=1,
-                 threads=True, report_every=0.5, random_state=None, verbose=0, callback=None):
+    def __init__(
+        self,
+        cache_bytes="1GB",
+        tol=1e-6,
+        max_sweeps=100,
+        *,
+        max_iter=None,
+        max_time=None,
+        n_writers=1,
+        threads=True,
+        report_every=0.5,
+        random_state=None,
+        verbose=0,
+        callback=None,
+    ):
         self.cache_bytes = parse_bytes(cache_bytes)
         if not tol > 0:
             raise ValueError(f"tol must be > 0, got {tol!r}")
@@ -249,10 +263,17 @@ class FeatureCachedLoops(Solver):
     def _threaded_phase(self, shared):
         shared.stop.clear()
         shared.last_sweep = None
-        workers = [threading.Thread(target=self._guard, args=(shared, self._writer_loop), daemon=True,
-                                    name=f"l1scale-fcl-writer-{w}") for w in range(self.n_writers)]
-        workers.append(threading.Thread(target=self._guard, args=(shared, self._trainer_loop), daemon=True,
-                                        name="l1scale-fcl-trainer"))
+        workers = [
+            threading.Thread(
+                target=self._guard, args=(shared, self._writer_loop), daemon=True, name=f"l1scale-fcl-writer-{w}"
+            )
+            for w in range(self.n_writers)
+        ]
+        workers.append(
+            threading.Thread(
+                target=self._guard, args=(shared, self._trainer_loop), daemon=True, name="l1scale-fcl-trainer"
+            )
+        )
         for t in workers:
             t.start()
         last_record = time.perf_counter()
@@ -327,8 +348,9 @@ class FeatureCachedLoops(Solver):
         k, sweep = shared.take_block()
         j0, indptr, rows, vals = self.problem.space.column_block(self.problem.raw, k)
         keep = np.empty(indptr.shape[0] - 1, dtype=np.int64)
-        count, worst, _, reads = K.screen_block(indptr, rows, vals, self.r, self.lam1, self.threshold,
-                                                self.cache.slot_of, j0, keep)
+        count, worst, _, reads = K.screen_block(
+            indptr, rows, vals, self.r, self.lam1, self.threshold, self.cache.slot_of, j0, keep
+        )
         inserted = 0
         if count:
             with self.cache.lock:
@@ -372,8 +394,9 @@ class FeatureCachedLoops(Solver):
         for k in range(self.problem.space.n_blocks_):
             j0, indptr, rows, vals = self.problem.space.column_block(self.problem.raw, k)
             keep = np.empty(indptr.shape[0] - 1, dtype=np.int64)
-            count, w, _, reads = K.screen_block(indptr, rows, vals, self.r, self.lam1, self.threshold,
-                                                self.cache.slot_of, j0, keep)
+            count, w, _, reads = K.screen_block(
+                indptr, rows, vals, self.r, self.lam1, self.threshold, self.cache.slot_of, j0, keep
+            )
             self.shared.writer_reads += int(reads)
             worst = max(worst, w)
             if count:
@@ -389,20 +412,36 @@ class FeatureCachedLoops(Solver):
         c = self.cache
         with c.lock:  # the trainer's round finished: margins, weights and slots agree
             n = c.n_slots
-            row = {"seconds": time.perf_counter() - self.t0, "objective": self.objective(),
-                   "violation": shared.cache_violation, "nnz": int(np.count_nonzero(c.w[:n])), "cached_columns": n,
-                   "cached_bytes": c.nbytes, "inserted": c.inserted, "evicted": int(c.counts[3]),
-                   "evicted_for_room": c.evicted_for_room, "dropped": c.dropped,
-                   "sweeps": self._sweeps_done(shared)}
+            row = {
+                "seconds": time.perf_counter() - self.t0,
+                "objective": self.objective(),
+                "violation": shared.cache_violation,
+                "nnz": int(np.count_nonzero(c.w[:n])),
+                "cached_columns": n,
+                "cached_bytes": c.nbytes,
+                "inserted": c.inserted,
+                "evicted": int(c.counts[3]),
+                "evicted_for_room": c.evicted_for_room,
+                "dropped": c.dropped,
+                "sweeps": self._sweeps_done(shared),
+            }
         self.progress_.append(row)
-        self.history.append(objective=row["objective"], certificate=row["violation"], nnz=row["nnz"],
-                            time=row["seconds"], data_accesses=shared.writer_reads + int(c.counts[4]),
-                            active=n)
+        self.history.append(
+            objective=row["objective"],
+            certificate=row["violation"],
+            nnz=row["nnz"],
+            time=row["seconds"],
+            data_accesses=shared.writer_reads + int(c.counts[4]),
+            active=n,
+        )
         if self.verbose:
-            print(f"fcl {row['seconds']:7.2f}s  objective {row['objective']:.8g}  kkt {row['violation']:.2e}  "
-                  f"nnz {row['nnz']:6d}  cache {n} cols / {row['cached_bytes'] / 2**20:.1f} MiB  "
-                  f"inserted {row['inserted']}  evicted {row['evicted'] + row['evicted_for_room']}  "
-                  f"sweeps {row['sweeps']}", flush=True)
+            print(
+                f"fcl {row['seconds']:7.2f}s  objective {row['objective']:.8g}  kkt {row['violation']:.2e}  "
+                f"nnz {row['nnz']:6d}  cache {n} cols / {row['cached_bytes'] / 2**20:.1f} MiB  "
+                f"inserted {row['inserted']}  evicted {row['evicted'] + row['evicted_for_room']}  "
+                f"sweeps {row['sweeps']}",
+                flush=True,
+            )
         if self.callback is not None:
             self.callback(len(self.history), self.history)
 
@@ -413,13 +452,27 @@ class FeatureCachedLoops(Solver):
         cert = getattr(self, "certificate", np.nan)
         if not converged:
             cert = max(self.shared.cache_violation, self._intercept_violation())
-            why = {"cache_full": "the nonzero columns fill cache_bytes: columns that should enter could not "
-                                 "(raise cache_bytes)",
-                   "max_time": f"max_time={self.max_time} s ran out",
-                   "max_iter": f"max_sweeps={self.max_sweeps} writer sweeps ran out"}[self.stop_reason]
-            warnings.warn(f"fcl stopped before certifying optimality over the feature space: {why}",
-                          ConvergenceWarning, stacklevel=3)
-        return Result(coef=coef, intercept=float(self.intercept), objective=self.objective(),
-                      n_iter=self._sweeps_done(self.shared), converged=converged, stop_reason=self.stop_reason,
-                      certificate_name="kkt", certificate=float(cert), relative_certificate=float(cert / self.lam1),
-                      history=self.history, timings={"solve": time.perf_counter() - self.t0, "compile": compile_seconds})
+            why = {
+                "cache_full": "the nonzero columns fill cache_bytes: columns that should enter could not "
+                "(raise cache_bytes)",
+                "max_time": f"max_time={self.max_time} s ran out",
+                "max_iter": f"max_sweeps={self.max_sweeps} writer sweeps ran out",
+            }[self.stop_reason]
+            warnings.warn(
+                f"fcl stopped before certifying optimality over the feature space: {why}",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return Result(
+            coef=coef,
+            intercept=float(self.intercept),
+            objective=self.objective(),
+            n_iter=self._sweeps_done(self.shared),
+            converged=converged,
+            stop_reason=self.stop_reason,
+            certificate_name="kkt",
+            certificate=float(cert),
+            relative_certificate=float(cert / self.lam1),
+            history=self.history,
+            timings={"solve": time.perf_counter() - self.t0, "compile": compile_seconds},
+        )

@@ -131,8 +131,9 @@ def _gather(data, indices, indptr, dense_x, i, intercept, beta, pos, val):
 
 
 @njit(cache=True)
-def _add_term(diag, col_start, col_len, col_cap, rows, vals, dense, used, theta, omega, beta,
-              pos, val, m_i, z, a, c, mark, found):
+def _add_term(
+    diag, col_start, col_len, col_cap, rows, vals, dense, used, theta, omega, beta, pos, val, m_i, z, a, c, mark, found
+):
     """Add a (x.beta)^2 + c (x.beta) to the sketch, keeping Omega = 2 Psi' beta + theta."""
     for q in range(m_i):
         j = pos[q]
@@ -146,16 +147,48 @@ def _add_term(diag, col_start, col_len, col_cap, rows, vals, dense, used, theta,
 @njit(cache=True, inline="always")
 def _shoot_now(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho, scale, tol, max_sweeps, stats):
     """Shooting at the current penalty scale; counts its sweeps and failures in stats[1:]."""
-    sweeps, ok, _ = shooting_sweeps(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho, scale,
-                                    tol, max_sweeps)
+    sweeps, ok, _ = shooting_sweeps(
+        diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho, scale, tol, max_sweeps
+    )
     stats[1] += sweeps
     stats[2] += 0 if ok else 1
 
 
 @njit(cache=True)
-def _online_rows(kind, data, indices, indptr, dense_x, y, s, row, block_start, block, intercept,
-                 diag, col_start, col_len, col_cap, rows, vals, dense, used, theta, omega, beta,
-                 gamma, rho, seen, fixed_scale, floor_scale, tol, max_sweeps, a_block, c_block, stats):
+def _online_rows(
+    kind,
+    data,
+    indices,
+    indptr,
+    dense_x,
+    y,
+    s,
+    row,
+    block_start,
+    block,
+    intercept,
+    diag,
+    col_start,
+    col_len,
+    col_cap,
+    rows,
+    vals,
+    dense,
+    used,
+    theta,
+    omega,
+    beta,
+    gamma,
+    rho,
+    seen,
+    fixed_scale,
+    floor_scale,
+    tol,
+    max_sweeps,
+    a_block,
+    c_block,
+    stats,
+):
     """Algorithm 2 over rows [row, n) of a chunk, resuming inside the block at ``block_start``.
 
     Returns (row reached, its block start, used, weight seen). It stops early, before
@@ -177,24 +210,89 @@ def _online_rows(kind, data, indices, indptr, dense_x, y, s, row, block_start, b
             a, c = taylor_terms(kind, y[row], s[row], z)
             a_block[row - block_start] = a
             c_block[row - block_start] = c
-            used = _add_term(diag, col_start, col_len, col_cap, rows, vals, dense, used, theta, omega, beta,
-                             pos, val, m_i, z, a, c, mark, found)
+            used = _add_term(
+                diag,
+                col_start,
+                col_len,
+                col_cap,
+                rows,
+                vals,
+                dense,
+                used,
+                theta,
+                omega,
+                beta,
+                pos,
+                val,
+                m_i,
+                z,
+                a,
+                c,
+                mark,
+                found,
+            )
             seen += s[row]
             stats[0] += m_i
-            _shoot_now(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho,
-                       max(seen, floor_scale) if fixed_scale <= 0.0 else fixed_scale, tol, max_sweeps, stats)
+            _shoot_now(
+                diag,
+                col_start,
+                col_len,
+                rows,
+                vals,
+                dense,
+                omega,
+                beta,
+                gamma,
+                rho,
+                max(seen, floor_scale) if fixed_scale <= 0.0 else fixed_scale,
+                tol,
+                max_sweeps,
+                stats,
+            )
             row += 1
         if block > 1:
             # Sec. 4.1's block heuristic: the block's terms again, at the beta reached now.
             for i in range(block_start, block_end):
                 m_i, z = _gather(data, indices, indptr, dense_x, i, intercept, beta, pos, val)
                 a, c = taylor_terms(kind, y[i], s[i], z)
-                used = _add_term(diag, col_start, col_len, col_cap, rows, vals, dense, used, theta, omega,
-                                 beta, pos, val, m_i, z, a - a_block[i - block_start],
-                                 c - c_block[i - block_start], mark, found)
+                used = _add_term(
+                    diag,
+                    col_start,
+                    col_len,
+                    col_cap,
+                    rows,
+                    vals,
+                    dense,
+                    used,
+                    theta,
+                    omega,
+                    beta,
+                    pos,
+                    val,
+                    m_i,
+                    z,
+                    a - a_block[i - block_start],
+                    c - c_block[i - block_start],
+                    mark,
+                    found,
+                )
                 stats[0] += m_i
-            _shoot_now(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho,
-                       max(seen, floor_scale) if fixed_scale <= 0.0 else fixed_scale, tol, max_sweeps, stats)
+            _shoot_now(
+                diag,
+                col_start,
+                col_len,
+                rows,
+                vals,
+                dense,
+                omega,
+                beta,
+                gamma,
+                rho,
+                max(seen, floor_scale) if fixed_scale <= 0.0 else fixed_scale,
+                tol,
+                max_sweeps,
+                stats,
+            )
         block_start = block_end
     return row, block_start, used, seen
 
@@ -271,8 +369,18 @@ class OnlineSketch(Solver):
         """The constant schedule needs W before the first example; the linear one nothing."""
         return self.schedule == "constant"
 
-    def __init__(self, *, schedule="linear", gamma_start=1.0, block=1, shooting_tol=1e-6, max_sweeps=100,
-                 sketch="auto", callback=None, verbose=0):
+    def __init__(
+        self,
+        *,
+        schedule="linear",
+        gamma_start=1.0,
+        block=1,
+        shooting_tol=1e-6,
+        max_sweeps=100,
+        sketch="auto",
+        callback=None,
+        verbose=0,
+    ):
         if schedule not in ("linear", "constant"):
             raise ValueError(f"schedule={schedule!r}; choose 'linear' or 'constant'")
         if int(block) < 1:
@@ -313,10 +421,36 @@ class OnlineSketch(Solver):
         n = y.shape[0]
         while row < n or block_start < n:
             row, block_start, used, seen = _online_rows(
-                kind, *rows.arrays, y, s, row, block_start, self.block, intercept, sk.diag, sk.col_start,
-                sk.col_len, sk.col_cap, sk.rows, sk.vals, sk.dense, sk.used, state.theta, state.omega,
-                state.beta, gamma, rho, state.seen, fixed, floor, self.shooting_tol, self.max_sweeps, a_block, c_block,
-                state.stats)
+                kind,
+                *rows.arrays,
+                y,
+                s,
+                row,
+                block_start,
+                self.block,
+                intercept,
+                sk.diag,
+                sk.col_start,
+                sk.col_len,
+                sk.col_cap,
+                sk.rows,
+                sk.vals,
+                sk.dense,
+                sk.used,
+                state.theta,
+                state.omega,
+                state.beta,
+                gamma,
+                rho,
+                state.seen,
+                fixed,
+                floor,
+                self.shooting_tol,
+                self.max_sweeps,
+                a_block,
+                c_block,
+                state.stats,
+            )
             sk.used, state.seen = int(used), float(seen)
             if row < n:
                 state.grow(1 << 16)
@@ -337,17 +471,35 @@ class OnlineSketch(Solver):
             raise ValueError("the Online algorithm needs lam (lam_ratio needs lam_max, i.e. a pass first)")
         pen = problem.penalty
         for k, (rows, y, s, _) in enumerate(problem.chunks()):
-            self.partial_fit(state, rows, y, s, kind=problem.loss.kernel_id, l1=pen.l1, l2=pen.l2,
-                             total_weight=problem.weight_sum)
-            history.append(objective=np.nan, certificate=np.nan, nnz=np.count_nonzero(state.coef),
-                           time=time.perf_counter() - t0, data_accesses=int(state.stats[0]))
+            self.partial_fit(
+                state, rows, y, s, kind=problem.loss.kernel_id, l1=pen.l1, l2=pen.l2, total_weight=problem.weight_sum
+            )
+            history.append(
+                objective=np.nan,
+                certificate=np.nan,
+                nnz=np.count_nonzero(state.coef),
+                time=time.perf_counter() - t0,
+                data_accesses=int(state.stats[0]),
+            )
             if self.verbose:
-                print(f"online chunk {k + 1:4d}  examples {state.n_seen:9d}  nnz {history.nnz[-1]:6d}  "
-                      f"sketch {state.sketch.used if not state.sketch.dense else state.sketch.size ** 2:10d}  "
-                      f"{history.time[-1]:7.2f}s", flush=True)
+                print(
+                    f"online chunk {k + 1:4d}  examples {state.n_seen:9d}  nnz {history.nnz[-1]:6d}  "
+                    f"sketch {state.sketch.used if not state.sketch.dense else state.sketch.size**2:10d}  "
+                    f"{history.time[-1]:7.2f}s",
+                    flush=True,
+                )
             if self.callback is not None:
                 self.callback(k + 1, history)
-        return Result(coef=state.coef, intercept=state.intercept, objective=np.nan, n_iter=1, converged=False,
-                      stop_reason="one_pass", certificate_name="none", certificate=np.nan,
-                      relative_certificate=np.nan, history=history,
-                      timings={"solve": time.perf_counter() - t0, "compile": 0.0})
+        return Result(
+            coef=state.coef,
+            intercept=state.intercept,
+            objective=np.nan,
+            n_iter=1,
+            converged=False,
+            stop_reason="one_pass",
+            certificate_name="none",
+            certificate=np.nan,
+            relative_certificate=np.nan,
+            history=history,
+            timings={"solve": time.perf_counter() - t0, "compile": 0.0},
+        )

@@ -81,6 +81,7 @@ def prefetched(chunks, depth: int = _PREFETCH):
             except Empty:
                 thread.join(0.01)
 
+
 __all__ = ["STATS", "OnlineSolver", "OnlineState", "prefetched", "score_example"]
 
 # What a kernel call adds up, in this order.
@@ -171,8 +172,20 @@ class OnlineSolver(Solver):
     requires = ()
     pure_l1 = False  # True: the solver has no L2 (elastic-net) part; l1_ratio must be 1
 
-    def __init__(self, *, max_iter=1, holdout=None, n_iter_no_change=3, compute_objective=False, shuffle=False,
-                 random_state=None, checkpoint=None, checkpoint_interval=0.0, callback=None, verbose=0):
+    def __init__(
+        self,
+        *,
+        max_iter=1,
+        holdout=None,
+        n_iter_no_change=3,
+        compute_objective=False,
+        shuffle=False,
+        random_state=None,
+        checkpoint=None,
+        checkpoint_interval=0.0,
+        callback=None,
+        verbose=0,
+    ):
         if int(max_iter) < 1:
             raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
         if holdout is not None and int(holdout) < 0:
@@ -211,8 +224,9 @@ class OnlineSolver(Solver):
     def check_problem(self, problem):
         super().check_problem(problem)
         if self.pure_l1 and problem.l1_ratio != 1.0:
-            raise ValueError(f"solver {self.name!r} minimises the pure L1 problem: l1_ratio must be 1, "
-                             f"got {problem.l1_ratio!r}")
+            raise ValueError(
+                f"solver {self.name!r} minimises the pure L1 problem: l1_ratio must be 1, got {problem.l1_ratio!r}"
+            )
 
     def _order(self, state, n: int) -> np.ndarray:
         """The order in which a chunk's n rows are taken (the state's generator when shuffling)."""
@@ -232,8 +246,9 @@ class OnlineSolver(Solver):
         self.check_problem(problem)
         ck = saved = None
         if self.checkpoint is not None:
-            ck = Checkpoint(self.checkpoint, {**solver_fingerprint(self), **problem_fingerprint(problem)},
-                            self.checkpoint_interval)
+            ck = Checkpoint(
+                self.checkpoint, {**solver_fingerprint(self), **problem_fingerprint(problem)}, self.checkpoint_interval
+            )
             saved = ck.load()
         if problem.penalty is None:
             if saved is not None:  # lam_ratio: lam as the saved run resolved it (no pass for lam_max)
@@ -244,9 +259,10 @@ class OnlineSolver(Solver):
         fresh = state is None and coef_init is None and intercept_init is None and saved is None
         state = self.new_state(problem.n_features, problem.fit_intercept) if state is None else state
         if saved is None and not fresh and (coef_init is not None or intercept_init is not None):
-            state.set_weights(np.zeros(problem.n_features) if coef_init is None
-                              else np.asarray(coef_init, dtype=np.float64),
-                              0.0 if intercept_init is None else float(intercept_init))
+            state.set_weights(
+                np.zeros(problem.n_features) if coef_init is None else np.asarray(coef_init, dtype=np.float64),
+                0.0 if intercept_init is None else float(intercept_init),
+            )
         self._start(problem, state, fresh)
         self.state_ = state
         history, t0 = History(), time.perf_counter()
@@ -269,8 +285,18 @@ class OnlineSolver(Solver):
                 for rows, y, s, first in prefetched(problem.chunks()):
                     # Weights scaled to mean 1: example i's stochastic gradient of the mean-form
                     # objective is s_i/mean(s) loss'_i x_i plus the penalty's.
-                    sums += self._learn(state, rows, y, s * mean_scale, first, z - 1, kind=kind, l1=pen.l1,
-                                        l2=pen.l2, holdout=self.holdout)
+                    sums += self._learn(
+                        state,
+                        rows,
+                        y,
+                        s * mean_scale,
+                        first,
+                        z - 1,
+                        kind=kind,
+                        l1=pen.l1,
+                        l2=pen.l2,
+                        holdout=self.holdout,
+                    )
                 self._catch_up(state)
             except (ZeroDivisionError, FloatingPointError) as exc:  # a kernel's scale (norm) overflowed to 0 or inf
                 raise DivergenceError(f"{self.name}: the weights diverged in pass {z} ({exc}): {_REMEDY}") from exc
@@ -279,12 +305,22 @@ class OnlineSolver(Solver):
             held = sums[2] / sums[3] if sums[3] > 0 else np.nan
             coef_now = state.coef
             self._check_diverged(z, coef_now, state.intercept, progressive, held, zero_loss)
-            history.append(objective=np.nan, certificate=np.nan, nnz=np.count_nonzero(coef_now),
-                           time=time.perf_counter() - t0, data_accesses=int(totals[5]), examples=int(totals[4]),
-                           progressive_loss=progressive, holdout_loss=held)
+            history.append(
+                objective=np.nan,
+                certificate=np.nan,
+                nnz=np.count_nonzero(coef_now),
+                time=time.perf_counter() - t0,
+                data_accesses=int(totals[5]),
+                examples=int(totals[4]),
+                progressive_loss=progressive,
+                holdout_loss=held,
+            )
             if self.verbose:
-                print(f"{self.name} pass {z:3d}  examples {int(totals[4]):10d}  progressive {progressive:.6f}  "
-                      f"holdout {held:.6f}  nnz {history.nnz[-1]:7d}  {history.time[-1]:7.2f}s", flush=True)
+                print(
+                    f"{self.name} pass {z:3d}  examples {int(totals[4]):10d}  progressive {progressive:.6f}  "
+                    f"holdout {held:.6f}  nnz {history.nnz[-1]:7d}  {history.time[-1]:7.2f}s",
+                    flush=True,
+                )
             stop = False
             if self.holdout > 0 and np.isfinite(held):
                 if best is None or held < best[0]:
@@ -306,10 +342,19 @@ class OnlineSolver(Solver):
         objective = problem.objective(coef, intercept) if self.compute_objective else np.nan
         if self.compute_objective and len(history):
             history.objective[-1] = objective
-        return Result(coef=coef, intercept=float(intercept), objective=float(objective), n_iter=int(z),
-                      converged=stop_reason == "early_stopping", stop_reason=stop_reason, certificate_name="none",
-                      certificate=np.nan, relative_certificate=np.nan, history=history,
-                      timings={"solve": time.perf_counter() - t0, "compile": 0.0})
+        return Result(
+            coef=coef,
+            intercept=float(intercept),
+            objective=float(objective),
+            n_iter=int(z),
+            converged=stop_reason == "early_stopping",
+            stop_reason=stop_reason,
+            certificate_name="none",
+            certificate=np.nan,
+            relative_certificate=np.nan,
+            history=history,
+            timings={"solve": time.perf_counter() - t0, "compile": 0.0},
+        )
 
     # -- divergence
     def _check_diverged(self, z, coef, intercept, progressive, held, zero_loss):
@@ -319,16 +364,27 @@ class OnlineSolver(Solver):
         big = float(np.max(np.abs(coef), initial=0.0)) if finite else np.inf
         if finite and (zero_loss is None or zero_loss <= 0.0 or progressive <= self.diverged_factor * zero_loss):
             return
-        what = ("non-finite weights or losses" if not finite else
-                f"a progressive loss of {progressive:.3g}, {progressive / zero_loss:.2g} times that of the zero "
-                f"model ({zero_loss:.3g})")
-        raise DivergenceError(f"{self.name}: the weights diverged in pass {z} ({what}; largest |w_j| = {big:.3g}): "
-                              + _REMEDY)
+        what = (
+            "non-finite weights or losses"
+            if not finite
+            else f"a progressive loss of {progressive:.3g}, {progressive / zero_loss:.2g} times that of the zero "
+            f"model ({zero_loss:.3g})"
+        )
+        raise DivergenceError(
+            f"{self.name}: the weights diverged in pass {z} ({what}; largest |w_j| = {big:.3g}): " + _REMEDY
+        )
 
     # -- checkpoints
     def _save(self, ck, state, next_pass, best, waited, totals, history, problem, elapsed):
-        out = {"next_pass": next_pass, "waited": waited, "totals": totals, "lam": problem.penalty.lam,
-               "elapsed": elapsed, "has_best": best is not None, "history": history.as_dict()}
+        out = {
+            "next_pass": next_pass,
+            "waited": waited,
+            "totals": totals,
+            "lam": problem.penalty.lam,
+            "elapsed": elapsed,
+            "has_best": best is not None,
+            "history": history.as_dict(),
+        }
         if best is not None:
             out.update(best_loss=best[0], best_coef=best[1], best_intercept=best[2], best_pass=best[3])
         for k, v in vars(state).items():
@@ -351,21 +407,32 @@ class OnlineSolver(Solver):
                 setattr(state, k, saved.scalar(f"state.{k}", type(cur)))
             elif cur is None and f"state.{k}" in saved:
                 value = saved[f"state.{k}"]
-                setattr(state, k, None if value is None else saved.scalar(f"state.{k}", float if np.asarray(
-                    value).dtype.kind == "f" else int))
+                setattr(
+                    state,
+                    k,
+                    None
+                    if value is None
+                    else saved.scalar(f"state.{k}", float if np.asarray(value).dtype.kind == "f" else int),
+                )
         self._check_restored(state, saved)
         saved.history(history)
         best = None
         if saved.scalar("has_best", bool):
-            best = (saved.scalar("best_loss"), saved.array("best_coef", (problem.n_features,)),
-                    saved.scalar("best_intercept"), saved.scalar("best_pass", int))
+            best = (
+                saved.scalar("best_loss"),
+                saved.array("best_coef", (problem.n_features,)),
+                saved.scalar("best_intercept"),
+                saved.scalar("best_pass", int),
+            )
         totals = saved.array("totals", (len(STATS),))
         return (saved.scalar("next_pass", int, 1), best, saved.scalar("waited", int, 0), totals)
 
 
-_REMEDY = ("the learning rate is too large for the scale of the features. Scale the features (e.g. rows of unit "
-           "norm, or columns to [-1, 1] with sklearn's MaxAbsScaler) or lower the learning rate (eta0, or eta for "
-           "SMIDAS; the CLI's --learning-rate)")
+_REMEDY = (
+    "the learning rate is too large for the scale of the features. Scale the features (e.g. rows of unit "
+    "norm, or columns to [-1, 1] with sklearn's MaxAbsScaler) or lower the learning rate (eta0, or eta for "
+    "SMIDAS; the CLI's --learning-rate)"
+)
 
 
 def _zero_model_loss(problem):

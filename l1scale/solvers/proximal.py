@@ -204,8 +204,18 @@ class ProximalGradient(Solver):
     # Newton tolerance on the intercept's derivative (as Problem.optimal_intercept).
     intercept_tol = 1e-13
 
-    def __init__(self, tol=1e-6, max_iter=10000, check_every=1, backtrack=0.5, callback=None, verbose=0,
-                 random_state=None, checkpoint=None, checkpoint_interval=checkpoints.DEFAULT_INTERVAL):
+    def __init__(
+        self,
+        tol=1e-6,
+        max_iter=10000,
+        check_every=1,
+        backtrack=0.5,
+        callback=None,
+        verbose=0,
+        random_state=None,
+        checkpoint=None,
+        checkpoint_interval=checkpoints.DEFAULT_INTERVAL,
+    ):
         self.checkpoint, self.checkpoint_interval = checkpoint, checkpoint_interval
         self.tol = tol
         self.max_iter = max_iter
@@ -260,12 +270,22 @@ class ProximalGradient(Solver):
         it, last = 0, time.perf_counter()
         ck, saved = checkpoints.start(self, problem)
         if ck is not None and not isinstance(passes, InMemoryPasses):
-            raise ValueError(f"{self.name}: checkpoint= needs the data in memory (a distributed solve keeps its "
-                             "margins on the workers); use rmmp for resumable distributed runs")
+            raise ValueError(
+                f"{self.name}: checkpoint= needs the data in memory (a distributed solve keeps its "
+                "margins on the workers); use rmmp for resumable distributed runs"
+            )
         if saved is not None:
-            x, zx, x_prev, zx_prev, w, zw = (saved.array(k, (n,)) for k, n in (
-                ("x", dim), ("zx", problem.n_samples), ("x_prev", dim), ("zx_prev", problem.n_samples),
-                ("w", dim), ("zw", problem.n_samples)))
+            x, zx, x_prev, zx_prev, w, zw = (
+                saved.array(k, (n,))
+                for k, n in (
+                    ("x", dim),
+                    ("zx", problem.n_samples),
+                    ("x_prev", dim),
+                    ("zx_prev", problem.n_samples),
+                    ("w", dim),
+                    ("zw", problem.n_samples),
+                )
+            )
             b, t, it = saved.scalar("b"), saved.scalar("t"), saved.scalar("it", int, 0)
             reads, failed, mu = saved.scalar("reads", int, 0), saved.scalar("failed", bool), saved.optional_scalar("mu")
             saved.into("H", H)
@@ -274,9 +294,26 @@ class ProximalGradient(Solver):
             timer.exclude(-saved.scalar("elapsed"))
         while True:
             if ck is not None and ck.due():  # the state at the top of an iteration says all that follows
-                ck.save({"x": x, "zx": zx, "x_prev": x_prev, "zx_prev": zx_prev, "w": w, "zw": zw, "b": b, "t": t,
-                         "it": it, "reads": reads, "failed": failed, "mu": mu, "H": H, "floor": floor,
-                         "history": history.as_dict(), "elapsed": timer()})
+                ck.save(
+                    {
+                        "x": x,
+                        "zx": zx,
+                        "x_prev": x_prev,
+                        "zx_prev": zx_prev,
+                        "w": w,
+                        "zw": zw,
+                        "b": b,
+                        "t": t,
+                        "it": it,
+                        "reads": reads,
+                        "failed": failed,
+                        "mu": mu,
+                        "H": H,
+                        "floor": floor,
+                        "history": history.as_dict(),
+                        "elapsed": timer(),
+                    }
+                )
             # 1. At the gradient point: optimal intercept, loss terms, gradient (+ curvature).
             want_h = scaling is not None or mu is None
             if fit_b:
@@ -296,15 +333,23 @@ class ProximalGradient(Solver):
             if certify:
                 cert = passes.certificate(w, b, v, r_sum, objective)
             now = time.perf_counter()
-            history.append(objective=objective, certificate=cert.value if certify else np.nan,
-                           nnz=nnz, time=timer(), data_accesses=reads, **passes.time_split(now - last))
+            history.append(
+                objective=objective,
+                certificate=cert.value if certify else np.nan,
+                nnz=nnz,
+                time=timer(),
+                data_accesses=reads,
+                **passes.time_split(now - last),
+            )
             last = now
             if self.callback is not None:
                 self.callback(it, history)
             if self.verbose:
                 shown = f"{cert.name}={cert.value:.3e}" if certify else ""
-                print(f"{self.name} iter {it:5d}  P={objective:.12g}  {shown}  nnz={nnz}  "
-                      f"mu={mu if mu is not None else float('nan'):.3e}  t={timer():.3f}s")
+                print(
+                    f"{self.name} iter {it:5d}  P={objective:.12g}  {shown}  nnz={nnz}  "
+                    f"mu={mu if mu is not None else float('nan'):.3e}  t={timer():.3f}s"
+                )
             if certify:
                 if cert.relative <= self.tol:
                     stop_reason, converged = cert.name, True
@@ -353,10 +398,20 @@ class ProximalGradient(Solver):
                 zw = passes.combine(zx, zx_prev, beta)
             else:
                 w, zw = x, zx
-        return certified_result(self, coef=w, intercept=b, n_iter=it, converged=converged, stop_reason=stop_reason,
-                                cert=cert, history=history, timer=timer, compile_seconds=compile_seconds,
-                                line_search_failed=failed,
-                                line_search_message="backtracking found no step satisfying the quadratic model")
+        return certified_result(
+            self,
+            coef=w,
+            intercept=b,
+            n_iter=it,
+            converged=converged,
+            stop_reason=stop_reason,
+            cert=cert,
+            history=history,
+            timer=timer,
+            compile_seconds=compile_seconds,
+            line_search_failed=failed,
+            line_search_message="backtracking found no step satisfying the quadratic model",
+        )
 
 
 def _overflow_message(name, problem, top):
@@ -365,9 +420,11 @@ def _overflow_message(name, problem, top):
     scale = ""
     if columns is not None and columns.data.size:
         scale = f"; X has entries as large as {float(np.max(np.abs(columns.data))):.3g}"
-    return (f"{name}: the step size 1/L cannot be formed: the curvature of the loss along a column, "
-            f"sum_i c_i loss''(z_i) x_ij^2, is {top} (it overflows){scale}. Scale the features (e.g. with "
-            "sklearn's MaxAbsScaler or StandardScaler) so that their squares stay finite")
+    return (
+        f"{name}: the step size 1/L cannot be formed: the curvature of the loss along a column, "
+        f"sum_i c_i loss''(z_i) x_ij^2, is {top} (it overflows){scale}. Scale the features (e.g. with "
+        "sklearn's MaxAbsScaler or StandardScaler) so that their squares stay finite"
+    )
 
 
 class InMemoryPasses:
@@ -457,11 +514,30 @@ class MultiscaleFISTA(ProximalGradient):
     name = "multiscale_fista"
     momentum = True
 
-    def __init__(self, tol=1e-6, max_iter=10000, check_every=1, backtrack=0.5, hessian="eq7", callback=None,
-                 verbose=0, random_state=None, checkpoint=None, checkpoint_interval=checkpoints.DEFAULT_INTERVAL):
-        super().__init__(tol=tol, max_iter=max_iter, check_every=check_every, backtrack=backtrack,
-                         callback=callback, verbose=verbose, random_state=random_state, checkpoint=checkpoint,
-                         checkpoint_interval=checkpoint_interval)
+    def __init__(
+        self,
+        tol=1e-6,
+        max_iter=10000,
+        check_every=1,
+        backtrack=0.5,
+        hessian="eq7",
+        callback=None,
+        verbose=0,
+        random_state=None,
+        checkpoint=None,
+        checkpoint_interval=checkpoints.DEFAULT_INTERVAL,
+    ):
+        super().__init__(
+            tol=tol,
+            max_iter=max_iter,
+            check_every=check_every,
+            backtrack=backtrack,
+            callback=callback,
+            verbose=verbose,
+            random_state=random_state,
+            checkpoint=checkpoint,
+            checkpoint_interval=checkpoint_interval,
+        )
         self.hessian = hessian
 
     def _scaling(self):

@@ -63,8 +63,29 @@ def _clip(w, q, j, u):
 
 
 @njit(cache=True, nogil=True)  # the reader thread reads the next chunk meanwhile
-def _sgd_c_rows(kind, data, indices, indptr, dense, y, s, order, first_row, holdout, lam, eta0, a, n_pass,
-                average, fit_intercept, w, q, h, scal, stats):
+def _sgd_c_rows(
+    kind,
+    data,
+    indices,
+    indptr,
+    dense,
+    y,
+    s,
+    order,
+    first_row,
+    holdout,
+    lam,
+    eta0,
+    a,
+    n_pass,
+    average,
+    fit_intercept,
+    w,
+    q,
+    h,
+    scal,
+    stats,
+):
     """SGD-C over the rows of one chunk, in place.
 
     Shapes: y, s, order (n,) (``order``: the rows in the order taken); w, q (d,); h (d,) the
@@ -188,8 +209,7 @@ class CumulativePenaltySGD(OnlineSolver):
     name = "sgd_cumulative"
     pure_l1 = True
 
-    def __init__(self, *, eta0=0.5, a=2.0, n_per_pass=None, average_gradient=False,
-                 **kw):
+    def __init__(self, *, eta0=0.5, a=2.0, n_per_pass=None, average_gradient=False, **kw):
         super().__init__(**kw)
         if not eta0 > 0:
             raise ValueError(f"eta0 must be > 0, got {eta0!r}")
@@ -213,9 +233,26 @@ class CumulativePenaltySGD(OnlineSolver):
         state.n_seen += n
         n_pass = self.n_per_pass or state.n_per_pass or state.n_seen
         order = self._order(state, n)
-        return _sgd_c_rows(kind, *rows.arrays, y, s, order, first_row, holdout, l1, self.eta0, self.a,
-                           float(n_pass), self.average_gradient, state.fit_intercept, state.w, state.q, state.h,
-                           state.scal, np.zeros(len(STATS)))
+        return _sgd_c_rows(
+            kind,
+            *rows.arrays,
+            y,
+            s,
+            order,
+            first_row,
+            holdout,
+            l1,
+            self.eta0,
+            self.a,
+            float(n_pass),
+            self.average_gradient,
+            state.fit_intercept,
+            state.w,
+            state.q,
+            state.h,
+            state.scal,
+            np.zeros(len(STATS)),
+        )
 
     def _catch_up(self, state):
         _clip_all(state.w, state.q, state.scal[1])

@@ -78,24 +78,25 @@ class Sketch:
 
     @property
     def nbytes(self) -> int:
-        return int(sum(a.nbytes for a in (self.diag, self.col_start, self.col_len, self.col_cap,
-                                          self.rows, self.vals)))
+        return int(sum(a.nbytes for a in (self.diag, self.col_start, self.col_len, self.col_cap, self.rows, self.vals)))
 
     @classmethod
     def zeros_dense(cls, m: int) -> Sketch:
         """An all-zero dense m x m sketch."""
         start = np.arange(m, dtype=np.int64) * m
         length = np.full(m, m, dtype=np.int64)
-        return cls(np.zeros(m), start, length, length.copy(), np.arange(m, dtype=np.int64),
-                   np.zeros(m * m), True, m * m)
+        return cls(
+            np.zeros(m), start, length, length.copy(), np.arange(m, dtype=np.int64), np.zeros(m * m), True, m * m
+        )
 
     @classmethod
     def zeros_sparse(cls, m: int, capacity: int = 0) -> Sketch:
         """An empty sparse sketch whose columns grow as pairs are added."""
         z = np.zeros(m, dtype=np.int64)
         capacity = max(int(capacity), 16)
-        return cls(np.zeros(m), z.copy(), z.copy(), z.copy(), np.zeros(capacity, dtype=np.int64),
-                   np.zeros(capacity), False, 0)
+        return cls(
+            np.zeros(m), z.copy(), z.copy(), z.copy(), np.zeros(capacity, dtype=np.int64), np.zeros(capacity), False, 0
+        )
 
     @classmethod
     def from_matrix(cls, psi) -> Sketch:
@@ -115,8 +116,16 @@ class Sketch:
         off.eliminate_zeros()
         indptr = off.indptr.astype(np.int64)
         length = np.diff(indptr)
-        return cls(diag, indptr[:-1].copy(), length, length.copy(), off.indices.astype(np.int64),
-                   off.data.astype(np.float64), False, int(indptr[-1]))
+        return cls(
+            diag,
+            indptr[:-1].copy(),
+            length,
+            length.copy(),
+            off.indices.astype(np.int64),
+            off.data.astype(np.float64),
+            False,
+            int(indptr[-1]),
+        )
 
     def to_dense(self) -> np.ndarray:
         """Psi as a dense m x m array (for tests and small sketches)."""
@@ -198,8 +207,9 @@ def _full_sweep(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma,
 
 
 @njit(cache=True)
-def _active_sweeps(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho, scale, tol,
-                   max_sweeps, active, slot):
+def _active_sweeps(
+    diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho, scale, tol, max_sweeps, active, slot
+):
     """Sweeps over the coordinates ``active`` only, Omega kept on them through the dense
     block Psi'_AA; the rest of Omega is brought up to date once at the end.
     ``slot`` is -1 everywhere (restored on return). Returns (sweeps, moves)."""
@@ -270,16 +280,30 @@ def shooting_sweeps(diag, col_start, col_len, rows, vals, dense, omega, beta, ga
     sweeps = 0
     moves = 0
     while sweeps < max_sweeps:
-        before, change, moved = _full_sweep(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma,
-                                            rho, scale)
+        before, change, moved = _full_sweep(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho, scale)
         sweeps += 1
         moves += moved
         if change == 0.0 or change < tol * tol * before:
             return sweeps, True, moves
         nonzero = np.flatnonzero(beta)
         if 0 < nonzero.shape[0] <= _ACTIVE_BLOCK_MAX and nonzero.shape[0] < m:
-            inner, moved = _active_sweeps(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho,
-                                          scale, tol, max_sweeps - sweeps, nonzero, slot)
+            inner, moved = _active_sweeps(
+                diag,
+                col_start,
+                col_len,
+                rows,
+                vals,
+                dense,
+                omega,
+                beta,
+                gamma,
+                rho,
+                scale,
+                tol,
+                max_sweeps - sweeps,
+                nonzero,
+                slot,
+            )
             sweeps += inner
             moves += moved
     return max_sweeps, False, moves
@@ -288,8 +312,16 @@ def shooting_sweeps(diag, col_start, col_len, rows, vals, dense, omega, beta, ga
 def omega(sketch: Sketch, theta, beta) -> np.ndarray:
     """Omega = 2 Psi' beta + theta (the gradient of the smooth part minus its diagonal term)."""
     out = np.empty(sketch.size)
-    _omega_kernel(sketch.col_start, sketch.col_len, sketch.rows, sketch.vals, sketch.dense,
-                  np.ascontiguousarray(theta, dtype=np.float64), np.ascontiguousarray(beta, dtype=np.float64), out)
+    _omega_kernel(
+        sketch.col_start,
+        sketch.col_len,
+        sketch.rows,
+        sketch.vals,
+        sketch.dense,
+        np.ascontiguousarray(theta, dtype=np.float64),
+        np.ascontiguousarray(beta, dtype=np.float64),
+        out,
+    )
     return out
 
 

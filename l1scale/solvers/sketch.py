@@ -59,8 +59,9 @@ _DENSE_SKETCH_MAX = 4096  # MP keeps Psi dense up to this many coordinates ("aut
 
 
 @njit(cache=True)
-def _chunk_kernel(kind, data, indices, indptr, dense, y, s, beta, b, slot, intercept_slot, psi, theta,
-                  grad, a_out, c_out):
+def _chunk_kernel(
+    kind, data, indices, indptr, dense, y, s, beta, b, slot, intercept_slot, psi, theta, grad, a_out, c_out
+):
     """One chunk at the fixed point (beta, b); returns (loss sum, intercept gradient sum).
 
     Shapes: y, s, a_out, c_out (rows,); beta, grad, slot (d,); psi (k, k) F-order or (0, 0);
@@ -138,9 +139,15 @@ class PassStatistics:
     nnz: int
 
     def __add__(self, other: PassStatistics) -> PassStatistics:
-        return PassStatistics(self.loss_sum + other.loss_sum, self.grad + other.grad,
-                              self.grad_intercept + other.grad_intercept, self.theta + other.theta,
-                              self.psi + other.psi, self.rows + other.rows, self.nnz + other.nnz)
+        return PassStatistics(
+            self.loss_sum + other.loss_sum,
+            self.grad + other.grad,
+            self.grad_intercept + other.grad_intercept,
+            self.theta + other.theta,
+            self.psi + other.psi,
+            self.rows + other.rows,
+            self.nnz + other.nnz,
+        )
 
 
 def _augmented(X: sp.csr_matrix, intercept: bool) -> sp.csr_matrix:
@@ -174,11 +181,15 @@ def pass_statistics(problem: StreamProblem, rows, y, s, beta, b, active, *, spar
         k = active.shape[0]
     psi = np.zeros((k, k), order="F")
     theta = np.zeros(k)
-    loss_sum, grad_b = _chunk_kernel(problem.loss.kernel_id, *rows.arrays, y, s, beta, float(b), slot,
-                                     intercept_slot, psi, theta, grad, a, c)
+    loss_sum, grad_b = _chunk_kernel(
+        problem.loss.kernel_id, *rows.arrays, y, s, beta, float(b), slot, intercept_slot, psi, theta, grad, a, c
+    )
     if sparse_sketch:
-        X = sp.csr_matrix((rows.data, rows.indices, rows.indptr), shape=rows.shape) if not rows.dense \
+        X = (
+            sp.csr_matrix((rows.data, rows.indices, rows.indptr), shape=rows.shape)
+            if not rows.dense
             else sp.csr_matrix(rows.data.reshape(rows.shape))
+        )
         Xa = _augmented(X, problem.fit_intercept)
         psi = (Xa.T @ sp.diags(a) @ Xa).tocsc()
         theta = Xa.T @ c
@@ -228,8 +239,20 @@ class MultiPass(Solver):
     data_access = "stream"
     requires = ("smooth", "curvature_kernel")
 
-    def __init__(self, tol=1e-6, max_iter=50, *, shooting_tol=1e-10, max_sweeps=10000, sketch="auto",
-                 checkpoint=None, checkpoint_interval=0.0, callback=None, verbose=0, random_state=None):
+    def __init__(
+        self,
+        tol=1e-6,
+        max_iter=50,
+        *,
+        shooting_tol=1e-10,
+        max_sweeps=10000,
+        sketch="auto",
+        checkpoint=None,
+        checkpoint_interval=0.0,
+        callback=None,
+        verbose=0,
+        random_state=None,
+    ):
         if sketch not in ("auto", "dense", "sparse"):
             raise ValueError(f"sketch={sketch!r}; choose 'auto', 'dense' or 'sparse'")
         self.tol, self.max_iter = float(tol), int(max_iter)
@@ -270,8 +293,11 @@ class MultiPass(Solver):
         self.check_problem(problem)
         timer = Timer()
         d, W = problem.n_features, problem.weight_sum
-        ck = None if self.checkpoint is None else Checkpoint(self.checkpoint, self._fingerprint(problem),
-                                                             self.checkpoint_interval)
+        ck = (
+            None
+            if self.checkpoint is None
+            else Checkpoint(self.checkpoint, self._fingerprint(problem), self.checkpoint_interval)
+        )
         state = None if ck is None else ck.load()
         history = History()
         if state is None:
@@ -283,8 +309,11 @@ class MultiPass(Solver):
             beta, b = state.array("beta", (d,)), state.scalar("b")
             active = state.indices("active", d + problem.fit_intercept)
             start, halvings = state.scalar("next_pass", int, 1), state.scalar("halvings", int, 0)
-            prev = None if not state.scalar("has_prev", bool) else (
-                state.array("prev_beta", (d,)), state.scalar("prev_b"), state.scalar("prev_objective"))
+            prev = (
+                None
+                if not state.scalar("has_prev", bool)
+                else (state.array("prev_beta", (d,)), state.scalar("prev_b"), state.scalar("prev_objective"))
+            )
             state.history(history)
             timer.exclude(-state.scalar("elapsed"))
             if problem.penalty is None:  # lam_ratio, resolved by the first pass of the saved run
@@ -305,9 +334,15 @@ class MultiPass(Solver):
             viol = float(np.max(pen.subdifferential_distance(beta, v), initial=0.0))
             if problem.fit_intercept:
                 viol = max(viol, abs(vb))
-            history.append(objective=objective, certificate=viol, nnz=np.count_nonzero(beta), time=timer(),
-                           data_accesses=accesses, active=int(np.count_nonzero(active < d)),
-                           **getattr(problem, "last_pass_times", {}))  # distributed: the pass's time split
+            history.append(
+                objective=objective,
+                certificate=viol,
+                nnz=np.count_nonzero(beta),
+                time=timer(),
+                data_accesses=accesses,
+                active=int(np.count_nonzero(active < d)),
+                **getattr(problem, "last_pass_times", {}),
+            )  # distributed: the pass's time split
             self._report(z, active, beta, objective, viol, pen, timer)
             if best is None or objective < best[2]:
                 best = (beta, b, objective, viol)
@@ -330,13 +365,16 @@ class MultiPass(Solver):
             beta_new, b_new = self._shoot(problem, stats, beta, b, active)
             # The last step, made on this same active set, reduced neither the objective nor
             # the KKT violation?
-            no_progress = (prev is not None and np.array_equal(step_active, active)
-                           and objective >= prev[2] - 1e-15 * abs(prev[2]) and viol >= (1.0 - 1e-6) * prev_viol)
+            no_progress = (
+                prev is not None
+                and np.array_equal(step_active, active)
+                and objective >= prev[2] - 1e-15 * abs(prev[2])
+                and viol >= (1.0 - 1e-6) * prev_viol
+            )
             prev, prev_viol, step_active = (beta, b, objective), viol, active
             omega_zero = np.abs(stats.grad)  # |Omega_j| where beta_j = 0
             next_active = self._next_active(problem, active, beta_new, omega_zero, W * pen.l1)
-            if np.array_equal(next_active, active) and (
-                    no_progress or (np.array_equal(beta_new, beta) and b_new == b)):
+            if np.array_equal(next_active, active) and (no_progress or (np.array_equal(beta_new, beta) and b_new == b)):
                 # Same active set and no progress: the passes have reached the best point
                 # this active set allows (RMMP with a support larger than max_active).
                 stop_reason = "stalled"
@@ -346,14 +384,31 @@ class MultiPass(Solver):
         if not converged and best is not None:
             beta, b, objective, viol = best
         if not converged:
-            why = {"max_iter": f"after {z} passes; raise max_iter", "line_search": "and the step halvings ran out",
-                   "stalled": "and the passes stopped moving"}[stop_reason]
-            warnings.warn(f"{self.name}: KKT violation {viol:.3g} > tol * lam = {self.tol * problem.penalty.l1:.3g} "
-                          + why + self._hint(), ConvergenceWarning, stacklevel=3)
-        return Result(coef=beta, intercept=float(b), objective=float(objective), n_iter=int(z),
-                      converged=converged, stop_reason=stop_reason, certificate_name="kkt", certificate=viol,
-                      relative_certificate=viol / problem.penalty.l1, history=history,
-                      timings={"solve": timer(), "compile": 0.0})
+            why = {
+                "max_iter": f"after {z} passes; raise max_iter",
+                "line_search": "and the step halvings ran out",
+                "stalled": "and the passes stopped moving",
+            }[stop_reason]
+            warnings.warn(
+                f"{self.name}: KKT violation {viol:.3g} > tol * lam = {self.tol * problem.penalty.l1:.3g} "
+                + why
+                + self._hint(),
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return Result(
+            coef=beta,
+            intercept=float(b),
+            objective=float(objective),
+            n_iter=int(z),
+            converged=converged,
+            stop_reason=stop_reason,
+            certificate_name="kkt",
+            certificate=viol,
+            relative_certificate=viol / problem.penalty.l1,
+            history=history,
+            timings={"solve": timer(), "compile": 0.0},
+        )
 
     def _hint(self) -> str:
         return ""
@@ -366,11 +421,16 @@ class MultiPass(Solver):
         start = np.where(is_feat, beta[np.minimum(active, d - 1)], b)
         gamma = np.where(is_feat, W * pen.l1, 0.0)
         rho = np.where(is_feat, W * pen.l2, 0.0)
-        beta_s, _, sweeps, ok = shooting(sketch, stats.theta, gamma, start, rho=rho, tol=self.shooting_tol,
-                                         max_sweeps=self.max_sweeps)
+        beta_s, _, sweeps, ok = shooting(
+            sketch, stats.theta, gamma, start, rho=rho, tol=self.shooting_tol, max_sweeps=self.max_sweeps
+        )
         if not ok:
-            warnings.warn(f"{self.name}: Shooting stopped after {sweeps} sweeps without reaching "
-                          f"shooting_tol={self.shooting_tol:g}", ConvergenceWarning, stacklevel=4)
+            warnings.warn(
+                f"{self.name}: Shooting stopped after {sweeps} sweeps without reaching "
+                f"shooting_tol={self.shooting_tol:g}",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
         beta_new = np.zeros(d)
         beta_new[active[is_feat]] = beta_s[is_feat]
         b_new = float(beta_s[~is_feat][0]) if problem.fit_intercept else 0.0
@@ -379,16 +439,29 @@ class MultiPass(Solver):
     def _save(self, ck, problem, beta, b, active, next_pass, prev, halvings, history, timer):
         if ck is None or not ck.due():
             return
-        state = {"beta": beta, "b": b, "active": active, "next_pass": next_pass, "halvings": halvings,
-                 "lam": problem.penalty.lam, "elapsed": timer(), "has_prev": prev is not None,
-                 "prev_beta": beta if prev is None else prev[0], "prev_b": 0.0 if prev is None else prev[1],
-                 "prev_objective": 0.0 if prev is None else prev[2], "history": history.as_dict()}
+        state = {
+            "beta": beta,
+            "b": b,
+            "active": active,
+            "next_pass": next_pass,
+            "halvings": halvings,
+            "lam": problem.penalty.lam,
+            "elapsed": timer(),
+            "has_prev": prev is not None,
+            "prev_beta": beta if prev is None else prev[0],
+            "prev_b": 0.0 if prev is None else prev[1],
+            "prev_objective": 0.0 if prev is None else prev[2],
+            "history": history.as_dict(),
+        }
         ck.save(state)
 
     def _report(self, z, active, beta, objective, viol, pen, timer):
         if self.verbose:
-            print(f"{self.name} pass {z:3d}  active {active.shape[0]:6d}  nnz {np.count_nonzero(beta):6d}  "
-                  f"objective {objective:.10g}  kkt/lam {viol / pen.l1:.3e}  {timer():7.2f}s", flush=True)
+            print(
+                f"{self.name} pass {z:3d}  active {active.shape[0]:6d}  nnz {np.count_nonzero(beta):6d}  "
+                f"objective {objective:.10g}  kkt/lam {viol / pen.l1:.3e}  {timer():7.2f}s",
+                flush=True,
+            )
 
 
 class ReducedMemoryMultiPass(MultiPass):
@@ -407,12 +480,32 @@ class ReducedMemoryMultiPass(MultiPass):
 
     name = "rmmp"
 
-    def __init__(self, tol=1e-6, max_iter=50, *, max_active=2000, tau=0.8, shooting_tol=1e-10,
-                 max_sweeps=10000, checkpoint=None, checkpoint_interval=0.0, callback=None, verbose=0,
-                 random_state=None):
-        super().__init__(tol, max_iter, shooting_tol=shooting_tol, max_sweeps=max_sweeps, sketch="dense",
-                         checkpoint=checkpoint, checkpoint_interval=checkpoint_interval, callback=callback,
-                         verbose=verbose)
+    def __init__(
+        self,
+        tol=1e-6,
+        max_iter=50,
+        *,
+        max_active=2000,
+        tau=0.8,
+        shooting_tol=1e-10,
+        max_sweeps=10000,
+        checkpoint=None,
+        checkpoint_interval=0.0,
+        callback=None,
+        verbose=0,
+        random_state=None,
+    ):
+        super().__init__(
+            tol,
+            max_iter,
+            shooting_tol=shooting_tol,
+            max_sweeps=max_sweeps,
+            sketch="dense",
+            checkpoint=checkpoint,
+            checkpoint_interval=checkpoint_interval,
+            callback=callback,
+            verbose=verbose,
+        )
         if int(max_active) < 1:
             raise ValueError(f"max_active must be >= 1, got {max_active!r}")
         if not 0 < tau <= 1:

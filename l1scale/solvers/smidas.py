@@ -92,8 +92,29 @@ def _shrink_support(theta, zeta, active, where, counts, shrink, c, p):
 
 
 @njit(cache=True, nogil=True)  # the reader thread reads the next chunk meanwhile
-def _smidas_rows(kind, data, indices, indptr, dense, y, s, order, first_row, holdout, lam, eta, eta_b, p, theta,
-                 zeta, active, where, scal, counts, stats):
+def _smidas_rows(
+    kind,
+    data,
+    indices,
+    indptr,
+    dense,
+    y,
+    s,
+    order,
+    first_row,
+    holdout,
+    lam,
+    eta,
+    eta_b,
+    p,
+    theta,
+    zeta,
+    active,
+    where,
+    scal,
+    counts,
+    stats,
+):
     """SMIDAS over the rows of one chunk, in place.
 
     Shapes: y, s, order (n,); theta, zeta, where (d,); active (d,) the support of theta in its
@@ -221,8 +242,7 @@ class SMIDAS(OnlineSolver):
     name = "smidas"
     pure_l1 = True
 
-    def __init__(self, *, eta=0.1, eta_intercept=0.03, eta_decay=1.0, p=None,
-                 **kw):
+    def __init__(self, *, eta=0.1, eta_intercept=0.03, eta_decay=1.0, p=None, **kw):
         super().__init__(**kw)
         if not eta > 0:
             raise ValueError(f"eta must be > 0, got {eta!r}")
@@ -261,6 +281,23 @@ class SMIDAS(OnlineSolver):
         order = self._order(state, n)
         decay = 1.0 + self.eta_decay * pass_index
         eta_b = self.eta_intercept / decay
-        return _smidas_rows(kind, *rows.arrays, y, s, order, first_row, holdout, l1, self.eta / decay,
-                            eta_b if state.fit_intercept else 0.0, state.p, state.theta, state.zeta, state.active,
-                            state.where, state.scal, state.counts, np.zeros(len(STATS)))
+        return _smidas_rows(
+            kind,
+            *rows.arrays,
+            y,
+            s,
+            order,
+            first_row,
+            holdout,
+            l1,
+            self.eta / decay,
+            eta_b if state.fit_intercept else 0.0,
+            state.p,
+            state.theta,
+            state.zeta,
+            state.active,
+            state.where,
+            state.scal,
+            state.counts,
+            np.zeros(len(STATS)),
+        )

@@ -205,8 +205,17 @@ class _DuplicatedCD(Solver):
     resumable = True  # takes checkpoint= (l1scale.checkpoint)
     requires = ("smooth", "curvature_bound")
 
-    def __init__(self, tol=1e-6, max_iter=1000, random_state=0, curvature="column", callback=None, verbose=0,
-                 checkpoint=None, checkpoint_interval=checkpoints.DEFAULT_INTERVAL):
+    def __init__(
+        self,
+        tol=1e-6,
+        max_iter=1000,
+        random_state=0,
+        curvature="column",
+        callback=None,
+        verbose=0,
+        checkpoint=None,
+        checkpoint_interval=checkpoints.DEFAULT_INTERVAL,
+    ):
         self.checkpoint, self.checkpoint_interval = checkpoint, checkpoint_interval
         self.tol = tol
         self.max_iter = max_iter
@@ -238,12 +247,12 @@ class _DuplicatedCD(Solver):
         v = np.zeros(2 * d + int(fit_intercept))
         if coef_init is not None:
             w0 = np.array(coef_init, dtype=np.float64).reshape(d)
-            v[:d], v[d:2 * d] = np.maximum(w0, 0.0), np.maximum(-w0, 0.0)
+            v[:d], v[d : 2 * d] = np.maximum(w0, 0.0), np.maximum(-w0, 0.0)
         if fit_intercept:
             v[2 * d] = float(intercept_init or 0.0)
         z, reads = np.full(problem.n_samples, v[2 * d] if fit_intercept else 0.0), 0
-        if coef_init is not None and v[:2 * d].any():
-            z += np.asarray(problem.X @ (v[:d] - v[d:2 * d]), dtype=np.float64).reshape(-1)
+        if coef_init is not None and v[: 2 * d].any():
+            z += np.asarray(problem.X @ (v[:d] - v[d : 2 * d]), dtype=np.float64).reshape(-1)
             reads += cols.nnz
         r = np.empty(problem.n_samples)  # c * loss'(y, z), kept with z
         curv, reads = self._curvatures(problem, v.shape[0], reads)
@@ -263,8 +272,17 @@ class _DuplicatedCD(Solver):
         while True:
             if ck is not None and ck.due():  # the state at the top of an epoch says all that follows
                 rng = getattr(self, "_rng", None)
-                ck.save({"v": v, "z": z, "reads": reads, "it": it, "history": history.as_dict(),
-                         "rng": None if rng is None else rng.bit_generator.state, "elapsed": timer()})
+                ck.save(
+                    {
+                        "v": v,
+                        "z": z,
+                        "reads": reads,
+                        "it": it,
+                        "history": history.as_dict(),
+                        "rng": None if rng is None else rng.bit_generator.state,
+                        "elapsed": timer(),
+                    }
+                )
             cert = self._record(problem, v, z, r, it, reads, history, timer)
             if cert.relative <= self.tol:
                 stop_reason, converged = cert.name, True
@@ -279,14 +297,26 @@ class _DuplicatedCD(Solver):
                 stop_reason, converged = "stalled", cert.relative <= self.tol
                 break
         if not converged:
-            warnings.warn(f"{self.name} did not reach tol={self.tol:g} in {it} epochs ({stop_reason}; relative "
-                          f"{cert.name} {cert.relative:.2e}); increase max_iter or tol",
-                          ConvergenceWarning, stacklevel=2)
-        coef = v[:d] - v[d:2 * d]
-        return Result(coef=coef, intercept=float(v[2 * d]) if fit_intercept else 0.0, objective=cert.objective,
-                      n_iter=it, converged=converged, stop_reason=stop_reason, certificate_name=cert.name,
-                      certificate=cert.value, relative_certificate=cert.relative, history=history,
-                      timings={"solve": timer(), "compile": compile_seconds})
+            warnings.warn(
+                f"{self.name} did not reach tol={self.tol:g} in {it} epochs ({stop_reason}; relative "
+                f"{cert.name} {cert.relative:.2e}); increase max_iter or tol",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        coef = v[:d] - v[d : 2 * d]
+        return Result(
+            coef=coef,
+            intercept=float(v[2 * d]) if fit_intercept else 0.0,
+            objective=cert.objective,
+            n_iter=it,
+            converged=converged,
+            stop_reason=stop_reason,
+            certificate_name=cert.name,
+            certificate=cert.value,
+            relative_certificate=cert.relative,
+            history=history,
+            timings={"solve": timer(), "compile": compile_seconds},
+        )
 
     def _curvatures(self, problem, size, reads):
         """beta_j for every coordinate (module docstring), and the reads it cost."""
@@ -296,12 +326,12 @@ class _DuplicatedCD(Solver):
         if self.curvature == "column":
             reads += _column_curvatures(*problem.columns.arrays, problem.c, beta, lam2, curv)
             # An all-zero column (g_j = lam1 > 0 there) must stay at zero: any positive floor does.
-            curv[:2 * d] = np.maximum(curv[:2 * d], 1e-300)
+            curv[: 2 * d] = np.maximum(curv[: 2 * d], 1e-300)
         else:
             data = problem.columns.data
             scale = max(1.0, float(np.max(data * data, initial=0.0)))
             reads += problem.columns.nnz
-            curv[:2 * d] = beta * scale + lam2
+            curv[: 2 * d] = beta * scale + lam2
         if size > 2 * d:
             curv[2 * d] = beta  # the intercept's column of ones: sum_i c_i * 1 = 1
         return curv, reads
@@ -310,7 +340,7 @@ class _DuplicatedCD(Solver):
         """Intercept made optimal for w (when fitted), r afresh, then the certificate (one X^T r,
         not counted as data accesses: it is monitoring) and a History row."""
         d = problem.n_features
-        w = v[:d] - v[d:2 * d]
+        w = v[:d] - v[d : 2 * d]
         b = 0.0
         if problem.fit_intercept:
             b = v[2 * d]
@@ -321,16 +351,26 @@ class _DuplicatedCD(Solver):
         _residuals(kind, problem.y, problem.c, z, r)
         grad = np.asarray(problem.X.T @ r, dtype=np.float64).reshape(-1)
         # P(w, b) without BLAS dots (they cost milliseconds when the cores are busy).
-        primal = (weighted_value(kind, problem.y, z, problem.c) + pen.l1 * float(np.abs(w).sum())
-                  + 0.5 * pen.l2 * float(np.sum(w * w)))
+        primal = (
+            weighted_value(kind, problem.y, z, problem.c)
+            + pen.l1 * float(np.abs(w).sum())
+            + 0.5 * pen.l2 * float(np.sum(w * w))
+        )
         cert = problem.certificate_from(w, b, z, None, grad, primal=primal)
-        history.append(objective=cert.objective, certificate=cert.value, nnz=int(np.count_nonzero(w)),
-                       time=timer(), data_accesses=reads)
+        history.append(
+            objective=cert.objective,
+            certificate=cert.value,
+            nnz=int(np.count_nonzero(w)),
+            time=timer(),
+            data_accesses=reads,
+        )
         if self.callback is not None:
             self.callback(it, history)
         if self.verbose:
-            print(f"{self.name} epoch {it:4d}  P={cert.objective:.12g}  {cert.name}={cert.value:.3e}  "
-                  f"nnz={history.nnz[-1]}  reads={reads}  t={timer():.3f}s")
+            print(
+                f"{self.name} epoch {it:4d}  P={cert.objective:.12g}  {cert.name}={cert.value:.3e}  "
+                f"nnz={history.nnz[-1]}  reads={reads}  t={timer():.3f}s"
+            )
         return cert
 
     def _start(self, problem, v):  # pragma: no cover - interface
@@ -414,11 +454,28 @@ class GreedyCD(_DuplicatedCD):
 
     name = "detcd"
 
-    def __init__(self, tol=1e-6, max_iter=1000, epoch_size=None, random_state=0, curvature="column",
-                 callback=None, verbose=0, checkpoint=None, checkpoint_interval=checkpoints.DEFAULT_INTERVAL):
-        super().__init__(tol=tol, max_iter=max_iter, random_state=random_state, curvature=curvature,
-                         callback=callback, verbose=verbose, checkpoint=checkpoint,
-                         checkpoint_interval=checkpoint_interval)
+    def __init__(
+        self,
+        tol=1e-6,
+        max_iter=1000,
+        epoch_size=None,
+        random_state=0,
+        curvature="column",
+        callback=None,
+        verbose=0,
+        checkpoint=None,
+        checkpoint_interval=checkpoints.DEFAULT_INTERVAL,
+    ):
+        super().__init__(
+            tol=tol,
+            max_iter=max_iter,
+            random_state=random_state,
+            curvature=curvature,
+            callback=callback,
+            verbose=verbose,
+            checkpoint=checkpoint,
+            checkpoint_interval=checkpoint_interval,
+        )
         self.epoch_size = epoch_size
 
     def _start(self, problem, v):

@@ -96,8 +96,32 @@ def _settle(mode, wj, last_j, c_last_j, t, C, K, theta, eta0, t0, power, gK):
 
 
 @njit(cache=True, nogil=True)  # the reader thread reads the next chunk meanwhile
-def _truncated_rows(kind, mode, data, indices, indptr, dense, y, s, order, first_row, holdout, w, last, c_last,
-                    scalars, clock, fit_intercept, K, theta, eta0, t0, power, gK, stats):
+def _truncated_rows(
+    kind,
+    mode,
+    data,
+    indices,
+    indptr,
+    dense,
+    y,
+    s,
+    order,
+    first_row,
+    holdout,
+    w,
+    last,
+    c_last,
+    scalars,
+    clock,
+    fit_intercept,
+    K,
+    theta,
+    eta0,
+    t0,
+    power,
+    gK,
+    stats,
+):
     """Progressive validation and lazy truncated-gradient learning over one chunk, in place.
 
     Shapes: y, s, order (rows,) (``order``: the rows in the order taken); w, last, c_last (d,)
@@ -146,8 +170,28 @@ def _unshift(stored, C):
 
 
 @njit(cache=True, nogil=True)  # the reader thread reads the next chunk meanwhile
-def _soft_threshold_rows(kind, data, indices, indptr, dense, y, s, order, first_row, holdout, stored, scalars,
-                         clock, fit_intercept, K, eta0, t0, power, gK, stats):
+def _soft_threshold_rows(
+    kind,
+    data,
+    indices,
+    indptr,
+    dense,
+    y,
+    s,
+    order,
+    first_row,
+    holdout,
+    stored,
+    scalars,
+    clock,
+    fit_intercept,
+    K,
+    eta0,
+    t0,
+    power,
+    gK,
+    stats,
+):
     """``_truncated_rows`` for the soft-threshold sparsifier (truncated, theta = inf), in place.
 
     Shapes: stored (d,), sign(w_j) (|w_j| + c_j) with c_j = C when w_j was last touched;
@@ -233,8 +277,8 @@ class TruncatedState:
         self.solver = solver
         self._layout(solver.soft_threshold)
         self.rng = np.random.default_rng(solver.random_state)  # for shuffle
-        self.gravity = 0.0      # g, set by the solver's first chunk
-        self.rate_scale = 1.0   # pass_decay ** pass of the current pass
+        self.gravity = 0.0  # g, set by the solver's first chunk
+        self.rate_scale = 1.0  # pass_decay ** pass of the current pass
 
     def _layout(self, soft_threshold: bool):
         self.soft_threshold = bool(soft_threshold)
@@ -256,8 +300,17 @@ class TruncatedState:
 
     def _args(self):
         sv = self.solver
-        return (SPARSIFIERS[sv.sparsifier], int(self.clock[0]), float(self.scalars[1]), sv.K, sv._theta,
-                sv.eta0 * self.rate_scale, sv.t0, sv.power_t, self.gravity * sv.K)
+        return (
+            SPARSIFIERS[sv.sparsifier],
+            int(self.clock[0]),
+            float(self.scalars[1]),
+            sv.K,
+            sv._theta,
+            sv.eta0 * self.rate_scale,
+            sv.t0,
+            sv.power_t,
+            self.gravity * sv.K,
+        )
 
     def settle(self):
         """Apply all owed penalties to w (O(d)); the soft-threshold layout rebases C to 0."""
@@ -375,8 +428,19 @@ class TruncatedGradient(OnlineSolver):
     needs_label_pass = False  # starts at w = 0, b = 0; its rates do not depend on n
     requires = ()
 
-    def __init__(self, *, sparsifier="truncated", gravity=None, K=1, theta=None, eta0=0.5, power_t=0.5, t0=1.0,
-                 pass_decay=1.0, **kw):
+    def __init__(
+        self,
+        *,
+        sparsifier="truncated",
+        gravity=None,
+        K=1,
+        theta=None,
+        eta0=0.5,
+        power_t=0.5,
+        t0=1.0,
+        pass_decay=1.0,
+        **kw,
+    ):
         super().__init__(**kw)
         if sparsifier not in SPARSIFIERS:
             raise ValueError(f"sparsifier={sparsifier!r}; choose one of {sorted(SPARSIFIERS)}")
@@ -407,7 +471,7 @@ class TruncatedGradient(OnlineSolver):
 
     def _learn(self, state, rows, y, s, first_row, pass_index, *, kind, l1, l2, holdout):
         gravity = float(l1) if self.gravity is None else float(self.gravity)
-        scale = self.pass_decay ** pass_index
+        scale = self.pass_decay**pass_index
         if (gravity != state.gravity or scale != state.rate_scale) and state.steps > 0:
             state.settle()  # the owed penalties were accrued at the old gravity and rate
         state.relayout(self.soft_threshold)
@@ -417,12 +481,49 @@ class TruncatedGradient(OnlineSolver):
         s = np.ascontiguousarray(s, dtype=np.float64)
         order = self._order(state, y.shape[0])
         if state.soft_threshold:
-            _soft_threshold_rows(kind, *rows.arrays, y, s, order, int(first_row), int(holdout), state.w,
-                                 state.scalars, state.clock, state.fit_intercept, K, eta0, t0, power, gK, stats)
+            _soft_threshold_rows(
+                kind,
+                *rows.arrays,
+                y,
+                s,
+                order,
+                int(first_row),
+                int(holdout),
+                state.w,
+                state.scalars,
+                state.clock,
+                state.fit_intercept,
+                K,
+                eta0,
+                t0,
+                power,
+                gK,
+                stats,
+            )
         else:
-            _truncated_rows(kind, mode, *rows.arrays, y, s, order, int(first_row), int(holdout), state.w,
-                            state.last, state.c_last, state.scalars, state.clock, state.fit_intercept, K, theta,
-                            eta0, t0, power, gK, stats)
+            _truncated_rows(
+                kind,
+                mode,
+                *rows.arrays,
+                y,
+                s,
+                order,
+                int(first_row),
+                int(holdout),
+                state.w,
+                state.last,
+                state.c_last,
+                state.scalars,
+                state.clock,
+                state.fit_intercept,
+                K,
+                theta,
+                eta0,
+                t0,
+                power,
+                gK,
+                stats,
+            )
         return stats
 
     def _catch_up(self, state):
