@@ -23,11 +23,6 @@ from l1scale.exceptions import DataFormatError
 HYPO = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-def _data_dir() -> Path:
-    env = os.environ.get("L1SCALE_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
 # Every .bz2 svmlight file of the shared data folder, with n_features from its INDEX.md.
 DATA_FILES = {
     "a9a/a9a.bz2": 123,
@@ -46,14 +41,6 @@ DATA_FILES = {
     "news20/news20_bydate_binary.svm.bz2": 588_937,
 }
 SLOW_FILES = {"news20/news20_bydate_binary.svm.bz2"}
-
-
-@pytest.fixture(scope="module")
-def data_dir() -> Path:
-    path = _data_dir()
-    if not path.is_dir():
-        pytest.skip(f"shared data folder not found at {path} (set L1SCALE_DATA)")
-    return path
 
 
 def assert_same(X, y, X_ref, y_ref):
