@@ -69,7 +69,8 @@ from ..exceptions import DataFormatError
 from . import _vw_parse as _k
 from . import svmlight as _svm
 from ._svmlight_write import as_csr64, atomic_file, format_rows, make_csr
-from .stream import Chunk, _CachedFileSource
+from .chunk_cache import CachedFileSource
+from .chunks import Chunk
 
 __all__ = ["dump_vw", "hash_feature", "hash_features", "iter_vw_chunks", "load_vw"]
 
@@ -493,7 +494,7 @@ def dump_vw(X, y, path, *, namespace: str = "f", sample_weight=None) -> None:
 # ----------------------------------------------------------------- Stream source
 
 
-class _VWSource(_CachedFileSource):
+class VWSource(CachedFileSource):
     """Source of :meth:`Stream.from_vw`: a VW text file, hashed, with an optional chunk cache."""
 
     def __init__(self, path, hash_bits, hash, hash_seed, dtype, chunk_bytes, cache):

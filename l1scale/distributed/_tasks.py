@@ -21,7 +21,8 @@ import scipy.sparse as sp
 
 from ..data import svmlight as _svm
 from ..data._svmlight_write import make_csr
-from ..data.stream import Chunk, Stream, _as_chunk
+from ..data.chunks import Chunk, as_chunk
+from ..data.stream import Stream
 from ..data.validation import check_compressed, check_finite
 from ..stream_problem import StreamProblem, StreamScan, scan_stream
 
@@ -123,7 +124,7 @@ def _in_memory(chunks, n_features) -> Stream:
 def _as_chunks(obj, spec: PartitionSpec) -> list:
     """A computed partition ((X, y[, w]), a Chunk or a list of them) as a list of Chunks."""
     items = obj if isinstance(obj, list) else [obj]
-    chunks = [_as_chunk(tuple(item), f"{spec.describe()}, chunk {i}") for i, item in enumerate(items)]
+    chunks = [as_chunk(tuple(item), f"{spec.describe()}, chunk {i}") for i, item in enumerate(items)]
     width = spec.n_features if spec.n_features is not None else max(c.X.shape[1] for c in chunks)
     return [c if c.X.shape[1] == width else Chunk(_widen(c.X, width, spec), c.y, c.sample_weight) for c in chunks]
 
