@@ -15,6 +15,7 @@ from sklearn.base import clone
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 
+from .penalties import DEFAULT_LAM_RATIO
 from .problem import check_sample_weight
 
 __all__ = ["GENERATED_SOLVERS", "fit", "margins", "space_from_spec", "space_spec"]
@@ -55,9 +56,7 @@ def fit(est, X, y, sample_weight, *, classifier: bool):
         targets = [np.asarray(y, dtype=np.float64)]
     results, lams = [], []
     if est.solver_ in GENERATED_SOLVERS:
-        from ._linear_model import _DEFAULT_LAM_RATIO
-
-        lam_ratio = None if est.lam is not None else (_DEFAULT_LAM_RATIO if est.lam_ratio is None else est.lam_ratio)
+        lam_ratio = None if est.lam is not None else (DEFAULT_LAM_RATIO if est.lam_ratio is None else est.lam_ratio)
         for k, y_k in enumerate(targets):
             problem = GeneratedProblem(
                 space, X, y_k, est.loss, est.lam, lam_ratio=lam_ratio, fit_intercept=est.fit_intercept, sample_weight=s

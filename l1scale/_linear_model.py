@@ -22,6 +22,7 @@ from .data.stream import Stream
 from .data.validation import validate_data
 from .losses import get_loss
 from .model_io import save_model
+from .penalties import DEFAULT_LAM_RATIO
 from .problem import Problem
 from .solvers import SOLVERS
 from .solvers.base import Solver
@@ -29,9 +30,8 @@ from .solvers.online import OnlineSketch
 from .solvers.online_base import OnlineSolver
 from .stream_problem import StreamProblem, scan_stream
 
-_DEFAULT_LAM_RATIO = 0.01
 # Solvers that read the data in passes over a Stream (the others need it in memory).
-_STREAMING = tuple(name for name, cls in SOLVERS.items() if cls.data_access == "stream")
+STREAMING_SOLVERS = tuple(name for name, cls in SOLVERS.items() if cls.data_access == "stream")
 _DEFAULT_MAX_ACTIVE = 2000
 
 
@@ -45,7 +45,7 @@ def _is_stream_input(X) -> bool:
     return isinstance(X, (Stream, str, os.PathLike))
 
 
-def _is_dask_dataset(X) -> bool:
+def is_dask_dataset(X) -> bool:
     """An ``l1scale.distributed.DaskDataset`` (recognised without importing dask)."""
     return getattr(X, "_l1scale_dask", False) is True
 
@@ -61,21 +61,21 @@ def _check_n_jobs(n_jobs):
         raise ValueError(f"n_jobs must be None or a nonzero integer (-1: every core), got n_jobs={n_jobs!r}")
 
 
-def _scan(stream):
+def label_scan(stream):
     """The label scan of a Stream (one pass), or the one a DaskDataset made on its workers."""
-    return stream.scan if _is_dask_dataset(stream) else scan_stream(stream)
+    return stream.scan if is_dask_dataset(stream) else scan_stream(stream)
 
 
 def _stream_problem(stream, *args, **kw):
     """StreamProblem, or the DaskProblem over a DaskDataset's partitions."""
-    if _is_dask_dataset(stream):
+    if is_dask_dataset(stream):
         from .distributed import DaskProblem
 
         return DaskProblem(stream, *args, **kw)
     return StreamProblem(stream, *args, **kw)
 
 
-class _SparseLinearModel(BaseEstimator):
+class SparseLinearModel(BaseEstimator):
     """What the classifier and the regressor share: parameters, solving, saving."""
 
     _losses: tuple = ()
@@ -102,7 +102,7 @@ class _SparseLinearModel(BaseEstimator):
                 f"solver={solver!r} trains over a generated feature space: give features= "
                 "(e.g. l1scale.data.DNAPatterns(d=8))"
             )
-        if features is not None and (streaming or solver in _STREAMING):
+        if features is not None and (streaming or solver in STREAMING_SOLVERS):
             raise ValueError(
                 f"features= takes raw inputs in memory; solver={solver!r} and streamed data do not "
                 "apply (use solver='fcl')"
@@ -132,10 +132,10 @@ class _SparseLinearModel(BaseEstimator):
             raise ValueError(
                 f"solver={solver!r} has no distributed version; a DaskDataset is fitted by one of {list(_DISTRIBUTED)}"
             )
-        if streaming is True and solver not in _STREAMING:
+        if streaming is True and solver not in STREAMING_SOLVERS:
             raise ValueError(
                 f"solver={solver!r} needs the data in memory; a path or Stream is read by "
-                f"one of {list(_STREAMING)} (or load it with l1scale.data.load_svmlight)"
+                f"one of {list(STREAMING_SOLVERS)} (or load it with l1scale.data.load_svmlight)"
             )
         _check_n_jobs(getattr(self, "n_jobs", None))
         if getattr(self, "checkpoint", None) is not None and solver not in resumable_solvers():
@@ -226,7 +226,7 @@ class _SparseLinearModel(BaseEstimator):
                 sample_weight=sample_weight,
             )
         else:
-            ratio = _DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio
+            ratio = DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio
             problem = Problem(
                 X,
                 y,
@@ -293,7 +293,7 @@ class _SparseLinearModel(BaseEstimator):
         results, lams, states = [], [], []
         coef_init, intercept_init = self._warm(len(positives), stream.n_features)
         for k, positive in enumerate(positives):
-            lam_ratio = (_DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio) if self.lam is None else None
+            lam_ratio = (DEFAULT_LAM_RATIO if self.lam_ratio is None else self.lam_ratio) if self.lam is None else None
             problem = _stream_problem(
                 stream,
                 self.loss,
@@ -307,7 +307,7 @@ class _SparseLinearModel(BaseEstimator):
                 **({} if classes is None else {"classes": classes}),
             )
             solver = self._make_solver(k, len(positives))
-            if _is_dask_dataset(stream):
+            if is_dask_dataset(stream):
                 from .distributed import distributed_solver
 
                 solver = distributed_solver(solver)
@@ -378,7 +378,7 @@ class _SparseLinearModel(BaseEstimator):
 
     def _stream_for(self, X, y, sample_weight):
         """The Stream a streaming solver reads: X itself, a path opened, or arrays in chunks."""
-        if isinstance(X, Stream) or _is_dask_dataset(X):
+        if isinstance(X, Stream) or is_dask_dataset(X):
             stream = X
         elif isinstance(X, (str, os.PathLike)):
             stream = Stream.open(X)

@@ -20,7 +20,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from . import _generated_fit
-from ._linear_model import _STREAMING, _is_dask_dataset, _scan, _SparseLinearModel
+from ._linear_model import STREAMING_SOLVERS, SparseLinearModel, is_dask_dataset, label_scan
 from .data.stream import Stream
 from .data.validation import validate_data
 from .model_io import load_model
@@ -28,7 +28,7 @@ from .model_io import load_model
 __all__ = ["SparseLinearRegression", "SparseLogisticRegression", "load"]
 
 
-class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
+class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
     """L1 (elastic-net) regularised linear classifier: logistic, probit or squared hinge loss.
 
     Minimises  sum_i c_i loss(y_i, x_i . w + b) + lam (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)
@@ -176,16 +176,16 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
             self._ignore_n_jobs("features= fits", stacklevel=2)
             return _generated_fit.fit(self, X, y, sample_weight, classifier=True)
         stream = self._stream_for(X, y, sample_weight)
-        if classes is not None and (stream is None or _is_dask_dataset(stream)):
+        if classes is not None and (stream is None or is_dask_dataset(stream)):
             raise ValueError(
                 "classes= declares the labels of a Stream or path X (no label pass); arrays and "
                 "DaskDatasets give their labels"
             )
-        self.solver_ = self._check_params(streaming="dask" if _is_dask_dataset(stream) else stream is not None)
+        self.solver_ = self._check_params(streaming="dask" if is_dask_dataset(stream) else stream is not None)
         self.__dict__.pop("stream_scan_", None)  # set again by a streamed fit
         if classes is not None:
             return self._fit_declared(stream, classes)
-        if stream is None and self.solver_ in _STREAMING:
+        if stream is None and self.solver_ in STREAMING_SOLVERS:
             X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
             check_classification_targets(y)
             # Streams carry float labels: stream the class codes, map them back after.
@@ -220,7 +220,7 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
 
     def _fit_classifier_stream(self, stream, labels=None):
         """One-vs-rest over a stream whose labels are the classes (or codes into ``labels``)."""
-        scan = _scan(stream)
+        scan = label_scan(stream)
         classes = scan.classes
         names = classes if labels is None else labels[classes.astype(np.int64)]
         if classes.shape[0] < 2:  # names, not classes: from arrays, the stream's labels are codes (0.0)
@@ -269,7 +269,7 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         self.n_iter_ = np.array([r.n_iter for r in results], dtype=np.int64)
         self.result_ = results[0] if len(results) == 1 else results
 
-    @available_if(_SparseLinearModel._is_online)
+    @available_if(SparseLinearModel._is_online)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Learn from the rows of X with the Online algorithm (solver="online"), continuing
         from the previous calls; ``classes`` (all the labels to expect) on the first call.
@@ -344,7 +344,7 @@ class SparseLogisticRegression(ClassifierMixin, _SparseLinearModel):
         return tags
 
 
-class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
+class SparseLinearRegression(RegressorMixin, SparseLinearModel):
     """Lasso / elastic net: squared loss with an L1 (elastic-net) penalty.
 
     Minimises  sum_i c_i (x_i . w + b - y_i)^2 / 2 + lam (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2),
@@ -416,16 +416,16 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
             self.solver_ = self._check_params()
             return _generated_fit.fit(self, X, y, sample_weight, classifier=False)
         stream = self._stream_for(X, y, sample_weight)
-        self.solver_ = self._check_params(streaming="dask" if _is_dask_dataset(stream) else stream is not None)
+        self.solver_ = self._check_params(streaming="dask" if is_dask_dataset(stream) else stream is not None)
         self.__dict__.pop("stream_scan_", None)  # set again by a streamed fit
-        from_arrays = stream is None and self.solver_ in _STREAMING
+        from_arrays = stream is None and self.solver_ in STREAMING_SOLVERS
         if from_arrays:
             X, y = validate_data(
                 self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), y_numeric=True
             )
             stream = Stream.from_arrays(X, y, _check_sample_weight(sample_weight, X, dtype=np.float64))
         if stream is not None:
-            scan = _scan(stream)
+            scan = label_scan(stream)
             results, lams = self._fit_stream(stream, [None], None, scan)
             if not from_arrays:
                 self._set_stream_width(stream, scan)
@@ -456,7 +456,7 @@ class SparseLinearRegression(RegressorMixin, _SparseLinearModel):
             return self.coef_[None, :], np.array([self.intercept_])
         return None, None
 
-    @available_if(_SparseLinearModel._is_online)
+    @available_if(SparseLinearModel._is_online)
     def partial_fit(self, X, y, sample_weight=None):
         """Learn from the rows of X with the Online algorithm (solver="online"); ``lam`` is needed."""
         states = self._partial_fit(

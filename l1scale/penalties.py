@@ -12,7 +12,10 @@ import numbers
 
 import numpy as np
 
-__all__ = ["L1", "ElasticNet", "soft_threshold"]
+__all__ = ["DEFAULT_LAM_RATIO", "L1", "ElasticNet", "soft_threshold"]
+
+#: lam as a fraction of lam_max when an estimator is given neither lam nor lam_ratio.
+DEFAULT_LAM_RATIO = 0.01
 
 
 def soft_threshold(x, threshold):

@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _feature_space_kernels as _k
 from ._svmlight_write import make_csr
-from .features import RandomFourierFeatures, _check_sigma
+from .features import RandomFourierFeatures, check_sigma
 from .sequences import ALPHABET, encode_sequences
 
 __all__ = ["DNAPatterns", "FeatureSpace", "Prepared", "Products", "RandomFourier"]
@@ -491,7 +491,7 @@ class RandomFourier(FeatureSpace):
         self.block_size = block_size
 
     def _fit(self, raw):
-        sigma = _check_sigma(self.sigma)
+        sigma = check_sigma(self.sigma)
         for name, v in (("n_components", self.n_components), ("block_size", self.block_size)):
             if not isinstance(v, numbers.Integral) or v < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {name}={v!r}")

@@ -34,7 +34,7 @@ from .validation import validate_data
 __all__ = ["RBFKernelFeatures", "RandomFourierFeatures", "rbf_kernel"]
 
 
-def _check_sigma(sigma):
+def check_sigma(sigma):
     if not isinstance(sigma, numbers.Real) or not np.isfinite(sigma) or sigma <= 0:
         raise ValueError(f"sigma must be a finite number > 0, got sigma={sigma!r}")
     return float(sigma)
@@ -51,7 +51,7 @@ def rbf_kernel(X, Y, sigma: float = 1.0) -> np.ndarray:
 
     X and Y may be dense or sparse; the squared distances are clipped at 0 (rounding).
     """
-    sigma = _check_sigma(sigma)
+    sigma = check_sigma(sigma)
     cross = X @ Y.T
     cross = cross.toarray() if sp.issparse(cross) else np.asarray(cross)
     d2 = _squared_norms(X)[:, None] + _squared_norms(Y)[None, :] - 2.0 * cross
@@ -76,7 +76,7 @@ class RBFKernelFeatures(TransformerMixin, BaseEstimator):
         self.sigma = sigma
 
     def fit(self, X, y=None):
-        _check_sigma(self.sigma)
+        check_sigma(self.sigma)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
         self.centers_ = X.copy()
         return self
@@ -120,7 +120,7 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         """Draw Omega and b for the width of X (only its number of columns is used)."""
-        sigma = _check_sigma(self.sigma)
+        sigma = check_sigma(self.sigma)
         if not isinstance(self.n_components, numbers.Integral) or self.n_components < 1:
             raise ValueError(f"n_components must be an integer >= 1, got n_components={self.n_components!r}")
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
@@ -155,7 +155,7 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
             if width is None:  # an svmlight file whose width is known after the first chunk
                 width = next(iter(stream)).X.shape[1]
             self.n_features_in_ = int(width)
-            self._draw(self.n_features_in_, _check_sigma(self.sigma))
+            self._draw(self.n_features_in_, check_sigma(self.sigma))
 
         def chunks():
             for chunk in stream:

@@ -338,9 +338,9 @@ def _name_before(buf, colon: int) -> str:
 
 def _iter_blocks(source, opt: _Options, chunk_bytes: int) -> Iterator[_Block]:
     """Parse a file block by block (blocks of blank lines only are skipped); an empty file raises."""
-    name = _svm._source_name(source)
+    name = _svm.source_name(source)
     line, rows = 0, 0
-    with _svm._open_source(source) as f:
+    with _svm.open_source(source) as f:
         for buf in _svm._iter_text(f, chunk_bytes):
             block, line = _parse_text(buf, line, opt, name)
             if block.labels.size:

@@ -19,7 +19,7 @@ from sklearn.utils import check_random_state
 
 from ..exceptions import DataFormatError
 from ._svmlight_write import atomic_file
-from .svmlight import _open_source, _source_name
+from .svmlight import open_source, source_name
 
 __all__ = [
     "decode_sequences",
@@ -125,10 +125,10 @@ def load_sequences(path):
         letter outside ACGT, or a length that differs from the first sequence's; naming
         the file: a file without any example (empty, or only blank and comment lines).
     """
-    name = _source_name(path)
+    name = source_name(path)
     labels, seqs, line_nos = [], [], []
     line_no = 0
-    with _open_source(path) as f:
+    with open_source(path) as f:
         for line_no, line in enumerate(f, start=1):
             text = line.strip()
             if not text or text.startswith(b"#"):

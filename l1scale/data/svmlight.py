@@ -51,7 +51,7 @@ __all__ = ["dump_svmlight", "iter_svmlight_chunks", "load_svmlight"]
 _MAGIC = (
     (b"\x1f\x8b", lambda raw: gzip.GzipFile(fileobj=raw, mode="rb")),
     (b"BZh", lambda raw: bz2.BZ2File(raw, mode="rb")),
-    (b"\xfd7zXZ\x00", lambda raw: lzma.LZMAFile(raw, mode="rb")),  # noqa: SIM115 - closed by _open_source
+    (b"\xfd7zXZ\x00", lambda raw: lzma.LZMAFile(raw, mode="rb")),  # noqa: SIM115 - closed by open_source
 )
 
 _MESSAGES = {
@@ -101,19 +101,19 @@ class _Prefixed(io.RawIOBase):
         return len(data)
 
 
-def _source_name(source) -> str:
+def source_name(source) -> str:
     if hasattr(source, "read"):
         return str(getattr(source, "name", "<stream>"))
     return os.fspath(source)
 
 
 @contextmanager
-def _open_source(source) -> Iterator[IO[bytes]]:
+def open_source(source) -> Iterator[IO[bytes]]:
     """Open a path or wrap a binary file object, decompressing by magic bytes."""
     if hasattr(source, "read"):
         raw, owned = source, False
         if isinstance(source, io.TextIOBase):
-            raise TypeError(f"{_source_name(source)}: open svmlight files in binary mode ('rb')")
+            raise TypeError(f"{source_name(source)}: open svmlight files in binary mode ('rb')")
     else:
         raw, owned = open(os.fspath(source), "rb"), True  # noqa: SIM115 - closed in the finally below
     try:
@@ -213,8 +213,8 @@ def parse_threads() -> int:
 
 def _iter_blocks(source, chunk_bytes: int, strict: bool) -> Iterator[tuple[_Block, int, int]]:
     """Parse a file block by block, in order: (block with raw indices, min index, max index)."""
-    name = _source_name(source)
-    with _open_source(source) as f:
+    name = source_name(source)
+    with open_source(source) as f:
         for block, _, lo, hi in _in_order(
             _iter_text(f, chunk_bytes), lambda buf, line: _parse_text(buf, line, strict, name)
         ):
@@ -259,8 +259,8 @@ def scan_labels(source, chunk_bytes: int = 16 << 20) -> Iterator[tuple[np.ndarra
     label is a DataFormatError naming the file and line); feature tokens are counted, not
     checked: the passes that parse them report their errors.
     """
-    name = _source_name(source)
-    with _open_source(source) as f:
+    name = source_name(source)
+    with open_source(source) as f:
         yield from _in_order(_iter_text(f, chunk_bytes), lambda buf, line: _labels_of(buf, line, name))
 
 
@@ -286,12 +286,12 @@ def _prescan(source, chunk_bytes: int, need_max: bool) -> tuple[int, int]:
     is_object = hasattr(source, "read")
     if is_object and not source.seekable():
         raise ValueError(
-            f"{_source_name(source)}: zero_based='auto' needs a second pass over "
+            f"{source_name(source)}: zero_based='auto' needs a second pass over "
             "the data; pass zero_based=True/False (and n_features) for a non-seekable input"
         )
     start = source.tell() if is_object else None
     lo, hi = _k._NO_INDEX, -1
-    with _open_source(source) as f:
+    with open_source(source) as f:
         for buf in _iter_text(f, chunk_bytes):
             b_lo, b_hi = _k.scan_indices(buf, need_max)
             lo, hi = min(lo, b_lo), max(hi, b_hi)
@@ -447,7 +447,7 @@ def iter_svmlight_chunks(
 
 
 def _iter_chunks(path, n_features, zero_based, dtype, chunk_bytes, chunk_rows):
-    name, offset, width = _source_name(path), 0 if zero_based else 1, 0
+    name, offset, width = source_name(path), 0 if zero_based else 1, 0
 
     def columns():
         for block, _, _ in _iter_blocks(path, chunk_bytes, strict=not zero_based):
@@ -505,7 +505,7 @@ def load_svmlight(
     del blocks
     if zero_based == "auto":
         zero_based = lo == 0
-    _to_columns(whole, 0 if zero_based else 1, n_features, _source_name(path))
+    _to_columns(whole, 0 if zero_based else 1, n_features, source_name(path))
     width = n_features if n_features is not None else (int(whole.indices.max()) + 1 if whole.indices.size else 0)
     X = make_csr(whole.data.astype(dtype, copy=False), whole.indices, whole.indptr, (whole.labels.size, width))
     out = (X, whole.labels) + ((whole.line_nos,) if return_line_numbers else ())

@@ -186,7 +186,7 @@ class DaskDataset:
         if svm and (zero_based == "auto" or n_features is None):
             # The index base and the width are properties of the whole data set: every
             # partition's smallest and largest index, read by the workers.
-            futures = [client.submit(_tasks.svmlight_layout, s, key=_key("layout", s.index)) for s in svm]
+            futures = [client.submit(_tasks.svmlight_layout, s, key=task_key("layout", s.index)) for s in svm]
             bounds = _gather(client, futures, timeout)
             zero = any(lo == 0 for lo, _ in bounds) if zero_based == "auto" else bool(zero_based)
             width = max(hi for _, hi in bounds) + (1 if zero else 0)
@@ -232,7 +232,7 @@ class DaskDataset:
         )
 
     def _key(self, what, index):
-        return _key(what, index)
+        return task_key(what, index)
 
     def map(self, fn, *args, what="pass") -> list:
         """Futures of ``fn(stream, *args)`` on every partition (``stream``: the partition as a
@@ -343,12 +343,12 @@ def _client(client):
     return get_client()
 
 
-def _key(what, index):
+def task_key(what, index):
     return f"l1scale-{what}-p{index}-{uuid.uuid4().hex[:12]}"
 
 
 def _tasks_width(client, spec, timeout):
-    return _gather(client, [client.submit(_tasks.partition_width, spec, key=_key("width", spec.index))], timeout)[0]
+    return _gather(client, [client.submit(_tasks.partition_width, spec, key=task_key("width", spec.index))], timeout)[0]
 
 
 def _gather(client, futures, timeout, partitions=None):

@@ -31,6 +31,7 @@ import numpy as np
 from ..solvers.base import History, Result
 from ..solvers.online_base import STATS
 from . import _tasks
+from .dataset import task_key
 
 __all__ = ["AveragedOnline"]
 
@@ -108,12 +109,12 @@ class AveragedOnline:
                     pen.l1,
                     pen.l2,
                     mean_scale,
-                    key=_key(f"online{z}", i),
+                    key=task_key(f"online{z}", i),
                 )
                 for i, (data, spec) in enumerate(zip(ds._data, ds.partitions))
             ]
-            states = [client.submit(_state, o, key=_key("state", i)) for i, o in enumerate(outs)]
-            summaries = [client.submit(_summary, o, key=_key("summary", i)) for i, o in enumerate(outs)]
+            states = [client.submit(_state, o, key=task_key("state", i)) for i, o in enumerate(outs)]
+            summaries = [client.submit(_summary, o, key=task_key("summary", i)) for i, o in enumerate(outs)]
             total = ds.tree_reduce(summaries)
             compute = ds.wait(summaries)
             mapped = time.perf_counter()
@@ -159,9 +160,3 @@ class AveragedOnline:
             history=history,
             timings={"solve": time.perf_counter() - t0, "compile": 0.0},
         )
-
-
-def _key(what, i):
-    from .dataset import _key as key
-
-    return key(what, i)

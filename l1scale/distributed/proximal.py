@@ -26,8 +26,9 @@ import numpy as np
 
 from ..losses import get_loss, weighted_conjugate
 from ..problem import Certificate, newton_intercept
-from ..solvers.proximal import _loss_change, _loss_terms
+from ..solvers.proximal import loss_change, margin_loss_terms
 from . import _tasks
+from .dataset import task_key
 
 __all__ = ["DaskPasses", "DistributedProximal"]
 
@@ -72,7 +73,7 @@ def _terms(yc, zw, b, kind):
     y, c = yc
     n = zw.shape[0]
     z, lv, r, D = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    total = _loss_terms(kind, y, zw, b, c, z, lv, r, D)
+    total = margin_loss_terms(kind, y, zw, b, c, z, lv, r, D)
     return z, lv, r, D, total
 
 
@@ -99,7 +100,7 @@ def _conjugate(yc, terms, scale, kind):
 
 def _change(yc, zp, bp, terms, kind):
     y, c = yc
-    return _loss_change(kind, y, zp, bp, c, terms[1])
+    return loss_change(kind, y, zp, bp, c, terms[1])
 
 
 # ----------------------------------------------------------------------------- the driver
@@ -141,14 +142,14 @@ class DaskPasses:
         return self._problem.intercept_only() if intercept_init is None else float(intercept_init)
 
     def zeros(self):
-        return [self._client.submit(_zeros, f, key=_tasks_key("zeros", i)) for i, f in enumerate(self._yc)]
+        return [self._client.submit(_zeros, f, key=task_key("zeros", i)) for i, f in enumerate(self._yc)]
 
     def margins(self, x):
         return self._ds.map(_margins, self._problem.broadcast(x.copy()), what="margins")
 
     def combine(self, zx, zx_prev, beta):
         return [
-            self._client.submit(_combine, a, c, beta, key=_tasks_key("combine", i))
+            self._client.submit(_combine, a, c, beta, key=task_key("combine", i))
             for i, (a, c) in enumerate(zip(zx, zx_prev))
         ]
 
@@ -160,7 +161,7 @@ class DaskPasses:
         def derivatives(b):
             return self._sum(
                 [
-                    client.submit(_intercept_sums, yc[i], zw[i], b, loss, key=_tasks_key("intercept", i))
+                    client.submit(_intercept_sums, yc[i], zw[i], b, loss, key=task_key("intercept", i))
                     for i in range(len(yc))
                 ]
             )
@@ -170,9 +171,9 @@ class DaskPasses:
     def gradient(self, zw, b, curvature):
         """Per-partition loss terms at zw + b (kept on the workers) and the reduced sums."""
         ds, client, yc = self._ds, self._client, self._yc
-        terms = [client.submit(_terms, yc[i], zw[i], b, self._kind, key=_tasks_key("terms", i)) for i in range(len(yc))]
+        terms = [client.submit(_terms, yc[i], zw[i], b, self._kind, key=task_key("terms", i)) for i in range(len(yc))]
         grads = [
-            client.submit(_tasks.apply, data, spec, _gradient, terms[i], curvature, key=_tasks_key("grad", i))
+            client.submit(_tasks.apply, data, spec, _gradient, terms[i], curvature, key=task_key("grad", i))
             for i, (data, spec) in enumerate(zip(ds._data, ds.partitions))
         ]
         total = ds.tree_reduce(grads)
@@ -193,7 +194,7 @@ class DaskPasses:
             conj = self._sum(
                 [
                     self._client.submit(
-                        _conjugate, self._yc[i], terms[i], scale, self._kind, key=_tasks_key("conjugate", i)
+                        _conjugate, self._yc[i], terms[i], scale, self._kind, key=task_key("conjugate", i)
                     )
                     for i in range(len(terms))
                 ]
@@ -211,7 +212,7 @@ class DaskPasses:
         return self._sum(
             [
                 self._client.submit(
-                    _change, self._yc[i], zp[i], bp, self._terms[i], self._kind, key=_tasks_key("change", i)
+                    _change, self._yc[i], zp[i], bp, self._terms[i], self._kind, key=task_key("change", i)
                 )
                 for i in range(len(self._yc))
             ]
@@ -232,9 +233,3 @@ class DaskPasses:
     def _sum(self, futures):
         """Scalars (or small arrays) of every partition, summed on the driver."""
         return self._timed("compute", lambda: sum(self._ds.gather(futures)))
-
-
-def _tasks_key(what, i):
-    from .dataset import _key
-
-    return _key(what, i)

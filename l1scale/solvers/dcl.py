@@ -28,7 +28,7 @@ from ..generated_problem import GeneratedProblem
 from .base import History, Result, Solver
 from .fcl import parse_bytes
 from .online_base import STATS
-from .truncated import _soft_threshold_rows, _unshift_all
+from .truncated import soft_threshold_rows, unshift_all
 
 __all__ = ["DualCachedLoopsSGD"]
 
@@ -158,7 +158,7 @@ class DualCachedLoopsSGD(Solver):
                 rows, _, i0, i1 = entry
                 order = rng.permutation(i1 - i0)
                 stats = np.zeros(len(STATS))
-                _soft_threshold_rows(
+                soft_threshold_rows(
                     kind,
                     *rows.arrays,
                     problem.y[i0:i1],
@@ -200,7 +200,7 @@ class DualCachedLoopsSGD(Solver):
 
     def _snapshot(self, stored, scalars, clock, elapsed, history):
         coef = np.empty_like(stored)
-        _unshift_all(stored, scalars[1], coef)
+        unshift_all(stored, scalars[1], coef)
         indices = np.flatnonzero(coef)
         self.snapshots_.append(
             {

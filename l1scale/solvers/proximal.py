@@ -88,7 +88,7 @@ def _optimal_intercept(kind, y, zw, c, b, tol, max_iter=100):
 
 
 @njit(cache=True)
-def _loss_terms(kind, y, zw, b, c, z, lv, r, D):
+def margin_loss_terms(kind, y, zw, b, c, z, lv, r, D):
     """At the margins z = zw + b: lv = loss, r = c loss', D = c loss''; returns sum_i c_i lv_i.
 
     Shapes: all (n,).
@@ -103,7 +103,7 @@ def _loss_terms(kind, y, zw, b, c, z, lv, r, D):
 
 
 @njit(cache=True)
-def _loss_change(kind, y, zw, b, c, lv):
+def loss_change(kind, y, zw, b, c, lv):
     """sum_i c_i (loss(y_i, zw_i + b) - lv_i), summed term by term so that it stays
     accurate when far below the loss itself (backtracking near the optimum). Shapes (n,)."""
     total = 0.0
@@ -462,7 +462,7 @@ class InMemoryPasses:
 
     def gradient(self, zw, b, curvature):
         """At zw + b: (sum c loss, sum r, X^T r, the curvature sum D x^2 per column or None)."""
-        loss_sum = _loss_terms(self.kind, self.y, zw, b, self.c, self.z, self.lv, self.r, self.D)
+        loss_sum = margin_loss_terms(self.kind, self.y, zw, b, self.c, self.z, self.lv, self.r, self.D)
         if curvature:
             _gradient_curvature(*self.problem.columns.arrays, self.r, self.D, self.v, self.h)
         else:
@@ -474,7 +474,7 @@ class InMemoryPasses:
 
     def change(self, zp, bp):
         """f(p) - f(w) of the loss part, term by term (w: the last gradient point)."""
-        return _loss_change(self.kind, self.y, zp, bp, self.c, self.lv)
+        return loss_change(self.kind, self.y, zp, bp, self.c, self.lv)
 
     def time_split(self, seconds):
         return {}
@@ -555,7 +555,7 @@ def _warm_up():
     _gradient_curvature(data, idx, ptr, False, v2, v2, v1.copy(), v1.copy())
     _prox_step(v1, v1, np.ones(1), 1.0, 0.1, v1.copy())
     _update_scaling(v1, np.ones(1), v1, True)
-    _loss_terms(0, v2, v2, 0.0, v2, v2.copy(), v2.copy(), v2.copy(), v2.copy())
-    _loss_change(0, v2, v2, 0.0, v2, v2)
+    margin_loss_terms(0, v2, v2, 0.0, v2, v2.copy(), v2.copy(), v2.copy(), v2.copy())
+    loss_change(0, v2, v2, 0.0, v2, v2)
     weighted_value(0, v2, v2, v2)  # certificates (Problem.certificate_from)
     weighted_conjugate(0, v2, v2, v2, 1.0)  # certificates (Problem.certificate_from)

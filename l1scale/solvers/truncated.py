@@ -25,7 +25,7 @@ The lazy weights equal those of the dense algorithm (every weight penalised at e
 K-th step) to rounding: see ``_settle`` for why. For the default sparsifier (truncated,
 theta = inf: soft-thresholding) a feature's state is one float64, sign(w_j) (|w_j| + c_j)
 with c_j the running sum when it was last touched: the weight now is
-sgn max(0, |stored| - C), computed without a branch (see ``_soft_threshold_rows``). One exception to the cost: an L1
+sgn max(0, |stored| - C), computed without a branch (see ``soft_threshold_rows``). One exception to the cost: an L1
 subgradient weight whose owed penalty crosses 0 oscillates around 0 in the dense
 algorithm, and the owed steps are replayed one by one (O(steps since its last
 update)); that dust of tiny nonzeros is why the paper finds the subgradient method
@@ -170,7 +170,7 @@ def _unshift(stored, C):
 
 
 @njit(cache=True, nogil=True)  # the reader thread reads the next chunk meanwhile
-def _soft_threshold_rows(
+def soft_threshold_rows(
     kind,
     data,
     indices,
@@ -228,7 +228,7 @@ def _soft_threshold_rows(
 
 
 @njit(cache=True)
-def _unshift_all(stored, C, out):
+def unshift_all(stored, C, out):
     """out = the weights of a soft-threshold state (stored, out of shape (d,))."""
     for j in range(stored.shape[0]):
         out[j] = _unshift(stored[j], C)
@@ -250,7 +250,7 @@ class TruncatedState:
 
     - soft-threshold (truncated with theta = inf, the default): ``w`` (d,) holds
       sign(w_j) (|w_j| + c_j), c_j the running penalty sum C when w_j was last touched
-      (``_soft_threshold_rows``); at the end of a pass ``settle`` rebases C to 0, so ``w``
+      (``soft_threshold_rows``); at the end of a pass ``settle`` rebases C to 0, so ``w``
       then holds the weights themselves;
     - any other sparsifier: ``slots`` (d, 3), one row [w_j, c_last_j, last_j] per feature
       (``w``, ``c_last``, ``last`` are views), so that a visit touches one cache line.
@@ -315,7 +315,7 @@ class TruncatedState:
     def settle(self):
         """Apply all owed penalties to w (O(d)); the soft-threshold layout rebases C to 0."""
         if self.soft_threshold:
-            _unshift_all(self.w, self.scalars[1], self.w)
+            unshift_all(self.w, self.scalars[1], self.w)
             self.scalars[1] = 0.0
             return
         mode, t, C, *rest = self._args()
@@ -326,7 +326,7 @@ class TruncatedState:
         """The up-to-date weights (a copy; the state is not changed)."""
         if self.soft_threshold:
             out = np.empty(self.n_features)
-            _unshift_all(self.w, self.scalars[1], out)
+            unshift_all(self.w, self.scalars[1], out)
             return out
         slots = self.slots.copy()
         mode, t, C, *rest = self._args()
@@ -481,7 +481,7 @@ class TruncatedGradient(OnlineSolver):
         s = np.ascontiguousarray(s, dtype=np.float64)
         order = self._order(state, y.shape[0])
         if state.soft_threshold:
-            _soft_threshold_rows(
+            soft_threshold_rows(
                 kind,
                 *rows.arrays,
                 y,
