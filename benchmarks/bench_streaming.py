@@ -128,7 +128,7 @@ def make_solver(kind, max_active, max_iter):
 
         return ReducedMemoryMultiPass(tol=TOL, max_iter=max_iter, max_active=max_active)
     if kind == "online":
-        from l1scale.solvers.online import OnlineSketch
+        from l1scale.solvers.bm_online import OnlineSketch
 
         return OnlineSketch()
     raise ValueError(kind)

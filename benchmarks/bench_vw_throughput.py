@@ -3,7 +3,7 @@
 
 Same data, same passes, same update:
 
-* the data are written once as VW text with :func:`l1scale.data.hashing.dump_vw` (column j is
+* the data are written once as VW text with :func:`l1scale.data.vw.dump_vw` (column j is
   feature ``j`` of namespace ``f``); VW hashes them with ``-b BITS`` and we read the same file
   with ``Stream.from_vw(path, hash_bits=BITS, cache=DIR)``, whose columns are VW's indices
   (rotated, no collisions since 2**BITS >= d);
@@ -60,8 +60,8 @@ ETA, POWER_T = 0.5, 0.5  # VW's defaults (-l 0.5 --power_t 0.5), ours too
 # ============================================================================ data
 def prepare(name, args, work):
     """Write train/test VW text for a data set; returns a dict of paths and sizes."""
-    from l1scale.data.hashing import dump_vw
     from l1scale.data.svmlight import load_svmlight
+    from l1scale.data.vw import dump_vw
 
     d_dir = Path(args.data_dir)
     out = {"name": name}
@@ -206,7 +206,7 @@ _TEST = {}
 
 def _test_labels(ds):
     if ds["name"] not in _TEST:
-        from l1scale.data.hashing import load_vw
+        from l1scale.data.vw import load_vw
 
         Xt, yt, _ = load_vw(ds["test"], hash_bits=ds["bits"])
         _TEST[ds["name"]] = (Xt, yt)
@@ -500,8 +500,8 @@ def main(argv=None):
 
     cmd = vw_cmd()
     # Warm the JIT caches (parser, kernels) outside the timings.
-    from l1scale.data.hashing import dump_vw
     from l1scale.data.stream import Stream
+    from l1scale.data.vw import dump_vw
     from l1scale.solvers.truncated import TruncatedGradient
     from l1scale.stream_problem import StreamProblem
 

@@ -26,7 +26,7 @@ from .penalties import DEFAULT_LAM_RATIO
 from .problem import Problem
 from .solvers import SOLVERS
 from .solvers.base import Solver
-from .solvers.online import OnlineSketch
+from .solvers.bm_online import OnlineSketch
 from .solvers.online_base import OnlineSolver
 from .stream_problem import StreamProblem, scan_stream
 

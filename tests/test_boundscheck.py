@@ -21,7 +21,7 @@ from l1scale.solvers import SOLVERS
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKED = [
     "test_svmlight.py",
-    "test_hashing.py",
+    "test_vw.py",
     "test_stream.py",
     "test_corrupt_inputs.py",
     "test_fuzz.py",

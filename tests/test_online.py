@@ -9,8 +9,8 @@ from l1scale.data.memory import as_rows
 from l1scale.data.stream import Stream
 from l1scale.data.synthetic import make_bm_simulated
 from l1scale.problem import Problem
+from l1scale.solvers.bm_online import OnlineSketch
 from l1scale.solvers.cd import CoordinateDescent
-from l1scale.solvers.online import OnlineSketch
 from l1scale.solvers.shooting import omega
 from l1scale.stream_problem import StreamProblem
 

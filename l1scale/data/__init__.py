@@ -2,7 +2,6 @@
 DNA sequences, and generated feature spaces."""
 
 from .feature_spaces import DNAPatterns, FeatureSpace, Products, RandomFourier
-from .hashing import dump_vw, hash_feature, hash_features, iter_vw_chunks, load_vw
 from .sequences import (
     decode_sequences,
     dump_sequences,
@@ -13,6 +12,7 @@ from .sequences import (
 )
 from .stream import Chunk, Stream, cache_to_svmlight, write_cache
 from .svmlight import dump_svmlight, iter_svmlight_chunks, load_svmlight
+from .vw import dump_vw, hash_feature, hash_features, iter_vw_chunks, load_vw
 
 __all__ = [
     "Chunk",

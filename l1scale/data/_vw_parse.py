@@ -1,6 +1,6 @@
 """Numba kernels of the Vowpal Wabbit text reader and of feature hashing (private).
 
-The driver (:mod:`l1scale.data.hashing`) sizes the output arrays with
+The driver (:mod:`l1scale.data.vw`) sizes the output arrays with
 :func:`count_bytes`, calls :func:`parse_block` on a ``uint8`` buffer of whole
 lines, converts the few numbers the kernel leaves over (see below), and turns the
 returned error code into a :class:`~l1scale.exceptions.DataFormatError`.

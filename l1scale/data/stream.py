@@ -21,8 +21,8 @@ from . import svmlight as _svm
 from ._svmlight_write import SvmlightWriter, make_csr
 from .chunk_cache import CachedFileSource, CacheSource, CacheWriter
 from .chunks import Chunk, as_chunk, as_vector
-from .hashing import VWSource
 from .validation import check_sparse_structure
+from .vw import VWSource
 
 __all__ = ["Chunk", "Stream", "cache_to_svmlight", "write_cache"]
 
@@ -133,7 +133,7 @@ class Stream:
         ``hash`` ("strings" or "all") and ``hash_seed`` are VW's hasher and seed;
         ``dtype``, ``chunk_bytes`` and ``cache`` are as in :meth:`from_svmlight`.
         Chunks carry the importance weights as ``sample_weight`` (None for a chunk
-        without any). See :mod:`l1scale.data.hashing` for the format and the hashing.
+        without any). See :mod:`l1scale.data.vw` for the format and the hashing.
         """
 
         return cls(VWSource(path, hash_bits, hash, hash_seed, dtype, chunk_bytes, cache))

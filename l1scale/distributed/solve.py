@@ -25,7 +25,7 @@ def distributed_solver(solver):
 
         return DistributedProximal(solver)
     if isinstance(solver, OnlineSolver):
-        from .online import AveragedOnline
+        from .bm_online import AveragedOnline
 
         return AveragedOnline(solver)
     raise ValueError(

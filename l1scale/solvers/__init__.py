@@ -5,11 +5,11 @@
 """
 
 from .base import History, Result, Solver
+from .bm_online import OnlineSketch
 from .cd import CoordinateDescent
 from .cgd import CoordinateGradientDescent
 from .dcl import DualCachedLoopsSGD
 from .fcl import FeatureCachedLoops
-from .online import OnlineSketch
 from .online_base import OnlineSolver
 from .proximal import FISTA, ISTA, MultiscaleFISTA
 from .sgd import CumulativePenaltySGD

@@ -38,7 +38,7 @@ from numba import njit
 from .base import History, Result, Solver
 from .shooting import Sketch, shooting_sweeps, taylor_terms
 
-__all__ = ["OnlineSketch", "OnlineState"]
+__all__ = ["OnlineSketch", "OnlineSketchState"]
 
 _DENSE_SKETCH_MAX = 4096
 
@@ -297,7 +297,7 @@ def _online_rows(
     return row, block_start, used, seen
 
 
-class OnlineState:
+class OnlineSketchState:
     """What the Online algorithm carries from one example to the next.
 
     Attributes
@@ -391,10 +391,10 @@ class OnlineSketch(Solver):
         self.shooting_tol, self.max_sweeps, self.sketch = float(shooting_tol), int(max_sweeps), sketch
         self.callback, self.verbose = callback, verbose
 
-    def new_state(self, n_features, fit_intercept) -> OnlineState:
-        return OnlineState(n_features, fit_intercept, sketch=self.sketch)
+    def new_state(self, n_features, fit_intercept) -> OnlineSketchState:
+        return OnlineSketchState(n_features, fit_intercept, sketch=self.sketch)
 
-    def partial_fit(self, state: OnlineState, rows, y, s, *, kind, l1, l2, total_weight=None):
+    def partial_fit(self, state: OnlineSketchState, rows, y, s, *, kind, l1, l2, total_weight=None):
         """Process one chunk (rows: Matrix in row layout; y in {-1, +1} or targets; s weights)."""
         d = state.n_features
         m = state.beta.shape[0]
