@@ -17,10 +17,11 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from .penalties import DEFAULT_LAM_RATIO
 from .problem import check_sample_weight
+from .solvers.registry import names
 
 __all__ = ["GENERATED_SOLVERS", "fit", "margins", "space_from_spec", "space_spec"]
 
-GENERATED_SOLVERS = ("fcl", "dcl_sgd")
+GENERATED_SOLVERS = names(data="generated")
 
 
 def _labels_and_weights(est, X, y, sample_weight, classifier):

@@ -28,16 +28,17 @@ from .solvers import SOLVERS
 from .solvers.base import Solver
 from .solvers.bm_online import OnlineSketch
 from .solvers.online_base import OnlineSolver
+from .solvers.registry import names
 from .stream_problem import StreamProblem, scan_stream
 
 # Solvers that read the data in passes over a Stream (the others need it in memory).
-STREAMING_SOLVERS = tuple(name for name, cls in SOLVERS.items() if cls.data_access == "stream")
+STREAMING_SOLVERS = names(data="stream")
 _DEFAULT_MAX_ACTIVE = 2000
 
 
 def resumable_solvers() -> list:
     """The names of the solvers that take ``checkpoint=`` (the multi-pass ones; sorted)."""
-    return sorted(name for name, cls in SOLVERS.items() if getattr(cls, "resumable", False))
+    return sorted(names(resumable=True))
 
 
 def _is_stream_input(X) -> bool:
@@ -51,7 +52,7 @@ def is_dask_dataset(X) -> bool:
 
 
 # Solvers that run distributed passes over a DaskDataset (l1scale.distributed.distributed_solver).
-_DISTRIBUTED = ("mp", "rmmp", "ista", "fista", "multiscale_fista", "truncated_gradient", "sgd_cumulative")
+_DISTRIBUTED = names(distributed=True)
 
 
 def _check_n_jobs(n_jobs):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import click
 
+from ..solvers.registry import names
 from ._params import zero_based_value
 
 # Solvers with a distributed version (l1scale.distributed.distributed_solver).
-DISTRIBUTED = ("mp", "rmmp", "ista", "fista", "multiscale_fista", "truncated_gradient", "sgd_cumulative")
+DISTRIBUTED = names(distributed=True)
 
 
 def check_dask_flags(resolved, *, cache_dir, two_stage, file_format, hash_bits, holdout):

@@ -9,6 +9,7 @@ import time
 import click
 import numpy as np
 
+from ..solvers.registry import REGISTRY
 from ._data import (
     check_cache_dir,
     check_output,
@@ -788,22 +789,18 @@ def _solver_class(name):
 
 def _streaming_solver(name):
     """Whether the registered solver ``name`` reads its data in passes (mp, rmmp, online, ...)."""
-    return getattr(_solver_class(name), "data_access", "") == "stream"
+    return name in REGISTRY and REGISTRY[name].data == "stream"
 
 
 def _online_first_order(name):
     """Whether ``name`` is an online first-order solver (truncated_gradient, sgd_cumulative, smidas):
     passes with progressive validation and a holdout, no objective or certificate."""
-    from ..solvers import OnlineSolver
-
-    return issubclass(_solver_class(name), OnlineSolver)
+    return name in REGISTRY and REGISTRY[name].family == "online_first_order"
 
 
 def _names(test, *but):
     """The registered solvers passing ``test``, but not ``but``, as a comma-separated list."""
-    from ..solvers import SOLVERS
-
-    return ", ".join(name for name in SOLVERS if test(name) and name not in but)
+    return ", ".join(name for name in REGISTRY if test(name) and name not in but)
 
 
 def online_solver(name, *, passes, holdout=None, learning_rate=None, callback=None):

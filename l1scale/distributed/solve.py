@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..solvers.online_base import OnlineSolver
 from ..solvers.proximal import ProximalGradient
+from ..solvers.registry import names
 from ..solvers.sketch import MultiPass
 
 __all__ = ["connect", "distributed_solver", "solve"]
@@ -18,6 +19,11 @@ def distributed_solver(solver):
     first-order solvers in :class:`~l1scale.distributed.online.AveragedOnline` (one local
     pass per partition, weights averaged after each pass: not the same optimum).
     """
+    if getattr(solver, "name", None) not in names(distributed=True):
+        raise ValueError(
+            f"solver {getattr(solver, 'name', solver)!r} has no distributed version; use one of "
+            + ", ".join(names(distributed=True))
+        )
     if isinstance(solver, MultiPass):
         return solver
     if isinstance(solver, ProximalGradient):
@@ -25,12 +31,12 @@ def distributed_solver(solver):
 
         return DistributedProximal(solver)
     if isinstance(solver, OnlineSolver):
-        from .bm_online import AveragedOnline
+        from .online import AveragedOnline
 
         return AveragedOnline(solver)
     raise ValueError(
         f"solver {getattr(solver, 'name', solver)!r} has no distributed version; use one of "
-        "mp, rmmp, ista, fista, multiscale_fista, truncated_gradient, sgd_cumulative"
+        + ", ".join(names(distributed=True))
     )
 
 

@@ -1,43 +1,28 @@
 """Solvers: one module per algorithm family, each a Solver whose solve() returns a Result.
 
-``SOLVERS`` maps the names estimators and the CLI accept to the Solver classes;
+``SOLVERS`` maps the names estimators and the CLI accept to the Solver classes, built from
+:mod:`l1scale.solvers.registry` (which says what each solver can do without importing it);
 ``"auto"`` is resolved by the estimators at fit time.
+
+The names below load on first use (PEP 562), so that ``import l1scale.solvers.registry``
+(the command line's ``--solver`` choices) does not import Numba and every kernel module.
 """
 
-from .base import History, Result, Solver
-from .bm_online import OnlineSketch
-from .cd import CoordinateDescent
-from .cgd import CoordinateGradientDescent
-from .dcl import DualCachedLoopsSGD
-from .fcl import FeatureCachedLoops
-from .online_base import OnlineSolver
-from .proximal import FISTA, ISTA, MultiscaleFISTA
-from .sgd import CumulativePenaltySGD
-from .sketch import MultiPass, ReducedMemoryMultiPass
-from .smidas import SMIDAS
-from .stochastic import GreedyCD, StochasticCD
-from .truncated import TruncatedGradient
+from __future__ import annotations
 
-SOLVERS = {
-    cls.name: cls
-    for cls in (
-        CoordinateDescent,
-        CoordinateGradientDescent,
-        ISTA,
-        FISTA,
-        MultiscaleFISTA,
-        MultiPass,
-        ReducedMemoryMultiPass,
-        OnlineSketch,
-        StochasticCD,
-        GreedyCD,
-        SMIDAS,
-        TruncatedGradient,
-        CumulativePenaltySGD,
-        FeatureCachedLoops,
-        DualCachedLoopsSGD,
-    )
-}
+import importlib
+
+from .registry import ENTRIES
+
+_CLASSES = {entry.target.rpartition(":")[2]: entry.target.partition(":")[0] for entry in ENTRIES}
+_CLASSES.update(
+    {
+        "History": "l1scale.solvers.base",
+        "Result": "l1scale.solvers.base",
+        "Solver": "l1scale.solvers.base",
+        "OnlineSolver": "l1scale.solvers.online_base",
+    }
+)
 
 __all__ = [
     "FISTA",
@@ -61,3 +46,18 @@ __all__ = [
     "StochasticCD",
     "TruncatedGradient",
 ]
+
+
+def __getattr__(name):
+    if name == "SOLVERS":
+        value = {entry.name: entry.load() for entry in ENTRIES}
+    elif name in _CLASSES:
+        value = getattr(importlib.import_module(_CLASSES[name]), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # once
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
