@@ -25,15 +25,13 @@ from .model_io import save_model
 from .penalties import DEFAULT_LAM_RATIO
 from .problem import Problem
 from .solvers import SOLVERS
-from .solvers.base import Solver
+from .solvers.base import EstimatorSettings, Solver
 from .solvers.bm_online import OnlineSketch
-from .solvers.online_base import OnlineSolver
 from .solvers.registry import names
 from .stream_problem import StreamProblem, scan_stream
 
 # Solvers that read the data in passes over a Stream (the others need it in memory).
 STREAMING_SOLVERS = names(data="stream")
-_DEFAULT_MAX_ACTIVE = 2000
 
 
 def resumable_solvers() -> list:
@@ -181,37 +179,17 @@ class SparseLinearModel(BaseEstimator):
                 solver = copy.copy(solver)  # the estimator's checkpoint= applies to a solver instance too
                 solver.checkpoint = checkpoint
             return solver
-        common = {"callback": self.callback, "verbose": self.verbose}
-        cache_bytes = "1GB" if getattr(self, "cache_bytes", None) is None else self.cache_bytes
-        if self.solver_ == "fcl":
-            return SOLVERS["fcl"](
-                cache_bytes=cache_bytes,
-                tol=self.tol,
-                max_sweeps=self.max_iter,
-                random_state=self.random_state,
-                **common,
-            )
-        if self.solver_ == "dcl_sgd":
-            return SOLVERS["dcl_sgd"](
-                cache_bytes=cache_bytes, max_epochs=self.max_iter, random_state=self.random_state, verbose=self.verbose
-            )
-        if self.solver_ == "online":
-            return OnlineSketch(**common)
-        if issubclass(SOLVERS[self.solver_], OnlineSolver):
-            # Online first-order solvers: max_iter passes, their own default rates; tune
-            # them by passing a solver instance (e.g. solver=TruncatedGradient(eta0=...)).
-            return SOLVERS[self.solver_](max_iter=self.max_iter, checkpoint=checkpoint, **common)
-        if self.solver_ == "mp":
-            return SOLVERS["mp"](tol=self.tol, max_iter=self.max_iter, checkpoint=checkpoint, **common)
-        if self.solver_ == "rmmp":
-            k_max = _DEFAULT_MAX_ACTIVE if self.max_active is None else self.max_active
-            return SOLVERS["rmmp"](
-                tol=self.tol, max_iter=self.max_iter, max_active=k_max, checkpoint=checkpoint, **common
-            )
-        cls = SOLVERS[self.solver_]
-        if checkpoint is not None and getattr(cls, "resumable", False):
-            common["checkpoint"] = checkpoint
-        return cls(tol=self.tol, max_iter=self.max_iter, random_state=self.random_state, **common)
+        settings = EstimatorSettings(
+            tol=self.tol,
+            max_iter=self.max_iter,
+            random_state=self.random_state,
+            checkpoint=checkpoint,
+            callback=self.callback,
+            verbose=self.verbose,
+            max_active=self.max_active,
+            cache_bytes=getattr(self, "cache_bytes", None),
+        )
+        return SOLVERS[self.solver_].from_estimator(settings)
 
     def _solve(self, X, y, sample_weight, coef_init, intercept_init, k=0, n_problems=1):
         """One binary (or regression) problem held in memory (problem k of ``n_problems``);

@@ -113,3 +113,16 @@ def test_the_result_has_its_fields_and_a_certificate_when_claimed(entry):
         assert np.isfinite(result.relative_certificate) and result.certificate_name != "none"
     else:
         assert not np.isfinite(result.certificate)
+
+
+@BY_NAME
+def test_the_estimator_builds_every_solver_from_one_naming(entry):
+    from l1scale.solvers.base import EstimatorSettings
+
+    cls = entry.load()
+    solver = cls.from_estimator(EstimatorSettings(tol=1e-4, max_iter=7, random_state=5))
+    assert type(solver) is cls
+    cap = [getattr(solver, a) for a in ("max_iter", "max_sweeps", "max_epochs") if hasattr(solver, a)]
+    assert entry.name == "online" or cap[0] == 7  # the Online algorithm makes one pass, no cap
+    if hasattr(solver, "tol") and entry.family != "online_first_order":
+        assert solver.tol == 1e-4

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..exceptions import ConvergenceWarning
 
-__all__ = ["History", "Result", "Solver", "Timer", "certified_result", "compiled_once"]
+__all__ = ["EstimatorSettings", "History", "Result", "Solver", "Timer", "certified_result", "compiled_once"]
 
 
 @dataclass
@@ -157,6 +157,22 @@ class Timer:
         self._excluded += seconds
 
 
+@dataclass(frozen=True)
+class EstimatorSettings:
+    """What an estimator's parameters say to the solver it builds (:meth:`Solver.from_estimator`):
+    one naming for every solver, whatever its constructor calls them (``max_iter`` is FCL's
+    ``max_sweeps`` and DCL's ``max_epochs``)."""
+
+    tol: float = 1e-6
+    max_iter: int = 200
+    random_state: object = None
+    checkpoint: object = None
+    callback: object = None
+    verbose: int = 0
+    max_active: int | None = None
+    cache_bytes: object = None
+
+
 class Solver:
     """Base class: a solver declares what it needs and solves a Problem.
 
@@ -192,6 +208,15 @@ class Solver:
                 f"solver {self.name!r} needs the label pass (n, W and b0 before its first pass); "
                 "declared classes (no label pass) are for truncated_gradient and online"
             )
+
+    @classmethod
+    def from_estimator(cls, settings: EstimatorSettings) -> Solver:
+        """The solver an estimator's parameters ask for. Default: ``tol``, ``max_iter`` and
+        ``random_state`` as they are, ``checkpoint`` when the solver is resumable."""
+        kw = {"callback": settings.callback, "verbose": settings.verbose}
+        if settings.checkpoint is not None and getattr(cls, "resumable", False):
+            kw["checkpoint"] = settings.checkpoint
+        return cls(tol=settings.tol, max_iter=settings.max_iter, random_state=settings.random_state, **kw)
 
     def solve(self, problem, coef_init=None, intercept_init=None):  # pragma: no cover - interface
         raise NotImplementedError

@@ -369,6 +369,11 @@ class OnlineSketch(Solver):
         """The constant schedule needs W before the first example; the linear one nothing."""
         return self.schedule == "constant"
 
+    @classmethod
+    def from_estimator(cls, settings):
+        """One pass (Algorithm 2): no tolerance or iteration cap to take."""
+        return cls(callback=settings.callback, verbose=settings.verbose)
+
     def __init__(
         self,
         *,

@@ -63,6 +63,16 @@ class DualCachedLoopsSGD(Solver):
     data_access = "generated"
     requires = ()
 
+    @classmethod
+    def from_estimator(cls, settings):
+        """``max_iter`` is the number of epochs; the cache takes ``cache_bytes`` (default 1GB); no tolerance."""
+        return cls(
+            cache_bytes="1GB" if settings.cache_bytes is None else settings.cache_bytes,
+            max_epochs=settings.max_iter,
+            random_state=settings.random_state,
+            verbose=settings.verbose,
+        )
+
     def __init__(
         self,
         cache_bytes="1GB",

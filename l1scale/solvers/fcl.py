@@ -158,6 +158,18 @@ class FeatureCachedLoops(Solver):
     data_access = "generated"
     requires = ("smooth",)
 
+    @classmethod
+    def from_estimator(cls, settings):
+        """``max_iter`` is the cap on sweeps; the feature cache takes ``cache_bytes`` (default 1GB)."""
+        return cls(
+            cache_bytes="1GB" if settings.cache_bytes is None else settings.cache_bytes,
+            tol=settings.tol,
+            max_sweeps=settings.max_iter,
+            random_state=settings.random_state,
+            callback=settings.callback,
+            verbose=settings.verbose,
+        )
+
     def __init__(
         self,
         cache_bytes="1GB",

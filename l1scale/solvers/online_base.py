@@ -172,6 +172,17 @@ class OnlineSolver(Solver):
     requires = ()
     pure_l1 = False  # True: the solver has no L2 (elastic-net) part; l1_ratio must be 1
 
+    @classmethod
+    def from_estimator(cls, settings):
+        """``max_iter`` passes at the solver's own default rates, no tolerance (tune the rates by
+        giving an instance, e.g. ``solver=TruncatedGradient(eta0=...)``)."""
+        return cls(
+            max_iter=settings.max_iter,
+            checkpoint=settings.checkpoint,
+            callback=settings.callback,
+            verbose=settings.verbose,
+        )
+
     def __init__(
         self,
         *,

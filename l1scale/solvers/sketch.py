@@ -480,6 +480,19 @@ class ReducedMemoryMultiPass(MultiPass):
 
     name = "rmmp"
 
+    @classmethod
+    def from_estimator(cls, settings):
+        """As every solver, with the estimator's ``max_active`` when it gives one."""
+        kw = {} if settings.max_active is None else {"max_active": settings.max_active}
+        return cls(
+            tol=settings.tol,
+            max_iter=settings.max_iter,
+            checkpoint=settings.checkpoint,
+            callback=settings.callback,
+            verbose=settings.verbose,
+            **kw,
+        )
+
     def __init__(
         self,
         tol=1e-6,
