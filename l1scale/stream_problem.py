@@ -230,11 +230,7 @@ class StreamProblem:
             )
         self.scan = self.n_samples = self.weight_sum = None
         self.n_features = int(self.stream.n_features)
-        self.classes = classes
-        self.positive_class = classes[1] if positive_class is None else positive_class
-        if self.positive_class not in classes:
-            raise ValueError(f"positive_class={positive_class!r} is not among the classes {classes.tolist()}")
-        self._class_multiplier = np.array([self.class_weight.get(c, 1.0) for c in classes.tolist()])
+        self._set_classes(classes, classes[1] if positive_class is None else positive_class)
 
     def _set_labels(self, positive_class):
         scan = self.scan
@@ -255,17 +251,24 @@ class StreamProblem:
                     "(the estimators fit one-vs-rest)"
                 )
             positive_class = scan.classes[1]
-        if positive_class not in scan.classes:
-            raise ValueError(f"positive_class={positive_class!r} is not among the labels {scan.classes.tolist()}")
-        self.positive_class = positive_class
-        # The class weight of each of the scan's classes, looked up per row by searchsorted.
-        self._class_multiplier = np.array([self.class_weight.get(c, 1.0) for c in scan.classes.tolist()])
-        w = scan.weights * self._class_multiplier
-        pos = float(w[scan.classes == positive_class].sum())
-        self.weight_sum = float(w.sum())
-        if pos <= 0 or pos >= self.weight_sum:
+        self._set_classes(scan.classes, positive_class)
+        self._set_weights(scan)
+        if self._positive_weight <= 0 or self._positive_weight >= self.weight_sum:
             raise ValueError("one class has zero total weight; a classifier needs both")
-        self._positive_weight = pos
+
+    def _set_classes(self, classes, positive_class):
+        """The classes, the one mapped to +1, and each class's weight multiplier (looked up per
+        row by searchsorted)."""
+        if positive_class not in classes:
+            raise ValueError(f"positive_class={positive_class!r} is not among the labels {classes.tolist()}")
+        self.classes, self.positive_class = classes, positive_class
+        self._class_multiplier = np.array([self.class_weight.get(c, 1.0) for c in classes.tolist()])
+
+    def _set_weights(self, scan):
+        """W and the positive class's weight, class weights applied, from a scan."""
+        w = scan.weights * self._class_multiplier
+        self.weight_sum = float(w.sum())
+        self._positive_weight = float(w[scan.classes == self.positive_class].sum())
 
     # ------------------------------------------------------------------ lam
     @property
@@ -366,9 +369,7 @@ class StreamProblem:
     def _set_scan(self, scan):
         """The scan a declared-classes problem made during its first pass."""
         self.scan, self.n_samples = scan, scan.n_samples
-        w = scan.weights * self._class_multiplier
-        self.weight_sum = float(w.sum())
-        self._positive_weight = float(w[scan.classes == self.positive_class].sum())
+        self._set_weights(scan)
 
     def describe(self) -> dict:
         """What identifies this problem (for checkpoints)."""
