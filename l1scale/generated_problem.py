@@ -12,11 +12,10 @@ Only pure L1: the paper's problem, and what lets a zero column stay out of memor
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from .losses import get_loss
+from .penalties import Regularization
 from .problem import check_labels, check_sample_weight, optimal_intercept
 
 __all__ = ["GeneratedProblem"]
@@ -60,18 +59,14 @@ class GeneratedProblem:
         self.c = check_sample_weight(sample_weight, n)
         self.fit_intercept = bool(fit_intercept)
         self.l1_ratio = 1.0
-        if (lam is None) == (lam_ratio is None):
-            raise ValueError("give lam or lam_ratio (exactly one)")
-        for name, value in (("lam", lam), ("lam_ratio", lam_ratio)):
-            if value is not None and (not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0):
-                raise ValueError(f"{name} must be a finite number > 0, got {name}={value!r}")
-        self._lam, self._lam_ratio = lam, lam_ratio
+        self._regularization = Regularization(lam, lam_ratio)
+        self._penalty = self._regularization.penalty()
 
     @property
     def lam(self) -> float:
-        if self._lam is None:
-            self._lam = self._lam_ratio * self.lam_max()
-        return float(self._lam)
+        if self._penalty is None:  # lam_ratio: lam_max is computed once, when lam is first asked for
+            self._penalty = self._regularization.resolve(self.lam_max())
+        return self._penalty.lam
 
     def intercept_only(self) -> float:
         """b0, the optimal intercept at w = 0 (0 without an intercept)."""

@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["DEFAULT_LAM_RATIO", "L1", "ElasticNet", "soft_threshold"]
+__all__ = ["DEFAULT_LAM_RATIO", "L1", "ElasticNet", "Regularization", "soft_threshold"]
 
 #: lam as a fraction of lam_max when an estimator is given neither lam nor lam_ratio.
 DEFAULT_LAM_RATIO = 0.01
@@ -92,3 +92,45 @@ class ElasticNet:
 def L1(lam: float) -> ElasticNet:
     """The pure L1 penalty ``lam * ||w||_1``."""
     return ElasticNet(lam, 1.0)
+
+
+class Regularization:
+    """How strong the penalty is, as the user gave it: ``lam`` directly, or ``lam_ratio`` times
+    lam_max (which only the problem can compute), with ``l1_ratio``. Validated once, here, for
+    every problem kind; :meth:`resolve` turns it into the ElasticNet once lam_max is known.
+
+    Parameters
+    ----------
+    lam, lam_ratio : float, optional
+        Exactly one, finite and > 0.
+    l1_ratio : float, default 1.0
+        In (0, 1].
+    """
+
+    def __init__(self, lam=None, lam_ratio=None, l1_ratio=1.0):
+        if (lam is None) == (lam_ratio is None):
+            raise ValueError("give exactly one of lam and lam_ratio")
+        for name, value in (("lam", lam), ("lam_ratio", lam_ratio)):
+            if value is not None and (not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {name}={value!r}")
+        ElasticNet(1.0, l1_ratio)  # validates l1_ratio (before lam_max divides by it)
+        self.lam = None if lam is None else float(lam)
+        self.lam_ratio = None if lam_ratio is None else float(lam_ratio)
+        self.l1_ratio = float(l1_ratio)
+
+    @property
+    def needs_lam_max(self) -> bool:
+        """Whether lam is a fraction of lam_max (given as ``lam_ratio``)."""
+        return self.lam is None
+
+    def penalty(self) -> ElasticNet | None:
+        """The penalty of a given ``lam``; None while it waits for lam_max."""
+        return None if self.lam is None else ElasticNet(self.lam, self.l1_ratio)
+
+    def resolve(self, lam_max: float) -> ElasticNet:
+        """The penalty, lam = lam_ratio * lam_max (or the given lam). lam_max = 0 (w = 0 optimal
+        for every lam, e.g. constant features or targets) gives lam = lam_ratio: the same model."""
+        if self.lam is not None:
+            return ElasticNet(self.lam, self.l1_ratio)
+        lam = self.lam_ratio * float(lam_max)
+        return ElasticNet(lam if lam > 0 else self.lam_ratio, self.l1_ratio)

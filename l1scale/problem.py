@@ -11,7 +11,6 @@ sec. 2.3) for losses with a known conjugate, by the KKT violation otherwise.
 from __future__ import annotations
 
 import copy
-import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -20,7 +19,7 @@ import scipy.sparse as sp
 from .data.memory import as_columns, column_norms, matrix_of
 from .data.validation import check_sparse_structure
 from .losses import get_loss, weighted_conjugate, weighted_derivatives, weighted_value
-from .penalties import ElasticNet
+from .penalties import ElasticNet, Regularization
 
 __all__ = ["Certificate", "Problem", "check_design", "check_labels", "check_sample_weight", "lam_max"]
 
@@ -183,18 +182,8 @@ class Problem:
         # The matrix used for products X @ w and X^T r: scipy CSC (int64 indices) or
         # Fortran-ordered dense, sharing memory with `columns`.
         self.X = matrix_of(self.columns)
-        if (lam is None) == (lam_ratio is None):
-            raise ValueError("give exactly one of lam and lam_ratio")
-        if lam is None:
-            if not isinstance(lam_ratio, numbers.Real) or not (lam_ratio > 0):
-                raise ValueError(f"lam_ratio must be > 0, got lam_ratio={lam_ratio!r}")
-            ElasticNet(1.0, l1_ratio)  # validates l1_ratio before lam_max divides by it
-            lam = lam_ratio * self.lam_max(l1_ratio)
-            if lam <= 0:
-                # lam_max = 0: w = 0 is optimal for every lam > 0 (e.g. constant
-                # features or targets), so any positive value gives the same model.
-                lam = lam_ratio
-        self.penalty = ElasticNet(lam, l1_ratio)
+        reg = Regularization(lam, lam_ratio, l1_ratio)
+        self.penalty = reg.resolve(self.lam_max(l1_ratio)) if reg.needs_lam_max else reg.penalty()
 
     # ------------------------------------------------------------------ basics
     def with_lam(self, lam) -> Problem:

@@ -23,7 +23,6 @@ no lam_ratio (lam_max needs a pass), no b0, no n or W up front.
 
 from __future__ import annotations
 
-import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -34,7 +33,7 @@ from .data.memory import as_rows
 from .data.stream import Stream
 from .exceptions import DataFormatError
 from .losses import get_loss
-from .penalties import ElasticNet
+from .penalties import Regularization
 
 __all__ = ["StreamProblem", "StreamScan", "scan_stream"]
 
@@ -192,15 +191,10 @@ class StreamProblem:
     ):
         self.stream = Stream.open(stream)
         self.loss = get_loss(loss)
-        if (lam is None) == (lam_ratio is None):
-            raise ValueError("give exactly one of lam and lam_ratio")
-        for name, value in (("lam", lam), ("lam_ratio", lam_ratio)):
-            if value is not None and (not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0):
-                raise ValueError(f"{name} must be a finite number > 0, got {name}={value!r}")
-        ElasticNet(1.0, l1_ratio)  # validates l1_ratio
-        self.l1_ratio = float(l1_ratio)
+        self.regularization = Regularization(lam, lam_ratio, l1_ratio)
+        self.l1_ratio = self.regularization.l1_ratio
         self.lam_ratio = lam_ratio
-        self.penalty = None if lam is None else ElasticNet(lam, l1_ratio)
+        self.penalty = self.regularization.penalty()
         self.fit_intercept = bool(fit_intercept)
         self.class_weight = dict(class_weight or {})
         self._checked = False  # chunks() checks values and labels until one pass completes
@@ -280,8 +274,7 @@ class StreamProblem:
         lam_max = float(np.max(np.abs(grad_at_start), initial=0.0)) / self.l1_ratio
         self.lam_max = lam_max
         if self.penalty is None:
-            lam = self.lam_ratio * lam_max
-            self.penalty = ElasticNet(lam if lam > 0 else self.lam_ratio, self.l1_ratio)
+            self.penalty = self.regularization.resolve(lam_max)
         return self.penalty.lam
 
     def gradient_at_start(self) -> np.ndarray:

@@ -155,7 +155,7 @@ def test_parse_bytes_and_parameters():
     with pytest.raises(ValueError, match="n_writers"):
         FeatureCachedLoops(n_writers=0)
     codes, y = make_splice_sites(200, L=12, d_motif=4, random_state=0)
-    with pytest.raises(ValueError, match="lam or lam_ratio"):
+    with pytest.raises(ValueError, match="exactly one of lam and lam_ratio"):
         GeneratedProblem(DNAPatterns(d=2), codes, y)
     with pytest.raises(ValueError, match="not smooth"):
         GeneratedProblem(DNAPatterns(d=2), codes, y, "hinge", lam=0.1)

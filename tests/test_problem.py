@@ -205,3 +205,32 @@ def test_regression_labels_may_be_any_real():
     X, y = _data("squared")
     p = Problem(X, y * 100, "squared", lam_ratio=0.1)
     assert p.y.dtype == np.float64 and not p.loss.is_classification
+
+
+def test_regularization_is_validated_and_resolved_in_one_place():
+    import scipy.sparse as sp
+
+    from l1scale import StreamProblem
+    from l1scale.data import Stream
+    from l1scale.penalties import Regularization
+
+    for kw, message in (
+        ({}, "exactly one of lam and lam_ratio"),
+        ({"lam": 1.0, "lam_ratio": 0.1}, "exactly one of lam and lam_ratio"),
+        ({"lam": -1.0}, "lam must be a finite number > 0"),
+        ({"lam_ratio": float("inf")}, "lam_ratio must be a finite number > 0"),
+        ({"lam_ratio": 0.1, "l1_ratio": 0.0}, "l1_ratio must be in"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            Regularization(**kw)
+    assert Regularization(lam_ratio=0.1).resolve(2.0).lam == pytest.approx(0.2)
+    assert Regularization(lam_ratio=0.1).resolve(0.0).lam == 0.1  # lam_max = 0: any lam gives w = 0
+    assert Regularization(lam=0.3, l1_ratio=0.5).resolve(5.0).l1 == pytest.approx(0.15)
+    # Every problem kind says the same.
+    X, y = sp.random(20, 4, density=0.5, random_state=0, format="csr"), np.tile([-1.0, 1.0], 10)
+    for make in (
+        lambda: Problem(X, y, lam=1.0, lam_ratio=0.1),
+        lambda: StreamProblem(Stream.from_arrays(X, y), lam=1.0, lam_ratio=0.1),
+    ):
+        with pytest.raises(ValueError, match="exactly one of lam and lam_ratio"):
+            make()
