@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
 
@@ -33,6 +34,39 @@ from ._params import (
 from ._progress import Progress, run_fit
 from ._report import report, unknown_labels
 from ._summary import save_and_print, train_summary
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainFlags:
+    """The flags of ``train`` (all but DATA), as click parsed them."""
+
+    test_path: str | None
+    lam: float | None
+    lam_ratio: float | None
+    l1_ratio: float
+    loss: str
+    solver: str
+    max_active: int | None
+    checkpoint: str | None
+    cache_dir: str | None
+    features: str | None
+    two_stage: float | None
+    intercept: bool
+    tol: float
+    max_iter: int | None
+    passes: int | None
+    holdout: int | None
+    learning_rate: float | None
+    class_weight: str | None
+    seed: int | None
+    n_features: int | None
+    zero_based: bool | None
+    file_format: str
+    hash_bits: int | None
+    dask_address: str | None
+    output: str | None
+    quiet: bool
+    as_json: bool
 
 
 @click.command()
@@ -226,38 +260,14 @@ def train(
     solvers load it. The model records the svmlight index base, which predict and
     evaluate then use.
     """
+    # Every flag but DATA, as one object for the helpers below (click passes them one by one).
+    flags = TrainFlags(**{name: value for name, value in locals().items() if name != "data"})
     if any(is_stdin(d) for d in data) and (features is not None or dask_address is not None):
         raise click.UsageError(
             f"DATA - (standard input) is not read with {'--features' if features else '--dask'}: give a file"
         )
     if features is not None or solver in ("fcl", "dcl_sgd"):
-        return _train_generated(
-            data,
-            features,
-            cache_dir,
-            solver,
-            test_path,
-            lam,
-            lam_ratio,
-            l1_ratio,
-            loss,
-            max_active,
-            checkpoint,
-            two_stage,
-            intercept,
-            tol,
-            max_iter,
-            passes,
-            holdout,
-            learning_rate,
-            class_weight,
-            seed,
-            hash_bits,
-            dask_address,
-            output,
-            quiet,
-            as_json,
-        )
+        return _train_generated(data, flags)
     resolved = _check_flags(
         lam,
         lam_ratio,
@@ -292,33 +302,9 @@ def train(
             return _train(
                 " ".join(data),
                 dataset,
-                test_path,
+                dataclasses.replace(flags, cache_dir=None, two_stage=None, holdout=0, hash_bits=None),
                 resolved,
                 True,
-                lam,
-                lam_ratio,
-                l1_ratio,
-                loss,
-                solver,
-                max_active,
-                checkpoint,
-                None,
-                None,
-                intercept,
-                tol,
-                max_iter,
-                passes,
-                0,
-                learning_rate,
-                class_weight,
-                seed,
-                n_features,
-                zero_based,
-                file_format,
-                None,
-                output,
-                quiet,
-                as_json,
             )
         finally:
             dataset.close()
@@ -328,81 +314,25 @@ def train(
     data = data[0]
     if not os.path.exists(data) and not is_stdin(data):
         raise click.BadParameter(f"Path {data!r} does not exist.", param_hint="'DATA'")
-    _train(
-        data,
-        None,
-        test_path,
-        resolved,
-        _streaming_solver(resolved),
-        lam,
-        lam_ratio,
-        l1_ratio,
-        loss,
-        solver,
-        max_active,
-        checkpoint,
-        cache_dir,
-        two_stage,
-        intercept,
-        tol,
-        max_iter,
-        passes,
-        holdout,
-        learning_rate,
-        class_weight,
-        seed,
-        n_features,
-        zero_based,
-        file_format,
-        hash_bits,
-        output,
-        quiet,
-        as_json,
-    )
+    _train(data, None, flags, resolved, _streaming_solver(resolved))
 
 
-def _train_generated(
-    data,
-    features,
-    cache,
-    solver,
-    test_path,
-    lam,
-    lam_ratio,
-    l1_ratio,
-    loss,
-    max_active,
-    checkpoint,
-    two_stage,
-    intercept,
-    tol,
-    max_iter,
-    passes,
-    holdout,
-    learning_rate,
-    class_weight,
-    seed,
-    hash_bits,
-    dask_address,
-    output,
-    quiet,
-    as_json,
-):
+def _train_generated(data, f):
     """--features: the flags that apply, then _generated.train_generated."""
     from ._generated import train_generated
 
-    if features is None:
-        raise click.UsageError(f"--solver {solver} trains over a generated feature space: give --features SPEC")
+    if f.features is None:
+        raise click.UsageError(f"--solver {f.solver} trains over a generated feature space: give --features SPEC")
     unused = {
-        "--l1-ratio": l1_ratio != 1.0,
-        "--max-active": max_active is not None,
-        "--checkpoint": checkpoint is not None,
-        "--two-stage": two_stage is not None,
-        "--passes": passes is not None,
-        "--holdout": holdout is not None,
-        "--learning-rate": learning_rate is not None,
-        "--hash-bits": hash_bits is not None,
-        "--dask": dask_address is not None,
+        "--l1-ratio": f.l1_ratio != 1.0,
+        "--max-active": f.max_active is not None,
+        "--checkpoint": f.checkpoint is not None,
+        "--two-stage": f.two_stage is not None,
+        "--passes": f.passes is not None,
+        "--holdout": f.holdout is not None,
+        "--learning-rate": f.learning_rate is not None,
+        "--hash-bits": f.hash_bits is not None,
+        "--dask": f.dask_address is not None,
     }
     given = [flag for flag, used in unused.items() if used]
     if given:
@@ -414,151 +344,77 @@ def _train_generated(
         raise click.UsageError("give one DATA file with --features")
     if not os.path.exists(data[0]):
         raise click.BadParameter(f"Path {data[0]!r} does not exist.", param_hint="'DATA'")
-    if solver not in ("auto", "fcl", "dcl_sgd", "cd", "cgd", "ista", "fista", "multiscale_fista", "scd", "detcd"):
+    if f.solver not in ("auto", "fcl", "dcl_sgd", "cd", "cgd", "ista", "fista", "multiscale_fista", "scd", "detcd"):
         raise click.UsageError(
-            f"--solver {solver} does not train over --features: use fcl (default), dcl_sgd, "
+            f"--solver {f.solver} does not train over --features: use fcl (default), dcl_sgd, "
             "or an in-memory solver (which materialises the features)"
         )
     train_generated(
         data[0],
-        features=features,
-        cache=cache,
-        solver=solver,
-        test_path=test_path,
-        lam=lam,
-        lam_ratio=lam_ratio,
-        loss=loss,
-        intercept=intercept,
-        tol=tol,
-        max_iter=max_iter or 200,
-        class_weight=class_weight,
-        seed=seed,
-        output=output,
-        quiet=quiet,
-        as_json=as_json,
+        features=f.features,
+        cache=f.cache_dir,
+        solver=f.solver,
+        test_path=f.test_path,
+        lam=f.lam,
+        lam_ratio=f.lam_ratio,
+        loss=f.loss,
+        intercept=f.intercept,
+        tol=f.tol,
+        max_iter=f.max_iter or 200,
+        class_weight=f.class_weight,
+        seed=f.seed,
+        output=f.output,
+        quiet=f.quiet,
+        as_json=f.as_json,
     )
 
 
-def _train(
-    data,
-    dataset,
-    test_path,
-    resolved,
-    streamed,
-    lam,
-    lam_ratio,
-    l1_ratio,
-    loss,
-    solver,
-    max_active,
-    checkpoint,
-    cache_dir,
-    two_stage,
-    intercept,
-    tol,
-    max_iter,
-    passes,
-    holdout,
-    learning_rate,
-    class_weight,
-    seed,
-    n_features,
-    zero_based,
-    file_format,
-    hash_bits,
-    output,
-    quiet,
-    as_json,
-):
+def _train(data, dataset, f, resolved, streamed):
     """The fit and its summary; ``dataset``: a DaskDataset (``--dask``) instead of reading ``data``."""
-    if two_stage is not None and streamed:
+    if f.two_stage is not None and streamed:
         raise click.BadParameter(
             f"re-solves on the support in memory; --solver {resolved} streams DATA", param_hint="--two-stage"
         )
-    fmt = "svmlight" if dataset is not None else data_format(data, file_format)
+    fmt = "svmlight" if dataset is not None else data_format(data, f.file_format)
     if dataset is None:
-        check_vw_flags(fmt, data, hash_bits=hash_bits, zero_based=zero_based, n_features=n_features)
-    if test_path is not None:
-        data_format(test_path, file_format)  # --format vw for a cache directory: a usage error now
-    check_output(output, "'-o' / '--output'")
-    check_output(checkpoint, "--checkpoint")
+        check_vw_flags(fmt, data, hash_bits=f.hash_bits, zero_based=f.zero_based, n_features=f.n_features)
+    if f.test_path is not None:
+        data_format(f.test_path, f.file_format)  # --format vw for a cache directory: a usage error now
+    check_output(f.output, "'-o' / '--output'")
+    check_output(f.checkpoint, "--checkpoint")
     if dataset is None:
-        check_cache_dir(cache_dir, data)
-    max_iter = passes or max_iter or (1 if _online_first_order(resolved) else 200)
+        check_cache_dir(f.cache_dir, data)
+    iterations = f.passes or f.max_iter or (1 if _online_first_order(resolved) else 200)
     # Flags -> estimator parameters (the only place the two meet).
     params = {
-        "lam": lam,
-        "lam_ratio": lam_ratio,
-        "l1_ratio": l1_ratio,
-        "fit_intercept": intercept,
-        "solver": solver,
-        "tol": tol,
-        "max_iter": max_iter,
-        "random_state": seed,
-        "max_active": max_active,
-        "checkpoint": checkpoint,
-        "two_stage": two_stage,
+        "lam": f.lam,
+        "lam_ratio": f.lam_ratio,
+        "l1_ratio": f.l1_ratio,
+        "fit_intercept": f.intercept,
+        "solver": f.solver,
+        "tol": f.tol,
+        "max_iter": iterations,
+        "random_state": f.seed,
+        "max_active": f.max_active,
+        "checkpoint": f.checkpoint,
+        "two_stage": f.two_stage,
     }
-    if loss != "squared":
-        params.update(loss=loss, class_weight=class_weight)
+    if f.loss != "squared":
+        params.update(loss=f.loss, class_weight=f.class_weight)
 
     spool = None
     try:
         if streamed and is_stdin(data):
             from ._stream import StdinCache
 
-            spool = StdinCache(cache_dir)  # the pipe, spooled: a pipe can be read only once
-        _train_and_report(
-            data,
-            dataset,
-            test_path,
-            resolved,
-            streamed,
-            params,
-            max_iter,
-            fmt,
-            spool,
-            loss,
-            max_active,
-            cache_dir,
-            holdout,
-            learning_rate,
-            n_features,
-            zero_based,
-            file_format,
-            hash_bits,
-            output,
-            quiet,
-            as_json,
-        )
+            spool = StdinCache(f.cache_dir)  # the pipe, spooled: a pipe can be read only once
+        _train_and_report(data, dataset, f, resolved, streamed, params, iterations, fmt, spool)
     finally:
         if spool is not None:
             spool.close()
 
 
-def _train_and_report(
-    data,
-    dataset,
-    test_path,
-    resolved,
-    streamed,
-    params,
-    max_iter,
-    fmt,
-    spool,
-    loss,
-    max_active,
-    cache_dir,
-    holdout,
-    learning_rate,
-    n_features,
-    zero_based,
-    file_format,
-    hash_bits,
-    output,
-    quiet,
-    as_json,
-):
+def _train_and_report(data, dataset, f, resolved, streamed, params, max_iter, fmt, spool):
     """Read, fit, report and save (``spool``: where standard input is spooled, streamed fits)."""
     t0 = time.perf_counter()
     Xt = yt = declared = None
@@ -566,22 +422,22 @@ def _train_and_report(
     if streamed:
         from ._stream import stream_zero_based, train_stream
 
-        if test_path is not None:  # read before fitting: a bad test file fails fast
-            test_base = zero_based
+        if f.test_path is not None:  # read before fitting: a bad test file fails fast
+            test_base = f.zero_based
             if test_base is None and fmt == "svmlight":  # as the training data are read
                 test_base = stream_zero_based(None, data, None, fmt)
             Xt, yt, _ = read_data(
-                test_path,
+                f.test_path,
                 zero_based=test_base,
-                n_features=n_features,
-                width_of=f"--n-features {n_features}",
-                fmt=file_format,
-                hash_bits=hash_bits,
+                n_features=f.n_features,
+                width_of=f"--n-features {f.n_features}",
+                fmt=f.file_format,
+                hash_bits=f.hash_bits,
             )
 
         def check_test_width(width):  # once the training width is known, before any solving
             if Xt is not None and Xt.shape[1] > width:
-                raise too_wide(test_path, Xt.shape[1], f"the {width} of the training data {data}")
+                raise too_wide(f.test_path, Xt.shape[1], f"the {width} of the training data {data}")
 
         if dataset is not None:
             check_test_width(dataset.n_features)
@@ -589,40 +445,40 @@ def _train_and_report(
         else:
             stream, declared = train_stream(
                 data,
-                zero_based=zero_based,
-                n_features=n_features,
-                cache=spool.path if spool is not None else cache_dir,
+                zero_based=f.zero_based,
+                n_features=f.n_features,
+                cache=spool.path if spool is not None else f.cache_dir,
                 on_width=check_test_width,
-                fmt=file_format,
-                hash_bits=hash_bits,
-                one_pass=_one_pass(resolved, params, cache_dir),
+                fmt=f.file_format,
+                hash_bits=f.hash_bits,
+                one_pass=_one_pass(resolved, params, f.cache_dir),
             )
     else:
         X, y, w, base = read_data(
             data,
-            zero_based=zero_based,
-            n_features=n_features,
-            width_of=f"--n-features {n_features}",
-            fmt=file_format,
-            hash_bits=hash_bits,
+            zero_based=f.zero_based,
+            n_features=f.n_features,
+            width_of=f"--n-features {f.n_features}",
+            fmt=f.file_format,
+            hash_bits=f.hash_bits,
             return_zero_based=True,
         )
-        if test_path is not None:  # read before fitting: a bad test file fails fast
+        if f.test_path is not None:  # read before fitting: a bad test file fails fast
             Xt, yt, _ = read_data(
-                test_path,
-                zero_based=zero_based if base is None else base,
+                f.test_path,
+                zero_based=f.zero_based if base is None else base,
                 n_features=X.shape[1],
                 width_of=f"the {X.shape[1]} of the training data {data}",
-                fmt=file_format,
-                hash_bits=hash_bits,
+                fmt=f.file_format,
+                hash_bits=f.hash_bits,
             )
     load_seconds = time.perf_counter() - t0
     from ..estimators import SparseLinearRegression, SparseLogisticRegression
 
-    est = (SparseLinearRegression if loss == "squared" else SparseLogisticRegression)(**params)
+    est = (SparseLinearRegression if f.loss == "squared" else SparseLogisticRegression)(**params)
     progress = None
-    if not quiet:
-        if loss == "squared" or declared is not None:  # a regression, or two classes declared
+    if not f.quiet:
+        if f.loss == "squared" or declared is not None:  # a regression, or two classes declared
             classes = None
         elif streamed:  # the labels are known once the fit's first pass (its label scan) is made
 
@@ -641,19 +497,19 @@ def _train_and_report(
     if _online_first_order(resolved):  # the estimator has no holdout or rate: the solver is built here
         est.set_params(
             solver=online_solver(
-                resolved, passes=max_iter, holdout=holdout, learning_rate=learning_rate, callback=progress
+                resolved, passes=max_iter, holdout=f.holdout, learning_rate=f.learning_rate, callback=progress
             )
         )
     args = (X, y, w) if not streamed else (stream,) if declared is None else (stream, None, None, declared)
-    with zero_index_hint(data, zero_based or fmt == "vw"), _declared_hint(declared):
+    with zero_index_hint(data, f.zero_based or fmt == "vw"), _declared_hint(declared):
         messages, fit_seconds = run_fit(est, data, args, progress)
-    if not quiet:
+    if not f.quiet:
         for message in messages:
             click.echo(f"Warning: {message}", err=True)
 
     if streamed:
         if dataset is None:
-            base = stream_zero_based(stream, data, zero_based, fmt)
+            base = stream_zero_based(stream, data, f.zero_based, fmt)
         d, scan = int(est.n_features_in_), est.stream_scan_
         data_info = {"n_samples": int(scan.n_samples), "n_features": d, "nnz": int(scan.nnz)}
         train_report = None  # another pass over DATA: not made
@@ -666,20 +522,20 @@ def _train_and_report(
     summary = train_summary(est, data, data_info, train_report, load_seconds, fit_seconds, messages)
     if fmt == "vw":  # only then: the golden svmlight summary keeps its keys
         summary["data"]["format"] = "vw"
-        summary["data"]["hash_bits"] = DEFAULT_HASH_BITS if hash_bits is None else hash_bits
-    if test_path is not None:
-        summary["test"] = {"path": test_path, **report(est, Xt, yt)}
+        summary["data"]["hash_bits"] = DEFAULT_HASH_BITS if f.hash_bits is None else f.hash_bits
+    if f.test_path is not None:
+        summary["test"] = {"path": f.test_path, **report(est, Xt, yt)}
         unknown = unknown_labels(est, yt)
         if unknown:
-            summary["warnings"].append(f"{test_path} has labels {unknown} that are not classes of the training data")
-            if not quiet:
+            summary["warnings"].append(f"{f.test_path} has labels {unknown} that are not classes of the training data")
+            if not f.quiet:
                 click.echo(f"Warning: {summary['warnings'][-1]}", err=True)
     # The model records how svmlight indices were read, so that predict / evaluate read its
     # test files alike (a zero-based file without index 0 is otherwise detected as one-based).
     metadata = None if base is None else {"data": {"format": "svmlight", "zero_based": bool(base)}}
     if fmt == "vw":  # predict / evaluate then read standard input as VW without --format vw
-        metadata = {"data": {"format": "vw", "hash_bits": DEFAULT_HASH_BITS if hash_bits is None else hash_bits}}
-    save_and_print(est, summary, output, as_json, metadata=metadata)
+        metadata = {"data": {"format": "vw", "hash_bits": DEFAULT_HASH_BITS if f.hash_bits is None else f.hash_bits}}
+    save_and_print(est, summary, f.output, f.as_json, metadata=metadata)
 
 
 @contextlib.contextmanager
