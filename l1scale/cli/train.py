@@ -10,7 +10,7 @@ import time
 import click
 import numpy as np
 
-from ..solvers.registry import REGISTRY
+from ..solvers.registry import REGISTRY, names
 from ._data import (
     check_cache_dir,
     check_output,
@@ -266,23 +266,9 @@ def train(
         raise click.UsageError(
             f"DATA - (standard input) is not read with {'--features' if features else '--dask'}: give a file"
         )
-    if features is not None or solver in ("fcl", "dcl_sgd"):
+    if features is not None or solver in names(data="generated"):
         return _train_generated(data, flags)
-    resolved = _check_flags(
-        lam,
-        lam_ratio,
-        l1_ratio,
-        loss,
-        solver,
-        max_active,
-        checkpoint,
-        cache_dir,
-        class_weight,
-        max_iter,
-        passes,
-        holdout,
-        learning_rate,
-    )
+    resolved = _check_flags(flags)
     if dask_address is not None:
         from ._dask import check_dask_flags, close, dask_dataset
 
@@ -344,7 +330,7 @@ def _train_generated(data, f):
         raise click.UsageError("give one DATA file with --features")
     if not os.path.exists(data[0]):
         raise click.BadParameter(f"Path {data[0]!r} does not exist.", param_hint="'DATA'")
-    if f.solver not in ("auto", "fcl", "dcl_sgd", "cd", "cgd", "ista", "fista", "multiscale_fista", "scd", "detcd"):
+    if f.solver != "auto" and REGISTRY[f.solver].data == "stream":
         raise click.UsageError(
             f"--solver {f.solver} does not train over --features: use fcl (default), dcl_sgd, "
             "or an in-memory solver (which materialises the features)"
@@ -571,49 +557,35 @@ def _one_pass(resolved, params, cache_dir):
     )
 
 
-def _check_flags(
-    lam,
-    lam_ratio,
-    l1_ratio,
-    loss,
-    solver,
-    max_active,
-    checkpoint,
-    cache_dir,
-    class_weight,
-    max_iter,
-    passes,
-    holdout,
-    learning_rate,
-):
+def _check_flags(f):
     """Usage errors among the flags (before any reading); returns the solver "auto" picks."""
-    if lam is not None and lam_ratio is not None:
+    if f.lam is not None and f.lam_ratio is not None:
         raise click.UsageError("give --lam or --lam-ratio, not both")
-    if passes is not None and max_iter is not None:
+    if f.passes is not None and f.max_iter is not None:
         raise click.UsageError(
             "give --passes or --max-iter, not both (--passes is --max-iter for the streaming solvers)"
         )
-    if loss == "squared" and class_weight is not None:
+    if f.loss == "squared" and f.class_weight is not None:
         raise click.BadParameter("does not apply to --loss squared (a regression)", param_hint="--class-weight")
-    resolved = solver
-    if solver == "auto":  # the flags that only streaming solvers take pick RMMP
-        resolved = "rmmp" if (max_active, checkpoint, cache_dir, passes) != (None,) * 4 else "cd"
-    if max_active is not None and resolved != "rmmp":
+    resolved = f.solver
+    if f.solver == "auto":  # the flags that only streaming solvers take pick RMMP
+        resolved = "rmmp" if (f.max_active, f.checkpoint, f.cache_dir, f.passes) != (None,) * 4 else "cd"
+    if f.max_active is not None and resolved != "rmmp":
         raise click.BadParameter(
             f"is RMMP's active-set size; it does not apply to --solver {resolved}", param_hint="--max-active"
         )
-    if checkpoint is not None and not getattr(_solver_class(resolved), "resumable", False):
+    if f.checkpoint is not None and not REGISTRY[resolved].resumable:
         raise click.BadParameter(
             f"applies to the multi-pass solvers, not to --solver {resolved}", param_hint="--checkpoint"
         )
-    if cache_dir is not None and not _streaming_solver(resolved):
+    if f.cache_dir is not None and not _streaming_solver(resolved):
         raise click.BadParameter(
             f"applies to the streaming solvers ({_names(_streaming_solver)}), not "
             f"to --solver {resolved}, which loads DATA into memory (a cache for it: "
             f"`l1scale convert`)",
             param_hint="--cache",
         )
-    if passes is not None and (not _streaming_solver(resolved) or resolved == "online"):
+    if f.passes is not None and (not _streaming_solver(resolved) or resolved == "online"):
         why = "makes one pass" if resolved == "online" else "loads DATA into memory; its --max-iter counts iterations"
         raise click.BadParameter(
             f"applies to the streaming solvers that make passes "
@@ -621,19 +593,19 @@ def _check_flags(
             param_hint="--passes",
         )
     for value, flag, takes in (
-        (holdout, "--holdout", _online_first_order),
-        (learning_rate, "--learning-rate", LEARNING_RATE_KEYWORD.__contains__),
+        (f.holdout, "--holdout", _online_first_order),
+        (f.learning_rate, "--learning-rate", LEARNING_RATE_KEYWORD.__contains__),
     ):
         if value is not None and not takes(resolved):
             raise click.BadParameter(
                 f"applies to the online first-order solvers ({_names(takes)}), not to --solver {resolved}",
                 param_hint=flag,
             )
-    if l1_ratio != 1 and _online_first_order(resolved) and _solver_class(resolved).pure_l1:
+    if f.l1_ratio != 1 and _online_first_order(resolved) and _solver_class(resolved).pure_l1:
         raise click.BadParameter(
             f"--solver {resolved} minimises the pure L1 problem: --l1-ratio must be 1", param_hint="--l1-ratio"
         )
-    _check_solver_takes_loss(resolved, loss)
+    _check_solver_takes_loss(resolved, f.loss)
     return resolved
 
 
