@@ -173,7 +173,7 @@ def _curve_from_history(h, upto=None):
 
 def run_batch(method, problem, budget_accesses, seed):
     """SCD / DetCD until the first history row at or past the budget (stopped from the callback)."""
-    from l1scale.solvers.stochastic import GreedyCD, StochasticCD
+    from l1scale.solvers.scd import GreedyCD, StochasticCD
 
     curvature = "paper" if method.endswith("_paper") else "column"
     seen = {}
@@ -663,7 +663,7 @@ def render(doc) -> str:
     a(
         "- Seconds are wall times on a shared 2-core machine and only indicative; the paper's and our x-axis is "
         "data accesses. DetCD's per-step certificate (one X^T r) is monitoring and not counted, as in "
-        "`l1scale.solvers.stochastic`."
+        "`l1scale.solvers.scd`."
     )
     a(
         "- A possible reason SCD trails the tuned online methods on earn (our reading, not tested here): w\\* has "

@@ -84,8 +84,8 @@ ENTRIES = (
         resumable=True,
         distributed=True,
     ),
-    SolverEntry("scd", _S + "stochastic:StochasticCD", "memory", "stochastic", certified=True, resumable=True),
-    SolverEntry("detcd", _S + "stochastic:GreedyCD", "memory", "stochastic", certified=True, resumable=True),
+    SolverEntry("scd", _S + "scd:StochasticCD", "memory", "stochastic", certified=True, resumable=True),
+    SolverEntry("detcd", _S + "scd:GreedyCD", "memory", "stochastic", certified=True, resumable=True),
     SolverEntry("mp", _S + "sketch:MultiPass", "stream", "streaming", certified=True, resumable=True, distributed=True),
     SolverEntry(
         "rmmp",

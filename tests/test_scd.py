@@ -15,7 +15,7 @@ from l1scale.exceptions import ConvergenceWarning
 from l1scale.losses import get_loss
 from l1scale.problem import Problem
 from l1scale.solvers.cd import CoordinateDescent
-from l1scale.solvers.stochastic import GreedyCD, StochasticCD, _column_curvatures, _greedy_epoch, _residuals, _scd_epoch
+from l1scale.solvers.scd import GreedyCD, StochasticCD, _column_curvatures, _greedy_epoch, _residuals, _scd_epoch
 
 SOLVERS = [StochasticCD, GreedyCD]
 
