@@ -182,6 +182,131 @@ def intercept_step(g_b, d_b, xTd, D):
 
 
 @njit(cache=True, nogil=True)
+def gram_cost(data, indices, indptr, dense, active, m, counts):
+    """Work of :func:`model_gram` over the columns active[:m]: (nonzeros read, multiply-adds).
+
+    The Gram matrix sums, over the rows, the outer product of each row's entries in those
+    columns: sum_i k_i (k_i + 1) / 2 for k_i entries in row i. counts (n,) is scratch, left
+    holding k_i."""
+    counts[:] = 0
+    nnz = 0
+    for s in range(m):
+        rows, _ = column(data, indices, indptr, dense, active[s])
+        for p in range(rows.shape[0]):
+            counts[rows[p]] += 1
+        nnz += rows.shape[0]
+    work = 0.0
+    for i in range(counts.shape[0]):
+        work += 0.5 * counts[i] * (counts[i] + 1)
+    return nnz, work
+
+
+@njit(cache=True, nogil=True)
+def model_gram(data, indices, indptr, dense, active, m, D, counts, fit_intercept):
+    """Q = X_A^T diag(D) X_A over the columns A = active[:m] (local order), bordered by the
+    intercept's row sum_i D_i x_iA and corner sum_i D_i when it is fitted: the curvature of
+    the quadratic model without its ridge (lam2 + nu). counts: the row counts of
+    :func:`gram_cost`. The columns are transposed into rows first, so that each row adds
+    its outer product (glmnet's covariance updates, weighted). Shape (m [+ 1], m [+ 1])."""
+    n = counts.shape[0]
+    start = np.empty(n + 1, dtype=np.int64)
+    start[0] = 0
+    for i in range(n):
+        start[i + 1] = start[i] + counts[i]
+    fill = start[:n].copy()
+    local = np.empty(start[n], dtype=np.int64)
+    value = np.empty(start[n])
+    for s in range(m):
+        rows, vals = column(data, indices, indptr, dense, active[s])
+        for p in range(rows.shape[0]):
+            i = rows[p]
+            local[fill[i]] = s
+            value[fill[i]] = vals[p]
+            fill[i] += 1
+    size = m + 1 if fit_intercept else m
+    Q = np.zeros((size, size))
+    for i in range(n):
+        Di = D[i]
+        if Di == 0.0:
+            continue
+        # Entries of a row are in increasing local order: each product lands in the upper triangle.
+        for p in range(start[i], start[i + 1]):
+            lp = local[p]
+            vp = Di * value[p]
+            for q in range(p, start[i + 1]):
+                Q[lp, local[q]] += vp * value[q]
+            if fit_intercept:
+                Q[lp, m] += vp
+        if fit_intercept:
+            Q[m, m] += Di
+    for a in range(size):
+        for b in range(a + 1, size):
+            Q[b, a] = Q[a, b]
+    return Q
+
+
+@njit(cache=True, nogil=True)
+def gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at):
+    """:func:`model_sweep` with the model's curvature products read from its Gram matrix
+    (:func:`model_gram`): Qd = Q (d, d_b) is kept instead of X d, so a coordinate costs
+    O(1) to check and O(size of Q) to move, whatever its column's nonzeros. local[s] is
+    the row of Q of active[s]; both are permuted together.
+    Returns (new m, largest violation, sum of violations)."""
+    for s in range(m - 1):
+        t = s + np.random.randint(m - s)
+        active[s], active[t] = active[t], active[s]
+        local[s], local[t] = local[t], local[s]
+    vmax, vsum, s = 0.0, 0.0, 0
+    size = Q.shape[0]
+    while s < m:
+        j, loc = active[s], local[s]
+        x = wpd[j]
+        G = g[j] + (lam2 + NU) * (x - w[j]) + Qd[loc]
+        Gp, Gn = G + lam1, G - lam1
+        if x == 0.0:
+            if Gp < 0.0:
+                viol = -Gp
+            elif Gn > 0.0:
+                viol = Gn
+            elif Gp > shrink_at and Gn < -shrink_at:
+                m -= 1
+                active[s], active[m] = active[m], active[s]
+                local[s], local[m] = local[m], local[s]
+                continue
+            else:
+                viol = 0.0
+        else:
+            viol = abs(Gp) if x > 0.0 else abs(Gn)
+        s += 1
+        h = H[j]  # the step of model_sweep, with its rules for skipped steps
+        if Gp < h * x:
+            z = min(max(-Gp / h, -10.0), 10.0)
+        elif Gn > h * x:
+            z = min(max(-Gn / h, -10.0), 10.0)
+        else:
+            z = -x
+        if x + z == x or (x == 0.0 and abs(z) < 1e-12):
+            continue
+        vmax = max(vmax, viol)
+        vsum += viol
+        wpd[j] = x + z
+        for t in range(size):
+            Qd[t] += z * Q[loc, t]
+    return m, vmax, vsum
+
+
+@njit(cache=True, nogil=True)
+def gram_intercept_step(g_b, d_b, Q, Qd):
+    """:func:`intercept_step` on the Gram matrix's border; updates Qd."""
+    b = Q.shape[0] - 1
+    G = g_b + NU * d_b + Qd[b]
+    step = -G / (NU + Q[b, b])
+    for t in range(Q.shape[0]):
+        Qd[t] += step * Q[b, t]
+    return step, abs(G)
+
+
+@njit(cache=True, nogil=True)
 def newton_direction(
     data,
     indices,
@@ -201,26 +326,67 @@ def newton_direction(
     g_b,
     inner_tol,
     max_inner,
+    gram_first,
+    gram_max,
 ):
     """Minimise the quadratic model over active[:m_outer] (and the intercept) by CD sweeps.
 
     liblinear's inner loop: shrinking at the last sweep's largest violation / n; when the
     sum of violations is <= inner_tol on the shrunk set, one more sweep over the whole
     working set decides. wpd (d,) enters equal to w and leaves as w + d; xTd (n,) = X d + d_b.
-    Returns (d_b, sweeps, nonzeros read).
+
+    A model that takes many sweeps (an ill-conditioned one: correlated or one-hot columns)
+    goes on from where it is on its Gram matrix (:func:`model_gram`) once the sweeps have
+    read as many nonzeros as building it costs: the same CD steps at O(m_outer) each
+    instead of a column's nonzeros (rent-or-buy: never more than about twice the better of
+    the two). ``gram_first`` builds it at once (the last model needed it);
+    ``gram_max`` bounds m_outer for it (memory (m_outer + 1)^2 floats).
+    Returns (d_b, sweeps, nonzeros read, whether the Gram matrix was used).
     """
     xTd[:] = 0.0
     n = xTd.shape[0]
     m, shrink_at, d_b, reads, sweeps = m_outer, np.inf, 0.0, 0, 0
+    gram_allowed = 0 < m_outer <= gram_max
+    counts = np.empty(0, dtype=np.int64)
+    nnz_cols, build_at = -1, np.inf  # nonzeros in the columns; sweep reads at which the Gram matrix pays
+    Q, Qd, local = np.empty((0, 0)), np.empty(0), np.empty(0, dtype=np.int64)
+    use_gram = False
     while sweeps < max_inner:
-        m, vmax, vsum, sweep_reads = model_sweep(
-            data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, lam1, lam2, shrink_at
-        )
-        reads += sweep_reads
-        if fit_intercept:
-            step, viol = intercept_step(g_b, d_b, xTd, D)
-            d_b += step
-            vmax, vsum = max(vmax, viol), vsum + viol
+        if gram_allowed and not use_gram and (gram_first or sweeps >= 2):
+            if nnz_cols < 0:
+                counts = np.empty(n, dtype=np.int64)
+                nnz_cols, work = gram_cost(data, indices, indptr, dense, active, m_outer, counts)
+                reads += nnz_cols
+                build_at = 0.0 if gram_first else nnz_cols + work + (m_outer + 1) ** 2
+            if reads >= build_at:
+                Q = model_gram(data, indices, indptr, dense, active, m_outer, D, counts, fit_intercept)
+                reads += nnz_cols
+                dvec = np.zeros(Q.shape[0])
+                for s in range(m_outer):
+                    dvec[s] = wpd[active[s]] - w[active[s]]
+                if fit_intercept:
+                    dvec[m_outer] = d_b
+                Qd = np.zeros(Q.shape[0])
+                for a in range(Q.shape[0]):
+                    for b in range(Q.shape[0]):
+                        Qd[a] += Q[a, b] * dvec[b]
+                local = np.arange(m_outer)
+                use_gram = True
+        if use_gram:
+            m, vmax, vsum = gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at)
+            if fit_intercept:
+                step, viol = gram_intercept_step(g_b, d_b, Q, Qd)
+                d_b += step
+                vmax, vsum = max(vmax, viol), vsum + viol
+        else:
+            m, vmax, vsum, sweep_reads = model_sweep(
+                data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, lam1, lam2, shrink_at
+            )
+            reads += sweep_reads
+            if fit_intercept:
+                step, viol = intercept_step(g_b, d_b, xTd, D)
+                d_b += step
+                vmax, vsum = max(vmax, viol), vsum + viol
         sweeps += 1
         if vsum <= inner_tol:
             if m == m_outer:
@@ -228,7 +394,17 @@ def newton_direction(
             m, shrink_at = m_outer, np.inf
         else:
             shrink_at = vmax / n
-    return d_b, sweeps, reads
+    if use_gram:  # X d + d_b for the line search, from the moved coordinates
+        xTd[:] = d_b
+        for s in range(m_outer):
+            j = active[s]
+            dj = wpd[j] - w[j]
+            if dj != 0.0:
+                rows, vals = column(data, indices, indptr, dense, j)
+                for p in range(rows.shape[0]):
+                    xTd[rows[p]] += dj * vals[p]
+                reads += rows.shape[0]
+    return d_b, sweeps, reads, use_gram
 
 
 @njit(cache=True, nogil=True)
@@ -302,13 +478,18 @@ def support_margins_change(data, indices, indptr, dense, support, x, fit_interce
 
 
 @njit(cache=True, nogil=True)
-def support_cg(data, indices, indptr, dense, support, D, ridge, nu, fit_intercept, rhs, diag, rtol, max_iter, x, t):
+def support_cg(
+    data, indices, indptr, dense, support, D, ridge, nu, fit_intercept, rhs, diag, rtol, max_iter, x, t, gram_max
+):
     """Jacobi-preconditioned conjugate gradients for the Newton system on the support,
 
         (X_S^T diag(D) X_S + ridge I) x[:k] (+ the intercept row, curvature floor nu) = rhs,
 
-    from x = 0. Shapes: support (k,); D, t (n,) (t: workspace); rhs, diag, x (k [+ 1],).
-    Returns the number of products with the matrix.
+    from x = 0. Each product reads the support's columns twice, until those reads reach the
+    cost of the system's Gram matrix (:func:`model_gram`, when k <= gram_max); the products
+    are then taken on it (rent-or-buy, as in :func:`newton_direction`).
+    Shapes: support (k,); D, t (n,) (t: workspace); rhs, diag, x (k [+ 1],).
+    Returns (products with the matrix, nonzeros of X read).
     """
     m = rhs.shape[0]
     k = support.shape[0]
@@ -319,11 +500,36 @@ def support_cg(data, indices, indptr, dense, support, D, ridge, nu, fit_intercep
     product = np.empty(m)
     rz = res @ z
     stop = rtol * np.sqrt(rhs @ rhs)
-    products = 0
+    products, reads = 0, 0
+    nnz_support = 0
+    for q in range(k):
+        nnz_support += t.shape[0] if dense else indptr[support[q] + 1] - indptr[support[q]]
+    counts = np.empty(0, dtype=np.int64)
+    nnz_cols, build_at = -1, np.inf
+    Q = np.empty((0, 0))
+    use_gram = False
     while products < max_iter and np.sqrt(res @ res) > stop:
-        _support_times(data, indices, indptr, dense, support, direction, fit_intercept, t)
-        t *= D
-        _support_transpose_times(data, indices, indptr, dense, support, t, fit_intercept, product)
+        if not use_gram and products >= 2 and 0 < k <= gram_max:
+            if nnz_cols < 0:
+                counts = np.empty(t.shape[0], dtype=np.int64)
+                nnz_cols, work = gram_cost(data, indices, indptr, dense, support, k, counts)
+                reads += nnz_cols
+                build_at = nnz_cols + work + m * m
+            if reads >= build_at:
+                Q = model_gram(data, indices, indptr, dense, support, k, D, counts, fit_intercept)
+                reads += nnz_cols
+                use_gram = True
+        if use_gram:
+            for a in range(m):
+                acc = 0.0
+                for b in range(m):
+                    acc += Q[a, b] * direction[b]
+                product[a] = acc
+        else:
+            _support_times(data, indices, indptr, dense, support, direction, fit_intercept, t)
+            t *= D
+            _support_transpose_times(data, indices, indptr, dense, support, t, fit_intercept, product)
+            reads += 2 * nnz_support
         for q in range(k):
             product[q] += ridge * direction[q]
         if fit_intercept:
@@ -339,7 +545,7 @@ def support_cg(data, indices, indptr, dense, support, D, ridge, nu, fit_intercep
         rz_new = res @ z
         direction = z + (rz_new / rz) * direction
         rz = rz_new
-    return products
+    return products, reads
 
 
 def warm_up():
@@ -349,16 +555,52 @@ def warm_up():
     outer_pass(data, idx, ptr, False, ws, v2, v2, v1, 0.1, 0.0, 0.0, v1.copy(), v1.copy(), ws.copy())
     check_pass(data, idx, ptr, False, ws, v2, v1, 0.1, 0.0, v1.copy())
     support_margins(data, idx, ptr, False, v1, 0.0, v2.copy())
-    newton_direction(
-        data, idx, ptr, False, ws.copy(), 1, v1, np.ones(1), v1, v1.copy(), np.zeros(2), v2, 0.1, 0.0, True, 0.0, 1.0, 1
-    )
+    for gram_first in (False, True):
+        newton_direction(
+            data,
+            idx,
+            ptr,
+            False,
+            ws.copy(),
+            1,
+            v1,
+            np.ones(1),
+            v1,
+            v1.copy(),
+            np.zeros(2),
+            v2,
+            0.1,
+            0.0,
+            True,
+            0.0,
+            1.0,
+            3,
+            gram_first,
+            10,
+        )
     model_decrease(ws, 1, v1, v1, v1, 0.1)
     penalty_change(ws, 1, v1, v1, 1.0, 0.1, 0.0)
     take_step(ws, 1, v1.copy(), v1.copy(), 0.5)
     one = np.ones(1)
-    support_cg(
-        data, idx, ptr, False, ws, v2, 0.0, 1e-12, True, np.ones(2), np.ones(2), 1e-8, 5, np.zeros(2), np.zeros(2)
-    )
+    for gram_max in (0, 10):
+        support_cg(
+            data,
+            idx,
+            ptr,
+            False,
+            ws,
+            v2,
+            0.0,
+            1e-12,
+            True,
+            np.ones(2),
+            np.ones(2),
+            1e-8,
+            5,
+            np.zeros(2),
+            np.zeros(2),
+            gram_max,
+        )
     support_gradient(data, idx, ptr, False, ws, v2, True, np.zeros(2))
     support_margins_change(data, idx, ptr, False, ws, one, False, np.zeros(2))
     seed(0)

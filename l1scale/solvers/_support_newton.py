@@ -34,7 +34,7 @@ _SIGMA = 0.01
 _MAX_HALVINGS = 30
 
 
-def support_newton_step(pt, support, H, nu, violation, verbose=0):
+def support_newton_step(pt, support, H, nu, violation, verbose=0, gram_max=0):
     """One projected Newton step on the support of ``pt.w``; updates ``pt`` when it is accepted.
 
     Parameters
@@ -48,6 +48,8 @@ def support_newton_step(pt, support, H, nu, violation, verbose=0):
         Curvature floor added to the diagonal.
     violation : float
         The largest KKT violation relative to lam1 at the current point (sets CG's tolerance).
+    gram_max : int
+        Largest support whose CG products may be taken on its Gram matrix.
 
     Returns (the step length taken, 0.0 when rejected; nonzeros of X read).
     """
@@ -67,11 +69,11 @@ def support_newton_step(pt, support, H, nu, violation, verbose=0):
         diag[k] = pt.D.sum() + nu
     step, work = np.empty(size), np.empty(problem.n_samples)
     rtol = float(np.clip(violation * violation, *_CG_RTOL_RANGE))
-    products = kernels.support_cg(
-        *arrays, support, pt.D, lam2 + nu, nu, fit_b, -grad, diag, rtol, _CG_MAX_ITER, step, work
+    products, reads = kernels.support_cg(
+        *arrays, support, pt.D, lam2 + nu, nu, fit_b, -grad, diag, rtol, _CG_MAX_ITER, step, work, gram_max
     )
     nnz_S = columns_nnz(problem.columns, support)
-    reads = 2 * (products + 1) * nnz_S
+    reads += 2 * nnz_S
     if verbose > 1:
         print(f"   support newton: |S|={k} cg products={products}")
     d_w, d_b = step[:k], (step[k] if fit_b else 0.0)

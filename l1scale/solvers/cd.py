@@ -189,6 +189,8 @@ class CoordinateDescent(Solver):
     # this fraction of its size since the last iteration.
     settled_fraction = 0.05
     working_set_fraction = 0.3
+    # Largest model solved on its Gram matrix ((gram_max + 1)^2 floats: 72 MB).
+    gram_max = 3000
 
     def __init__(
         self,
@@ -246,7 +248,7 @@ class CoordinateDescent(Solver):
         vsum_init, inner_eps = None, 1.0
         stop_reason, converged, failed, stalled, cert = "max_iter", False, False, False, None
         it, recorded, last_support, last_gap, full_newton_step = 0, -1, None, np.inf, True
-        stall_cert = np.inf
+        stall_cert, gram_first = np.inf, False
         ck, saved = checkpoints.start(self, problem)
         if saved is not None:
             gradient_init = None  # the saved state says where the solve stands
@@ -280,6 +282,7 @@ class CoordinateDescent(Solver):
                 last_gap,
                 full_newton_step,
                 stall_cert,
+                gram_first,
                 kept,
             ) = _restore(saved, problem, pt, wpd, g, H, dual, history, timer)
         while True:
@@ -319,6 +322,7 @@ class CoordinateDescent(Solver):
                         "last_gap": last_gap,
                         "full_newton_step": full_newton_step,
                         "stall_cert": stall_cert,
+                        "gram_first": gram_first,
                         "best_dual": dual.best_dual,
                         "best_corr": dual.best_corr,
                         "history": history.as_dict(),
@@ -405,7 +409,7 @@ class CoordinateDescent(Solver):
                 # The support has settled and violates optimality more than any zero weight:
                 # a Newton step on the support (smooth there) instead of CD. After a step cut
                 # short by weights reaching zero, a CD step comes next (it moves them properly).
-                step, reads = support_newton_step(pt, support, H, kernels.NU, vmax / lam1, self.verbose)
+                step, reads = support_newton_step(pt, support, H, kernels.NU, vmax / lam1, self.verbose, self.gram_max)
                 pt.reads += reads
                 full_newton_step = step == 1.0
                 it += 1
@@ -420,7 +424,7 @@ class CoordinateDescent(Solver):
             if vsum_init is None:
                 vsum_init = vsum
             # Newton direction on the shrunk working set, then the line search along it.
-            d_b, sweeps, inner_reads = kernels.newton_direction(
+            d_b, sweeps, inner_reads, used_gram = kernels.newton_direction(
                 *arrays,
                 active,
                 m,
@@ -436,10 +440,13 @@ class CoordinateDescent(Solver):
                 g_b,
                 min(inner_eps * vsum_init, self.forcing * vsum),
                 self.max_inner,
+                gram_first,
+                self.gram_max,
             )
+            gram_first = used_gram  # an ill-conditioned model: the next one likely is too
             pt.reads += inner_reads
             if self.verbose > 1:
-                print(f"   CD on the model: {m} coordinates, {sweeps} sweeps")
+                print(f"   CD on the model: {m} coordinates, {sweeps} sweeps{' (Gram)' if used_gram else ''}")
             if sweeps == 1:
                 inner_eps *= 0.25
             step, loss_change, pen_change = self._line_search(
@@ -569,6 +576,7 @@ def _restore(saved, problem, pt, wpd, g, H, dual, history, timer):
         saved.scalar("last_gap"),
         saved.scalar("full_newton_step", bool),
         saved.scalar("stall_cert"),
+        saved.scalar("gram_first", bool),
         saved.indices("kept", d),
     )
 

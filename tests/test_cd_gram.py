@@ -1,0 +1,144 @@
+"""The batch CD solver's Gram-matrix path (covariance updates): an ill-conditioned quadratic
+model, and the support's Newton system, are solved on X_A^T diag(D) X_A once reading the
+columns again would cost more. Same minimiser, only cheaper."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from l1scale.data.memory import as_columns
+from l1scale.exceptions import ConvergenceWarning
+from l1scale.problem import Problem
+from l1scale.solvers import _cd_kernels as kernels
+from l1scale.solvers.cd import CoordinateDescent
+
+
+def _one_hot(n=600, blocks=(5, 7, 4, 9, 3), seed=0):
+    """One-hot blocks (every row one level per block: the columns of a block sum to the
+    intercept's) plus two correlated numeric columns: the models CD needs hundreds of sweeps on."""
+    rng = np.random.default_rng(seed)
+    cols = []
+    for levels in blocks:
+        level = rng.integers(levels, size=n)
+        cols.append(np.eye(levels)[level])
+    u = rng.normal(size=n)
+    cols.append(np.column_stack([u, u + 0.05 * rng.normal(size=n)]))
+    X = np.hstack(cols)
+    w = rng.normal(size=X.shape[1]) * (rng.random(X.shape[1]) < 0.6)
+    z = X @ w - 0.3 + rng.logistic(size=n)
+    return X, np.where(z > 0, 1.0, -1.0), z
+
+
+@pytest.mark.parametrize("layout", ["dense", "csc", "csr"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_model_gram_is_the_weighted_gram_matrix_bordered_by_the_intercept(layout, fit_intercept):
+    X, _, _ = _one_hot()
+    X[np.random.default_rng(1).random(X.shape) < 0.1] = 0.0  # rows with differing counts
+    Xl = X if layout == "dense" else getattr(sp, f"{layout}_matrix")(X)
+    arrays = as_columns(Xl).arrays
+    D = np.random.default_rng(2).uniform(0.0, 1.0, size=X.shape[0])
+    D[::7] = 0.0  # rows without curvature are skipped
+    active = np.array([9, 2, 0, 27, 14, 5, 28], dtype=np.int64)  # any order, the local order
+    counts = np.empty(X.shape[0], dtype=np.int64)
+    nnz, work = kernels.gram_cost(*arrays, active, active.shape[0], counts)
+    XA = X[:, active]
+    assert nnz == (X.shape[0] * active.shape[0] if layout == "dense" else np.count_nonzero(XA))
+    per_row = counts if layout != "dense" else np.full(X.shape[0], active.shape[0])
+    assert work == pytest.approx(0.5 * float(per_row @ (per_row + 1)))
+    Q = kernels.model_gram(*arrays, active, active.shape[0], D, counts, fit_intercept)
+    B = np.column_stack([XA, np.ones(X.shape[0])]) if fit_intercept else XA
+    np.testing.assert_allclose(Q, B.T @ (D[:, None] * B), rtol=1e-13, atol=1e-13)
+
+
+def _model(X, layout, fit_intercept, seed):
+    """A quadratic model of P (random r and D): the arrays newton_direction takes."""
+    rng = np.random.default_rng(seed)
+    n = X.shape[0]
+    arrays = as_columns(X if layout == "dense" else sp.csc_matrix(X)).arrays
+    D = rng.uniform(0.05, 0.25, size=n) / n
+    r = rng.normal(size=n) / n
+    g = X.T @ r
+    H = (X * X).T @ D + kernels.NU
+    return arrays, g, H, D, float(r.sum()) if fit_intercept else 0.0
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("layout", ["dense", "csc"])
+def test_the_model_solved_on_its_gram_matrix_has_the_same_minimiser(fit_intercept, layout):
+    X, _, _ = _one_hot(seed=3)
+    n, d = X.shape
+    w = np.zeros(d)
+    w[[1, 6, 13, 20, 27]] = [0.4, -0.2, 0.3, -0.5, 0.1]
+    arrays, g, H, D, g_b = _model(X, layout, fit_intercept, seed=4)
+    lam1 = 0.3 * float(np.abs(g).max())
+    out = {}
+    for name, gram_first, gram_max in [("plain", False, 0), ("gram", True, 10_000), ("switch", False, 10_000)]:
+        active = np.arange(d, dtype=np.int64)
+        wpd, xTd = w.copy(), np.zeros(n)
+        d_b, sweeps, reads, used = kernels.newton_direction(
+            *arrays, active, d, g, H, w, wpd, xTd, D, lam1, 0.0, fit_intercept, g_b, 1e-15, 20_000, gram_first, gram_max
+        )
+        assert used == (name != "plain")
+        out[name] = (wpd, d_b, xTd, sweeps)
+    assert out["plain"][3] > 50  # ill-conditioned: the switch happens after the first sweeps
+    for name in ("gram", "switch"):
+        wpd, d_b, xTd, _ = out[name]
+        np.testing.assert_allclose(wpd, out["plain"][0], rtol=0, atol=1e-9)
+        assert d_b == pytest.approx(out["plain"][1], abs=1e-9)
+        # The line search's X d + d_b is rebuilt from the moved coordinates.
+        np.testing.assert_allclose(xTd, X @ (wpd - w) + d_b, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_support_cg_on_the_gram_matrix_solves_the_same_system(fit_intercept):
+    X, _, _ = _one_hot(seed=5)
+    arrays = as_columns(sp.csc_matrix(X)).arrays
+    n = X.shape[0]
+    support = np.array([0, 3, 6, 8, 12, 17, 21, 27, 28], dtype=np.int64)
+    D = np.random.default_rng(6).uniform(0.05, 0.25, size=n) / n
+    k = support.shape[0]
+    B = np.column_stack([X[:, support], np.ones(n)]) if fit_intercept else X[:, support]
+    A = B.T @ (D[:, None] * B)
+    A[np.arange(k), np.arange(k)] += 1e-6
+    if fit_intercept:
+        A[k, k] += kernels.NU
+    rhs = np.random.default_rng(7).normal(size=A.shape[0])
+    solutions = []
+    for gram_max in (0, 1000):
+        x, t = np.empty(A.shape[0]), np.empty(n)
+        products, reads = kernels.support_cg(
+            *arrays, support, D, 1e-6, kernels.NU, fit_intercept, rhs, np.diag(A).copy(), 1e-13, 500, x, t, gram_max
+        )
+        assert reads > 0 and products > 2
+        solutions.append(x)
+    exact = np.linalg.solve(A, rhs)
+    for x in solutions:
+        np.testing.assert_allclose(x, exact, rtol=1e-7, atol=1e-9 * np.abs(exact).max())
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge", "probit", "squared"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_the_solver_with_gram_models_reaches_the_plain_solvers_optimum(loss, fit_intercept, capsys):
+    X, y, z = _one_hot(n=2000, seed=8)
+    if loss == "squared":
+        y = z
+    weights = np.random.default_rng(9).uniform(0.5, 2.0, size=y.shape[0])
+    for lam_ratio, l1_ratio in [(0.01, 1.0), (0.002, 0.7)]:
+        p = Problem(
+            sp.csr_matrix(X), y, loss, lam_ratio=lam_ratio, l1_ratio=l1_ratio,
+            fit_intercept=fit_intercept, sample_weight=weights,
+        )  # fmt: skip
+        results = []
+        for gram_max in (0, CoordinateDescent.gram_max):
+            solver = CoordinateDescent(tol=1e-12, max_iter=1000, verbose=2)
+            solver.gram_max = gram_max
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", ConvergenceWarning)
+                results.append(solver.solve(p))
+            printed = capsys.readouterr().out
+            assert ("(Gram)" in printed) == (gram_max > 0 and "CD on the model" in printed)
+        plain, gram = results
+        assert gram.objective == pytest.approx(plain.objective, rel=1e-10)
+        np.testing.assert_array_equal(np.sign(gram.coef), np.sign(plain.coef))
