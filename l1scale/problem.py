@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from .data.memory import as_columns, column_norms, matrix_of
+from .data.memory import as_columns, column_dots_and_norms, column_norms, matrix_of
 from .data.validation import check_sparse_structure
 from .losses import get_loss, weighted_conjugate, weighted_derivatives, weighted_value
 from .penalties import ElasticNet, Regularization
@@ -201,10 +201,21 @@ class Problem:
     def lam_max(self, l1_ratio=None) -> float:
         """lam_max for these data (see :func:`lam_max`)."""
         l1_ratio = self.penalty.l1_ratio if l1_ratio is None else l1_ratio
-        z0 = np.zeros(self.n_samples)
-        b0 = optimal_intercept(self.loss, self.y, self.c, z0) if self.fit_intercept else 0.0
-        v = self.X.T @ (self.c * self.loss.derivative(self.y, z0 + b0))
-        return float(np.max(np.abs(v), initial=0.0)) / l1_ratio
+        return float(np.max(np.abs(self.null_gradient()), initial=0.0)) / l1_ratio
+
+    def null_gradient(self):
+        """The loss gradient X^T (c * loss'(y, b0)) at w = 0 and the intercept-only optimum b0
+        (b0 = 0 without intercept), computed once per data set, in the same read of the columns
+        as :meth:`column_norms` (lam_max's, and a solve's first working set from w = 0)."""
+        if "null_gradient" not in self._derived:
+            z0 = np.zeros(self.n_samples)
+            b0 = optimal_intercept(self.loss, self.y, self.c, z0) if self.fit_intercept else 0.0
+            r0 = self.c * self.loss.derivative(self.y, z0 + b0)
+            dots, norms = np.empty(self.n_features), np.empty(self.n_features)
+            column_dots_and_norms(*self.columns.arrays, r0, self.c, dots, norms)
+            self._derived["null_gradient"] = dots
+            self._derived.setdefault("column_norms", norms)
+        return self._derived["null_gradient"]
 
     def column_norms(self):
         """``sqrt(sum_i c_i x_ij^2)`` for every column j (computed once per data set)."""

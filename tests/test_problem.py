@@ -62,6 +62,24 @@ def test_lam_max_formula_without_and_with_intercept():
     assert lam_max(X, y, sample_weight=s) == pytest.approx(lam_max(np.repeat(X, s, axis=0), np.repeat(y, s)), rel=1e-10)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_null_gradient_and_column_norms_from_one_read(sparse, fit_intercept):
+    """The gradient at w = 0 (and the intercept-only optimum) and the weighted column norms
+    come from one pass; lam_max and a solve from w = 0 read them."""
+    X, y = _data("logistic", sparse=sparse)
+    s = np.random.default_rng(1).uniform(0.5, 2.0, size=y.shape[0])
+    p = Problem(X, y, lam=0.01, fit_intercept=fit_intercept, sample_weight=s)
+    Xd = X.toarray() if sparse else X
+    c = s / s.sum()
+    b0 = np.log(c[y > 0].sum() / c[y < 0].sum()) if fit_intercept else 0.0
+    expected = Xd.T @ (c * -y / (1 + np.exp(y * b0)))
+    np.testing.assert_allclose(p.null_gradient(), expected, rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(p.column_norms(), np.sqrt(c @ Xd**2), rtol=1e-13)
+    assert p.lam_max() == pytest.approx(np.abs(expected).max(), rel=1e-10)
+    assert p.with_lam(0.02).null_gradient() is p.null_gradient()  # computed once per data set
+
+
 # ------------------------------------------------------------------ duality gap
 @pytest.mark.parametrize("loss", CONJUGATE)
 @pytest.mark.parametrize("fit_intercept", [False, True])

@@ -32,6 +32,7 @@ __all__ = [
     "as_columns",
     "as_rows",
     "column",
+    "column_dots_and_norms",
     "column_matrix",
     "column_moments",
     "column_norms",
@@ -160,3 +161,19 @@ def column_norms(data, indices, indptr, dense, c, out):
         for p in range(rows.shape[0]):
             acc += c[rows[p]] * vals[p] * vals[p]
         out[j] = np.sqrt(acc)
+
+
+@njit(cache=True, nogil=True)
+def column_dots_and_norms(data, indices, indptr, dense, r, c, dots, norms):
+    """dots[j] = sum_i r_i x_ij and norms[j] = sqrt(sum_i c_i x_ij^2) for every column, in one
+    read of the columns (lam_max's gradient at the null model and the weighted column norms).
+    Shapes: r, c (n,); dots, norms (d,)."""
+    for j in range(dots.shape[0]):
+        rows, vals = column(data, indices, indptr, dense, j)
+        acc_r, acc_c = 0.0, 0.0
+        for p in range(rows.shape[0]):
+            i, v = rows[p], vals[p]
+            acc_r += r[i] * v
+            acc_c += c[i] * v * v
+        dots[j] = acc_r
+        norms[j] = np.sqrt(acc_c)

@@ -227,6 +227,10 @@ class CoordinateDescent(Solver):
         self.check_problem(problem)
         compile_seconds = _warm_up()
         timer = Timer()
+        if gradient_init is None and coef_init is None and self.working_set:
+            # From w = 0 the first working set comes from the gradient there, read in the same
+            # pass as the column norms (and shared with lam_max): no separate first pass.
+            gradient_init = problem.null_gradient()
         kernels.seed(0 if self.random_state is None else int(self.random_state) % (2**32))
         return self._solve(problem, _Iterate(problem, coef_init, intercept_init), timer, compile_seconds, gradient_init)
 
