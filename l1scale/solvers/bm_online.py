@@ -31,6 +31,7 @@ Omega and beta.
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -55,16 +56,116 @@ def _room_needed(col_len, col_cap, pos, m_i):
     return need
 
 
+class _Rows(NamedTuple):
+    """A chunk's examples as ``_online_rows`` reads them (not changed by the kernel).
+
+    Attributes
+    ----------
+    data, indices, indptr, dense
+        The rows of X in row layout (:attr:`l1scale.data.memory.Matrix.arrays`).
+    y, s : ndarray (rows,)
+        Labels in {-1, +1} (or targets) and weights.
+    """
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    dense: bool
+    y: np.ndarray
+    s: np.ndarray
+
+
+class _SketchArrays(NamedTuple):
+    """The arrays of a :class:`~l1scale.solvers.shooting.Sketch` (changed in place by the kernels;
+    ``used``, a scalar, travels beside them).
+
+    Attributes
+    ----------
+    diag, col_start, col_len, col_cap, rows, vals, dense
+        As :class:`~l1scale.solvers.shooting.Sketch`.
+    """
+
+    diag: np.ndarray
+    col_start: np.ndarray
+    col_len: np.ndarray
+    col_cap: np.ndarray
+    rows: np.ndarray
+    vals: np.ndarray
+    dense: bool
+
+    @classmethod
+    def of(cls, sk: Sketch) -> _SketchArrays:
+        return cls(sk.diag, sk.col_start, sk.col_len, sk.col_cap, sk.rows, sk.vals, sk.dense)
+
+
+class _Estimate(NamedTuple):
+    """What Algorithm 2 updates besides the sketch, in place: shapes (m,) but for the block's
+    terms (block,) and stats (3,).
+
+    Attributes
+    ----------
+    theta, omega, beta : ndarray (m,)
+        theta, Omega = 2 Psi' beta + theta, and beta (the intercept last).
+    a_block, c_block : ndarray (block,)
+        The quadratic terms a_i, b_i of the current block's examples.
+    stats : ndarray of int64 (3,)
+        [data accesses, Shooting sweeps, unconverged Shootings].
+    """
+
+    theta: np.ndarray
+    omega: np.ndarray
+    beta: np.ndarray
+    a_block: np.ndarray
+    c_block: np.ndarray
+    stats: np.ndarray
+
+
+class _Settings(NamedTuple):
+    """What stays fixed over a chunk.
+
+    Attributes
+    ----------
+    kind : int
+        The loss's kernel id.
+    block : int
+        B of sec. 4.1's block heuristic.
+    intercept : int
+        Coordinate of the intercept in beta (-1: none).
+    gamma, rho : ndarray (m,)
+        L1 and L2 penalties per coordinate (0 for the intercept).
+    fixed_scale : float
+        The penalty scale W of the constant schedule (0: the linear schedule, max(seen, floor_scale)).
+    floor_scale : float
+        The linear schedule's least scale.
+    tol : float
+        Shooting's tolerance.
+    max_sweeps : int
+        Shooting's sweeps per example.
+    """
+
+    kind: int
+    block: int
+    intercept: int
+    gamma: np.ndarray
+    rho: np.ndarray
+    fixed_scale: float
+    floor_scale: float
+    tol: float
+    max_sweeps: int
+
+
 @njit(cache=True)
-def _add_pairs(col_start, col_len, col_cap, rows, vals, dense, used, pos, val, m_i, a, mark, found):
+def _add_pairs(sk, used, pos, val, m_i, a, mark, found):
     """Psi' += a (x x^T - diag(x^2)) on the example's coordinates ``pos[:m_i]``; returns ``used``.
 
     Dense: direct. Sparse: each column of the example is scanned once against a marker of
     the example's coordinates; missing pairs are appended (the column moves to the end of
     the pool with twice the room when full; the caller has reserved the room).
+    ``sk``: ``_SketchArrays``.
     """
+    col_start, col_len, col_cap, rows, vals = sk.col_start, sk.col_len, sk.col_cap, sk.rows, sk.vals
     m = col_start.shape[0]
-    if dense:
+    if sk.dense:
         for q in range(m_i):
             aq = a * val[q]
             base = pos[q] * m
@@ -109,8 +210,10 @@ def _add_pairs(col_start, col_len, col_cap, rows, vals, dense, used, pos, val, m
 
 
 @njit(cache=True)
-def _gather(data, indices, indptr, dense_x, i, intercept, beta, pos, val):
-    """The example's nonzero coordinates (intercept last) into pos/val; returns (m_i, margin)."""
+def _gather(chunk, i, intercept, beta, pos, val):
+    """Example i's nonzero coordinates (intercept last) into pos/val; returns (m_i, margin).
+    ``chunk``: ``_Rows``."""
+    data, indices, indptr, dense_x = chunk.data, chunk.indices, chunk.indptr, chunk.dense
     m_i = 0
     z = 0.0
     start = indptr[i]
@@ -131,72 +234,58 @@ def _gather(data, indices, indptr, dense_x, i, intercept, beta, pos, val):
 
 
 @njit(cache=True)
-def _add_term(
-    diag, col_start, col_len, col_cap, rows, vals, dense, used, theta, omega, beta, pos, val, m_i, z, a, c, mark, found
-):
-    """Add a (x.beta)^2 + c (x.beta) to the sketch, keeping Omega = 2 Psi' beta + theta."""
+def _add_term(sk, est, used, pos, val, m_i, z, a, c, mark, found):
+    """Add a (x.beta)^2 + c (x.beta) to the sketch, keeping Omega = 2 Psi' beta + theta;
+    returns ``used``. ``sk``: ``_SketchArrays``; ``est``: ``_Estimate``."""
+    diag, theta, omega, beta = sk.diag, est.theta, est.omega, est.beta
     for q in range(m_i):
         j = pos[q]
         v = val[q]
         diag[j] += a * v * v
         theta[j] += c * v
         omega[j] += c * v + 2.0 * a * v * (z - v * beta[j])
-    return _add_pairs(col_start, col_len, col_cap, rows, vals, dense, used, pos, val, m_i, a, mark, found)
+    return _add_pairs(sk, used, pos, val, m_i, a, mark, found)
 
 
 @njit(cache=True, inline="always")
-def _shoot_now(diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho, scale, tol, max_sweeps, stats):
-    """Shooting at the current penalty scale; counts its sweeps and failures in stats[1:]."""
+def _shoot_now(sk, est, settings, seen):
+    """Shooting at the penalty scale of the weight ``seen``; counts its sweeps and failures in
+    est.stats[1:]."""
+    scale = max(seen, settings.floor_scale) if settings.fixed_scale <= 0.0 else settings.fixed_scale
     sweeps, ok, _ = shooting_sweeps(
-        diag, col_start, col_len, rows, vals, dense, omega, beta, gamma, rho, scale, tol, max_sweeps
+        sk.diag,
+        sk.col_start,
+        sk.col_len,
+        sk.rows,
+        sk.vals,
+        sk.dense,
+        est.omega,
+        est.beta,
+        settings.gamma,
+        settings.rho,
+        scale,
+        settings.tol,
+        settings.max_sweeps,
     )
-    stats[1] += sweeps
-    stats[2] += 0 if ok else 1
+    est.stats[1] += sweeps
+    est.stats[2] += 0 if ok else 1
 
 
 @njit(cache=True)
-def _online_rows(
-    kind,
-    data,
-    indices,
-    indptr,
-    dense_x,
-    y,
-    s,
-    row,
-    block_start,
-    block,
-    intercept,
-    diag,
-    col_start,
-    col_len,
-    col_cap,
-    rows,
-    vals,
-    dense,
-    used,
-    theta,
-    omega,
-    beta,
-    gamma,
-    rho,
-    seen,
-    fixed_scale,
-    floor_scale,
-    tol,
-    max_sweeps,
-    a_block,
-    c_block,
-    stats,
-):
+def _online_rows(chunk, sk, est, settings, row, block_start, used, seen):
     """Algorithm 2 over rows [row, n) of a chunk, resuming inside the block at ``block_start``.
 
-    Returns (row reached, its block start, used, weight seen). It stops early, before
-    touching an example, when the pool lacks room for it (the caller grows the pool
-    and calls again). stats: [data accesses, Shooting sweeps, unconverged Shootings].
+    ``chunk`` (``_Rows``) is read; ``sk`` (``_SketchArrays``, ``used`` of its pool
+    entries in use) and ``est`` (``_Estimate``) are updated in place; ``settings``:
+    ``_Settings``. Returns (row reached, its block start, used, weight seen). It stops early,
+    before touching an example, when the pool lacks room for it (the caller grows the pool
+    and calls again).
     """
+    y, s = chunk.y, chunk.s
+    a_block, c_block, stats = est.a_block, est.c_block, est.stats
+    kind, block, intercept = settings.kind, settings.block, settings.intercept
     n = y.shape[0]
-    m = beta.shape[0]
+    m = est.beta.shape[0]
     pos = np.empty(m, dtype=np.int64)
     val = np.empty(m)
     mark = np.full(m, -1, dtype=np.int64)
@@ -204,69 +293,26 @@ def _online_rows(
     while block_start < n:
         block_end = min(block_start + block, n)
         while row < block_end:
-            m_i, z = _gather(data, indices, indptr, dense_x, row, intercept, beta, pos, val)
-            if not dense and used + _room_needed(col_len, col_cap, pos, m_i) > rows.shape[0]:
+            m_i, z = _gather(chunk, row, intercept, est.beta, pos, val)
+            if not sk.dense and used + _room_needed(sk.col_len, sk.col_cap, pos, m_i) > sk.rows.shape[0]:
                 return row, block_start, used, seen
             a, c = taylor_terms(kind, y[row], s[row], z)
             a_block[row - block_start] = a
             c_block[row - block_start] = c
-            used = _add_term(
-                diag,
-                col_start,
-                col_len,
-                col_cap,
-                rows,
-                vals,
-                dense,
-                used,
-                theta,
-                omega,
-                beta,
-                pos,
-                val,
-                m_i,
-                z,
-                a,
-                c,
-                mark,
-                found,
-            )
+            used = _add_term(sk, est, used, pos, val, m_i, z, a, c, mark, found)
             seen += s[row]
             stats[0] += m_i
-            _shoot_now(
-                diag,
-                col_start,
-                col_len,
-                rows,
-                vals,
-                dense,
-                omega,
-                beta,
-                gamma,
-                rho,
-                max(seen, floor_scale) if fixed_scale <= 0.0 else fixed_scale,
-                tol,
-                max_sweeps,
-                stats,
-            )
+            _shoot_now(sk, est, settings, seen)
             row += 1
         if block > 1:
             # Sec. 4.1's block heuristic: the block's terms again, at the beta reached now.
             for i in range(block_start, block_end):
-                m_i, z = _gather(data, indices, indptr, dense_x, i, intercept, beta, pos, val)
+                m_i, z = _gather(chunk, i, intercept, est.beta, pos, val)
                 a, c = taylor_terms(kind, y[i], s[i], z)
                 used = _add_term(
-                    diag,
-                    col_start,
-                    col_len,
-                    col_cap,
-                    rows,
-                    vals,
-                    dense,
+                    sk,
+                    est,
                     used,
-                    theta,
-                    omega,
-                    beta,
                     pos,
                     val,
                     m_i,
@@ -277,22 +323,7 @@ def _online_rows(
                     found,
                 )
                 stats[0] += m_i
-            _shoot_now(
-                diag,
-                col_start,
-                col_len,
-                rows,
-                vals,
-                dense,
-                omega,
-                beta,
-                gamma,
-                rho,
-                max(seen, floor_scale) if fixed_scale <= 0.0 else fixed_scale,
-                tol,
-                max_sweeps,
-                stats,
-            )
+            _shoot_now(sk, est, settings, seen)
         block_start = block_end
     return row, block_start, used, seen
 
@@ -420,41 +451,16 @@ class OnlineSketch(Solver):
         floor = self.gamma_start / l1 if l1 > 0 else 0.0
         if total_weight is not None:
             floor = min(floor, float(total_weight))
-        a_block, c_block = np.empty(self.block), np.empty(self.block)
+        est = _Estimate(state.theta, state.omega, state.beta, np.empty(self.block), np.empty(self.block), state.stats)
+        settings = _Settings(kind, self.block, intercept, gamma, rho, fixed, floor, self.shooting_tol, self.max_sweeps)
+        chunk = _Rows(*rows.arrays, y, s)
         row = block_start = 0
         sk = state.sketch
         n = y.shape[0]
         while row < n or block_start < n:
+            # The pool's arrays change when it grows: their tuple is taken at every call.
             row, block_start, used, seen = _online_rows(
-                kind,
-                *rows.arrays,
-                y,
-                s,
-                row,
-                block_start,
-                self.block,
-                intercept,
-                sk.diag,
-                sk.col_start,
-                sk.col_len,
-                sk.col_cap,
-                sk.rows,
-                sk.vals,
-                sk.dense,
-                sk.used,
-                state.theta,
-                state.omega,
-                state.beta,
-                gamma,
-                rho,
-                state.seen,
-                fixed,
-                floor,
-                self.shooting_tol,
-                self.max_sweeps,
-                a_block,
-                c_block,
-                state.stats,
+                chunk, _SketchArrays.of(sk), est, settings, row, block_start, sk.used, state.seen
             )
             sk.used, state.seen = int(used), float(seen)
             if row < n:

@@ -45,6 +45,8 @@ nnz(X_J) per X d, nnz(X) per fresh X w.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -149,6 +151,43 @@ def _take_step(block, m, w, d, step):
         w[j] = w[j] + step * d[j]
 
 
+class _Fixed(NamedTuple):
+    """What a solve does not change: the loss's kernel id, labels y and weights c (n,), and the
+    penalty's lam1 (L1) and lam2 (L2)."""
+
+    kind: int
+    y: np.ndarray
+    c: np.ndarray
+    lam1: float
+    lam2: float
+
+
+class _Margins(NamedTuple):
+    """The margins z and loss terms lv at the current point, and the arrays that receive a
+    trial's: z_new, lv_new, and r = c loss', D = c loss'' (overwritten by each trial). Shapes (n,)."""
+
+    z: np.ndarray
+    lv: np.ndarray
+    z_new: np.ndarray
+    lv_new: np.ndarray
+    r: np.ndarray
+    D: np.ndarray
+
+
+class _Direction(NamedTuple):
+    """A block step d and what Armijo's test needs of it: the block ``block[:m]`` (int64 (d,)),
+    the step d (d,) (zero outside the block), X d (n,), Delta, and the loss term's slope and
+    exact curvature along d (``_along``)."""
+
+    block: np.ndarray
+    m: int
+    d: np.ndarray
+    xd: np.ndarray
+    delta: float
+    slope: float
+    curv: float
+
+
 class CoordinateGradientDescent(Solver):
     """Tseng & Yun's coordinate gradient descent (Qin et al., Algorithms 2-3).
 
@@ -227,6 +266,7 @@ class CoordinateGradientDescent(Solver):
         lam1, lam2 = problem.penalty.l1, problem.penalty.l2
         fit_intercept = problem.fit_intercept
         exact_b = fit_intercept and problem.loss.has_conjugate
+        fixed = _Fixed(kind, y, c, lam1, lam2)
         w = np.zeros(dim) if coef_init is None else np.array(coef_init, dtype=np.float64).reshape(dim)
         b = float(intercept_init or 0.0) if fit_intercept else 0.0
         v, H, d = np.empty(dim), np.empty(dim), np.empty(dim)
@@ -315,9 +355,9 @@ class CoordinateGradientDescent(Solver):
             delta = self._delta(gd + g_b * d_b, dhd + h_b * d_b * d_b, l1_change)
             # Step 3: Armijo along d.
             slope, curv = _along(r, D, xd)
-            step, loss_change, pen_change = self._armijo(
-                kind, y, c, z, xd, lv, z_new, lv_new, r, D, block, m, w, d, lam1, lam2, delta, objective, slope, curv
-            )
+            direction = _Direction(block, m, d, xd, delta, slope, curv)
+            trial = _Margins(z, lv, z_new, lv_new, r, D)
+            step, loss_change, pen_change = self._armijo(fixed, w, trial, direction, objective)
             if step is None:
                 # No step: certify where we are, at fresh margins, then stop.
                 failed = True
@@ -350,10 +390,11 @@ class CoordinateGradientDescent(Solver):
         Qin et al.'s Algorithm 3 omits the L1 change (a typo, ALGORITHMS.md section 5)."""
         return gd + self.gamma * dhd + l1_change
 
-    def _armijo(
-        self, kind, y, c, z, xd, lv, z_new, lv_new, r, D, block, m, w, d, lam1, lam2, delta, objective, slope, curv
-    ):
+    def _armijo(self, fixed, w, trial, direction, objective):
         """Largest step in {1, 1/2, ...} with P(x + step d) - P(x) <= sigma step Delta.
+
+        ``fixed``: ``_Fixed``; ``w`` the coefficients (not changed); ``trial``:
+        ``_Margins``; ``direction``: ``_Direction``; ``objective``: P(x).
 
         Where sigma step |Delta| is below the float resolution of P (8 eps |P|), the change of
         the loss is taken from its second-order expansion along d, step slope + step^2 curv / 2
@@ -363,6 +404,9 @@ class CoordinateGradientDescent(Solver):
         and leave the iterates circling (the gap stuck near 1e-8).
         The trial's margins, losses, r and D are left in z_new, lv_new, r, D.
         Returns (step, loss change, penalty change), or (None, 0, 0) on failure."""
+        kind, y, c, lam1, lam2 = fixed
+        z, lv, z_new, lv_new, r, D = trial
+        block, m, d, xd, delta, slope, curv = direction
         resolution = 8 * _EPS * abs(objective)
         step = 1.0
         for _ in range(self.max_line_search):

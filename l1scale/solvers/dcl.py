@@ -18,6 +18,7 @@ Unlike FCL it has no optimality certificate: it stops after ``max_epochs`` epoch
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -27,8 +28,8 @@ from ..data.memory import as_rows
 from ..generated_problem import GeneratedProblem
 from .base import History, Result, Solver
 from .fcl import parse_bytes
-from .online_base import STATS
-from .truncated import soft_threshold_rows, unshift_all
+from .online_base import STATS, Examples
+from .truncated import SPARSIFIERS, Rule, Shifted, soft_threshold_rows, unshift_all
 
 __all__ = ["DualCachedLoopsSGD"]
 
@@ -143,6 +144,8 @@ class DualCachedLoopsSGD(Solver):
         scalars[0] = problem.intercept_only()
         t0 = 1.0 / (eta0 * lam)  # eta0 (t0 / (t0 + t - 1)) = eta0 / (1 + eta0 lam (t - 1))
         kind = problem.loss.kernel_id
+        # Soft thresholding (mode and theta unread) at every step, rate eta0 t0 / (t0 + t - 1).
+        rule = Rule(SPARSIFIERS["truncated"], 1, math.inf, eta0, t0, 1.0, lam, problem.fit_intercept)
         self.snapshots_ = []
         history = History()
         thread = threading.Thread(target=reader, daemon=True, name="l1scale-dcl-reader")
@@ -168,25 +171,8 @@ class DualCachedLoopsSGD(Solver):
                 rows, _, i0, i1 = entry
                 order = rng.permutation(i1 - i0)
                 stats = np.zeros(len(STATS))
-                soft_threshold_rows(
-                    kind,
-                    *rows.arrays,
-                    problem.y[i0:i1],
-                    weights[i0:i1],
-                    order,
-                    0,
-                    0,
-                    stored,
-                    scalars,
-                    clock,
-                    problem.fit_intercept,
-                    1,
-                    eta0,
-                    t0,
-                    1.0,
-                    lam,
-                    stats,
-                )
+                ex = Examples.of(rows, problem.y[i0:i1], weights[i0:i1], order)
+                soft_threshold_rows(kind, ex, rule, Shifted(stored, scalars, clock), stats)
         finally:
             stop.set()
             thread.join()

@@ -32,6 +32,7 @@ from __future__ import annotations
 import threading
 import time
 from queue import Empty, Queue
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -82,10 +83,44 @@ def prefetched(chunks, depth: int = _PREFETCH):
                 thread.join(0.01)
 
 
-__all__ = ["STATS", "OnlineSolver", "OnlineState", "prefetched", "score_example"]
+__all__ = ["STATS", "Examples", "OnlineSolver", "OnlineState", "prefetched", "score_example"]
 
 # What a kernel call adds up, in this order.
 STATS = ("progressive_loss", "progressive_weight", "holdout_loss", "holdout_weight", "examples", "accesses")
+
+
+class Examples(NamedTuple):
+    """One chunk as an online kernel reads it (not changed by the kernel).
+
+    Attributes
+    ----------
+    data, indices, indptr, dense
+        The rows of X in row layout (:attr:`l1scale.data.memory.Matrix.arrays`).
+    y, s : ndarray (rows,)
+        Labels in {-1, +1} (or targets) and weights.
+    order : ndarray of int64 (rows,)
+        The rows in the order taken.
+    first_row : int
+        Index of the chunk's first row in the pass.
+    holdout : int
+        Row i is held out (scored, not learned from) when ``(first_row + i) % holdout == holdout - 1``;
+        0: none.
+    """
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    dense: bool
+    y: np.ndarray
+    s: np.ndarray
+    order: np.ndarray
+    first_row: int
+    holdout: int
+
+    @classmethod
+    def of(cls, rows, y, s, order, first_row=0, holdout=0) -> Examples:
+        """From a row-layout :class:`~l1scale.data.memory.Matrix` and the rest."""
+        return cls(*rows.arrays, y, s, order, int(first_row), int(holdout))
 
 
 @njit(cache=True, inline="always")

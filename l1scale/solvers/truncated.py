@@ -35,12 +35,13 @@ infeasible at scale.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from ..losses import loss_derivative, loss_value
-from .online_base import STATS, OnlineSolver, score_example
+from .online_base import STATS, Examples, OnlineSolver, score_example
 
 __all__ = ["SPARSIFIERS", "TruncatedGradient", "TruncatedState"]
 
@@ -55,9 +56,60 @@ def _eta(t, eta0, t0, power):
     return eta0 * (t0 / (t0 + (t - 1))) ** power
 
 
+class Rule(NamedTuple):
+    """The update rule of a chunk's steps (fixed during the kernel call).
+
+    Attributes
+    ----------
+    mode : int
+        The sparsifier (:data:`SPARSIFIERS`).
+    K : int
+        The sparsifier acts at every K-th learning step.
+    theta : float
+        Threshold of T1 and of rounding (inf: none).
+    eta0, t0, power : float
+        The learning rate of step t, eta0 (t0 / (t0 + t - 1))^power (eta0 with the pass's decay).
+    gK : float
+        The penalty of a sparsifier step per unit rate, gravity * K.
+    fit_intercept : bool
+        The intercept learns (else it stays as it is).
+    """
+
+    mode: int
+    K: int
+    theta: float
+    eta0: float
+    t0: float
+    power: float
+    gK: float
+    fit_intercept: bool
+
+
+class Slots(NamedTuple):
+    """The lazy weights of any sparsifier (changed in place): w, last, c_last (d,) (views of one
+    (d, 3) array: the three values of a feature share a cache line); scalars = [b, C] (2,);
+    clock = [t] (1,), the learning steps so far."""
+
+    w: np.ndarray
+    last: np.ndarray
+    c_last: np.ndarray
+    scalars: np.ndarray
+    clock: np.ndarray
+
+
+class Shifted(NamedTuple):
+    """The soft-threshold weights (changed in place): stored (d,), sign(w_j) (|w_j| + c_j);
+    scalars = [b, C] (2,); clock = [t] (1,)."""
+
+    stored: np.ndarray
+    scalars: np.ndarray
+    clock: np.ndarray
+
+
 @njit(cache=True, inline="always")
-def _settle(mode, wj, last_j, c_last_j, t, C, K, theta, eta0, t0, power, gK):
-    """w_j after the penalties of steps last_j + 1 .. t (owed since its last update).
+def _settle(rule, wj, last_j, c_last_j, t, C):
+    """w_j after the penalties of steps last_j + 1 .. t (owed since its last update), under ``rule``
+    (:class:`Rule`).
 
     Between two occurrences of feature j only the sparsifier changes w_j, so the owed
     penalties compose in closed form:
@@ -72,6 +124,7 @@ def _settle(mode, wj, last_j, c_last_j, t, C, K, theta, eta0, t0, power, gK):
       beyond that the weight oscillates around 0 with steps eta_t K g, and the owed
       steps are replayed one by one (the cost of the subgradient's dust of tiny nonzeros).
     """
+    mode, K, theta = rule.mode, rule.K, rule.theta
     if mode == 1:
         if t // K > int(last_j) // K and abs(wj) <= theta:
             return 0.0
@@ -89,48 +142,25 @@ def _settle(mode, wj, last_j, c_last_j, t, C, K, theta, eta0, t0, power, gK):
         return wj - owed if wj > 0.0 else wj + owed
     k = (int(last_j) // K + 1) * K
     while k <= t and wj != 0.0:
-        a = _eta(k, eta0, t0, power) * gK
+        a = _eta(k, rule.eta0, rule.t0, rule.power) * rule.gK
         wj = wj - a if wj > 0.0 else wj + a
         k += K
     return wj
 
 
 @njit(cache=True, nogil=True)  # the reader thread reads the next chunk meanwhile
-def _truncated_rows(
-    kind,
-    mode,
-    data,
-    indices,
-    indptr,
-    dense,
-    y,
-    s,
-    order,
-    first_row,
-    holdout,
-    w,
-    last,
-    c_last,
-    scalars,
-    clock,
-    fit_intercept,
-    K,
-    theta,
-    eta0,
-    t0,
-    power,
-    gK,
-    stats,
-):
+def _truncated_rows(kind, ex, rule, lazy, stats):
     """Progressive validation and lazy truncated-gradient learning over one chunk, in place.
 
-    Shapes: y, s, order (rows,) (``order``: the rows in the order taken); w, last, c_last (d,)
-    (views of one (d, 3) array: the three values of a feature share a cache line);
-    scalars = [b, C] (2,);
-    clock = [t] (1,), learning steps so far; stats (6,) as online_base.STATS.
+    ``ex``: the chunk (:class:`~l1scale.solvers.online_base.Examples`), read; ``rule``:
+    :class:`Rule`; ``lazy``: :class:`Slots`, updated; stats (6,) as online_base.STATS.
     Row i is scored with its features' owed penalties applied; a holdout row
     ((first_row + i) % holdout == holdout - 1) is then skipped, any other learned from.
     """
+    data, indices, indptr, dense, y, s = ex.data, ex.indices, ex.indptr, ex.dense, ex.y, ex.s
+    order, first_row, holdout = ex.order, ex.first_row, ex.holdout
+    w, last, c_last, scalars, clock = lazy.w, lazy.last, lazy.c_last, lazy.scalars, lazy.clock
+    K, eta0, t0, power, gK = rule.K, rule.eta0, rule.t0, rule.power, rule.gK
     b, C, t = scalars[0], scalars[1], clock[0]
     for r in range(order.shape[0]):
         i = order[r]
@@ -138,7 +168,7 @@ def _truncated_rows(
         z = b
         for p in range(start, end):
             j = p - start if dense else indices[p]
-            wj = _settle(mode, w[j], last[j], c_last[j], t, C, K, theta, eta0, t0, power, gK)
+            wj = _settle(rule, w[j], last[j], c_last[j], t, C)
             w[j] = wj
             last[j] = t
             c_last[j] = C
@@ -155,7 +185,7 @@ def _truncated_rows(
             for p in range(start, end):
                 j = p - start if dense else indices[p]
                 w[j] -= step * data[p]
-            if fit_intercept:
+            if rule.fit_intercept:
                 b -= step
         if t % K == 0:
             C += eta * gK  # this step's penalty: owed by every feature, x_i's included
@@ -170,36 +200,20 @@ def _unshift(stored, C):
 
 
 @njit(cache=True, nogil=True)  # the reader thread reads the next chunk meanwhile
-def soft_threshold_rows(
-    kind,
-    data,
-    indices,
-    indptr,
-    dense,
-    y,
-    s,
-    order,
-    first_row,
-    holdout,
-    stored,
-    scalars,
-    clock,
-    fit_intercept,
-    K,
-    eta0,
-    t0,
-    power,
-    gK,
-    stats,
-):
+def soft_threshold_rows(kind, ex, rule, shifted, stats):
     """``_truncated_rows`` for the soft-threshold sparsifier (truncated, theta = inf), in place.
 
-    Shapes: stored (d,), sign(w_j) (|w_j| + c_j) with c_j = C when w_j was last touched;
-    the rest as ``_truncated_rows``. A truncation owed since then is a shrink by C - c_j,
+    ``shifted`` (:class:`Shifted`): stored (d,), sign(w_j) (|w_j| + c_j) with c_j = C when w_j
+    was last touched; ``rule.mode`` and ``rule.theta`` are not read; the rest as ``_truncated_rows``.
+    A truncation owed since then is a shrink by C - c_j,
     so w_j = sgn max(0, |stored_j| - C): one float64 per feature (8 MiB at d = 2^20, where
     the (d, 3) layout takes 24) and no data-dependent branch, whose mispredictions
     (zero or not, sign) cost more than the arithmetic on wide text.
     """
+    data, indices, indptr, dense, y, s = ex.data, ex.indices, ex.indptr, ex.dense, ex.y, ex.s
+    order, first_row, holdout = ex.order, ex.first_row, ex.holdout
+    stored, scalars, clock = shifted.stored, shifted.scalars, shifted.clock
+    K, eta0, t0, power, gK = rule.K, rule.eta0, rule.t0, rule.power, rule.gK
     b, C, t = scalars[0], scalars[1], clock[0]
     for r in range(order.shape[0]):
         i = order[r]
@@ -220,7 +234,7 @@ def soft_threshold_rows(
                 j = p - start if dense else indices[p]
                 wj = _unshift(stored[j], C) - step * data[p]
                 stored[j] = math.copysign(abs(wj) + C, wj)  # w_j = 0 stores +-C: it unshifts to 0
-            if fit_intercept:
+            if rule.fit_intercept:
                 b -= step
         if t % K == 0:
             C += eta * gK
@@ -235,10 +249,10 @@ def unshift_all(stored, C, out):
 
 
 @njit(cache=True)
-def _settle_all(mode, w, last, c_last, t, C, K, theta, eta0, t0, power, gK):
-    """Apply every feature's owed penalties (w, last, c_last of shape (d,)), in place."""
+def _settle_all(rule, w, last, c_last, t, C):
+    """Apply every feature's owed penalties under ``rule`` (w, last, c_last of shape (d,)), in place."""
     for j in range(w.shape[0]):
-        w[j] = _settle(mode, w[j], last[j], c_last[j], t, C, K, theta, eta0, t0, power, gK)
+        w[j] = _settle(rule, w[j], last[j], c_last[j], t, C)
         last[j] = t
         c_last[j] = C
 
@@ -298,18 +312,19 @@ class TruncatedState:
             self._layout(soft_threshold)
             self.set_weights(coef, self.scalars[0])
 
-    def _args(self):
+    def rule(self) -> Rule:
+        """The kernels' update rule: the solver's sparsifier and schedule, at the state's gravity
+        and pass."""
         sv = self.solver
-        return (
+        return Rule(
             SPARSIFIERS[sv.sparsifier],
-            int(self.clock[0]),
-            float(self.scalars[1]),
             sv.K,
             sv._theta,
             sv.eta0 * self.rate_scale,
             sv.t0,
             sv.power_t,
             self.gravity * sv.K,
+            self.fit_intercept,
         )
 
     def settle(self):
@@ -318,8 +333,7 @@ class TruncatedState:
             unshift_all(self.w, self.scalars[1], self.w)
             self.scalars[1] = 0.0
             return
-        mode, t, C, *rest = self._args()
-        _settle_all(mode, self.w, self.last, self.c_last, t, C, *rest)
+        _settle_all(self.rule(), self.w, self.last, self.c_last, int(self.clock[0]), float(self.scalars[1]))
 
     @property
     def coef(self) -> np.ndarray:
@@ -329,8 +343,7 @@ class TruncatedState:
             unshift_all(self.w, self.scalars[1], out)
             return out
         slots = self.slots.copy()
-        mode, t, C, *rest = self._args()
-        _settle_all(mode, slots[:, 0], slots[:, 2], slots[:, 1], t, C, *rest)
+        _settle_all(self.rule(), slots[:, 0], slots[:, 2], slots[:, 1], int(self.clock[0]), float(self.scalars[1]))
         return slots[:, 0].copy()
 
     @property
@@ -477,53 +490,13 @@ class TruncatedGradient(OnlineSolver):
         state.relayout(self.soft_threshold)
         state.solver, state.gravity, state.rate_scale = self, gravity, scale
         stats = np.zeros(len(STATS))
-        mode, _t, _c, K, theta, eta0, t0, power, gK = state._args()
         s = np.ascontiguousarray(s, dtype=np.float64)
-        order = self._order(state, y.shape[0])
+        ex = Examples.of(rows, y, s, self._order(state, y.shape[0]), first_row, holdout)
         if state.soft_threshold:
-            soft_threshold_rows(
-                kind,
-                *rows.arrays,
-                y,
-                s,
-                order,
-                int(first_row),
-                int(holdout),
-                state.w,
-                state.scalars,
-                state.clock,
-                state.fit_intercept,
-                K,
-                eta0,
-                t0,
-                power,
-                gK,
-                stats,
-            )
+            soft_threshold_rows(kind, ex, state.rule(), Shifted(state.w, state.scalars, state.clock), stats)
         else:
-            _truncated_rows(
-                kind,
-                mode,
-                *rows.arrays,
-                y,
-                s,
-                order,
-                int(first_row),
-                int(holdout),
-                state.w,
-                state.last,
-                state.c_last,
-                state.scalars,
-                state.clock,
-                state.fit_intercept,
-                K,
-                theta,
-                eta0,
-                t0,
-                power,
-                gK,
-                stats,
-            )
+            lazy = Slots(state.w, state.last, state.c_last, state.scalars, state.clock)
+            _truncated_rows(kind, ex, state.rule(), lazy, stats)
         return stats
 
     def _catch_up(self, state):
