@@ -112,12 +112,12 @@ def model_sweep(data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, l
     updating wpd (= w + d) and xTd (= X d). A zero coordinate whose model gradient stays
     inside (-lam1 + shrink_at, lam1 - shrink_at) is swapped behind active[:m].
     Shapes: active (k,), g, H, w, wpd (d,), xTd, D (n,).
-    Returns (new m, largest violation, sum of violations, nonzeros read).
+    Returns (new m, largest violation, sum of violations, nonzeros read, coordinates moved).
     """
     for s in range(m - 1):
         t = s + np.random.randint(m - s)
         active[s], active[t] = active[t], active[s]
-    vmax, vsum, reads, s = 0.0, 0.0, 0, 0
+    vmax, vsum, reads, s, moves = 0.0, 0.0, 0, 0, 0
     while s < m:
         j = active[s]
         rows, vals = column(data, indices, indptr, dense, j)
@@ -162,7 +162,8 @@ def model_sweep(data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, l
         for p in range(rows.shape[0]):
             xTd[rows[p]] += z * vals[p]
         reads += rows.shape[0]
-    return m, vmax, vsum, reads
+        moves += 1
+    return m, vmax, vsum, reads, moves
 
 
 @njit(cache=True, nogil=True)
@@ -336,11 +337,12 @@ def newton_direction(
     working set decides. wpd (d,) enters equal to w and leaves as w + d; xTd (n,) = X d + d_b.
 
     A model that takes many sweeps (an ill-conditioned one: correlated or one-hot columns)
-    goes on from where it is on its Gram matrix (:func:`model_gram`) once the sweeps have
-    read as many nonzeros as building it costs: the same CD steps at O(m_outer) each
-    instead of a column's nonzeros (rent-or-buy: never more than about twice the better of
-    the two). ``gram_first`` builds it at once (the last model needed it);
-    ``gram_max`` bounds m_outer for it (memory (m_outer + 1)^2 floats).
+    goes on from where it is on its Gram matrix (:func:`model_gram`) when a sweep costs less
+    there (O(1) to check a coordinate and O(m_outer) to move it, against the column's
+    nonzeros twice) and the sweeps so far have read as many nonzeros as building it costs
+    (rent-or-buy: never much more than the better of the two). ``gram_first`` builds it
+    at once (the last model needed it); ``gram_max`` bounds m_outer for it (memory
+    (m_outer + 1)^2 floats).
     Returns (d_b, sweeps, nonzeros read, whether the Gram matrix was used).
     """
     xTd[:] = 0.0
@@ -350,7 +352,7 @@ def newton_direction(
     counts = np.empty(0, dtype=np.int64)
     nnz_cols, build_at = -1, np.inf  # nonzeros in the columns; sweep reads at which the Gram matrix pays
     Q, Qd, local = np.empty((0, 0)), np.empty(0), np.empty(0, dtype=np.int64)
-    use_gram = False
+    use_gram, sweep_reads, moves = False, 0, 0
     while sweeps < max_inner:
         if gram_allowed and not use_gram and (gram_first or sweeps >= 2):
             if nnz_cols < 0:
@@ -358,7 +360,7 @@ def newton_direction(
                 nnz_cols, work = gram_cost(data, indices, indptr, dense, active, m_outer, counts)
                 reads += nnz_cols
                 build_at = 0.0 if gram_first else nnz_cols + work + (m_outer + 1) ** 2
-            if reads >= build_at:
+            if reads >= build_at and (gram_first or m_outer + moves * (m_outer + 1) < 0.5 * sweep_reads):
                 Q = model_gram(data, indices, indptr, dense, active, m_outer, D, counts, fit_intercept)
                 reads += nnz_cols
                 dvec = np.zeros(Q.shape[0])
@@ -379,7 +381,7 @@ def newton_direction(
                 d_b += step
                 vmax, vsum = max(vmax, viol), vsum + viol
         else:
-            m, vmax, vsum, sweep_reads = model_sweep(
+            m, vmax, vsum, sweep_reads, moves = model_sweep(
                 data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, lam1, lam2, shrink_at
             )
             reads += sweep_reads
@@ -486,8 +488,9 @@ def support_cg(
         (X_S^T diag(D) X_S + ridge I) x[:k] (+ the intercept row, curvature floor nu) = rhs,
 
     from x = 0. Each product reads the support's columns twice, until those reads reach the
-    cost of the system's Gram matrix (:func:`model_gram`, when k <= gram_max); the products
-    are then taken on it (rent-or-buy, as in :func:`newton_direction`).
+    cost of the system's Gram matrix (:func:`model_gram`, when k <= gram_max and a product
+    with it, (k + 1)^2, costs less); the products are then taken on it (rent-or-buy, as in
+    :func:`newton_direction`).
     Shapes: support (k,); D, t (n,) (t: workspace); rhs, diag, x (k [+ 1],).
     Returns (products with the matrix, nonzeros of X read).
     """
@@ -509,7 +512,7 @@ def support_cg(
     Q = np.empty((0, 0))
     use_gram = False
     while products < max_iter and np.sqrt(res @ res) > stop:
-        if not use_gram and products >= 2 and 0 < k <= gram_max:
+        if not use_gram and products >= 2 and 0 < k <= gram_max and m * m < 2 * nnz_support:
             if nnz_cols < 0:
                 counts = np.empty(t.shape[0], dtype=np.int64)
                 nnz_cols, work = gram_cost(data, indices, indptr, dense, support, k, counts)
