@@ -118,6 +118,14 @@ def regularization_path(
     coefs, intercepts = np.zeros((lams.size, base.n_features)), np.zeros(lams.size)
     out = {k: np.zeros(lams.size) for k in ("objectives", "certificates", "seconds")}
     n_iter = np.zeros(lams.size, dtype=np.int64)
+    if solver == "cd" and warm_start:
+        # CD carries its iterate and its screening from one lam to the next.
+        results = SOLVERS["cd"](tol=tol, max_iter=max_iter).solve_path(base, lams)
+        for k, result in enumerate(results):
+            out["seconds"][k] = result.timings["solve"]
+            coefs[k], intercepts[k], n_iter[k] = result.coef, result.intercept, result.n_iter
+            out["objectives"][k], out["certificates"][k] = result.objective, result.relative_certificate
+        return PathResult(lams, coefs, intercepts, out["objectives"], out["certificates"], n_iter, out["seconds"])
     coef, intercept, gradient = None, None, None
     for k, lam in enumerate(lams):
         problem = base.with_lam(lam)  # X validated and in the column layout once for the whole path

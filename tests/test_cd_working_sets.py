@@ -11,7 +11,7 @@ from _shared_data import load_svmlight_pm
 from l1scale.exceptions import ConvergenceWarning
 from l1scale.path import lam_grid, regularization_path
 from l1scale.problem import Problem
-from l1scale.solvers._dual import DualPoints
+from l1scale.solvers._dual import DualPoints, SequentialScreening
 from l1scale.solvers.cd import CoordinateDescent
 
 LOSSES = ["logistic", "squared", "squared_hinge", "probit"]
@@ -103,6 +103,58 @@ def test_a_screened_feature_is_zero_at_the_optimum(loss, fit_intercept, l1_ratio
         assert zero[out].all(), "a screened feature is nonzero at the optimum"
         screened_any |= out.sum() > 0.3 * p.n_features
     assert screened_any  # the test has teeth: near the optimum most zero features are screened
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared", "squared_hinge"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("l1_ratio", [1.0, 0.5])
+def test_screening_carried_along_a_path_only_removes_zeros_of_the_next_optimum(loss, fit_intercept, l1_ratio):
+    """The sequential rule with carried correlation bounds: from each lam's solution (and the
+    exact correlations on only part of the features, as a solve that screened leaves them), a
+    feature it removes at the next lam is zero at that lam's optimum, held against tight solves."""
+    X, y = _data(loss, seed=5)
+    weights = np.random.default_rng(6).uniform(0.5, 2.0, size=y.shape[0])
+    base = Problem(sp.csc_matrix(X), y, loss, lam=1.0, l1_ratio=l1_ratio, fit_intercept=fit_intercept,
+                   sample_weight=weights)  # fmt: skip
+    grid = lam_grid(base.lam_max(), 30, 0.05)
+    carried = SequentialScreening(base)
+    rng = np.random.default_rng(7)
+    removed, last = 0, None
+    for lam in grid:
+        p = base.with_lam(lam)
+        optimum = _solve(p)
+        if last is not None:
+            w, b, z = last
+            out = carried.screen(p, w, b, z, p.objective(w, b))
+            assert not out[optimum.coef != 0.0].any(), "a feature of the optimum's support was screened"
+            removed += int(out.sum())
+        w, b = optimum.coef, optimum.intercept
+        z = p.X @ w + b
+        residual = p.c * p.loss.derivative(p.y, z)
+        # Exact on the support and half the rest (a solve's screening leaves the others unread).
+        exact = (w != 0.0) | (rng.random(p.n_features) < 0.5)
+        carried.update(p, w, b, z, p.objective(w, b), residual, p.X.T @ residual, np.flatnonzero(exact))
+        last = w, b, z
+    assert removed > 5 * p.n_features  # the test has teeth: most zeros are screened at the first lams
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_solve_path_gives_each_lams_cold_optimum(loss, fit_intercept):
+    """The path driver (carried iterate, gradient hand-off, carried screening) against cold solves."""
+    X, y = _data(loss, seed=8)
+    for l1_ratio, layout in [(1.0, "csr"), (0.6, "dense")]:
+        base = Problem(_layout(X, layout), y, loss, lam=1.0, l1_ratio=l1_ratio, fit_intercept=fit_intercept)
+        grid = lam_grid(base.lam_max(), 10, 0.01)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            path = list(CoordinateDescent(tol=1e-12, max_iter=1000).solve_path(base, grid))
+        assert len({id(r.coef) for r in path}) == len(path)  # each lam keeps its own coefficients
+        for lam, r in zip(grid, path, strict=True):
+            cold = _solve(base.with_lam(lam))
+            assert r.objective == pytest.approx(cold.objective, rel=1e-10)
+            assert r.relative_certificate <= 1e-12
+            np.testing.assert_array_equal(np.sign(r.coef), np.sign(cold.coef))
 
 
 def test_gap_follows_suboptimality_and_tol_buys_time():

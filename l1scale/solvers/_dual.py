@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DualPoints", "columns_nnz"]
+__all__ = ["DualPoints", "SequentialScreening", "columns_nnz"]
 
 # A feature is screened out only when its bound is below lam1 by this relative margin, so
 # that rounding in the dual quantities can never remove a feature of the support.
@@ -89,6 +89,71 @@ class DualPoints:
         self.best_corr[:] = np.inf
         self.best_corr[cols] = scale * np.abs(v)
         return True
+
+
+class SequentialScreening:
+    """Gap-safe screening carried from one lam of a path to the next, without a pass over the data.
+
+    After each solve it keeps the residual r = c * loss'(y, z) at the solution and, for every
+    feature, a bound ``corr_j >= |x_j^T r|``:
+
+    - exact on the features the solve's last pass read;
+    - for the others (proven zero during the solve), the better of two: the last bound carried
+      by Cauchy-Schwarz in the c-weighted norm, ``|x_j^T r_old| + ||x_j||_c ||(r - r_old) / c||_c``;
+      and the sphere of the solution's own gap, ``(lam1 + ||x_j||_c R) / s`` with s the
+      residual's rescaling and R = sqrt(2 L gap) (the dual optimum u* is within R of s r / c and
+      has |x_j^T c u*| <= lam1 on every feature zero at the optimum).
+
+    At the next lam the rescaled residual ``u * min(1, lam1 / max_j corr_j)`` is then feasible
+    for the whole problem, its gap at the warm start gives the sphere of Ndiaye et al. (the
+    sequential rule, with the bounds standing in for the correlations), and a feature whose
+    bound on that sphere stays below lam1 is zero at the new optimum: the solve never reads it.
+
+    Parameters
+    ----------
+    problem : Problem
+        The path's problem (any lam; the data, labels and weights are what count).
+    """
+
+    def __init__(self, problem):
+        problem.null_gradient()  # reads the columns once for both (before column_norms alone)
+        self.norms = problem.column_norms()
+        self.c = problem.c
+        self.residual = None
+        self.corr = np.full(problem.n_features, np.inf)
+
+    def update(self, problem, w, b, z, primal, residual, loss_gradient, exact):
+        """Take a solution of ``problem``: (w, b), its margins z, objective ``primal``, residual
+        ``c * loss'(y, z)``, and loss gradient ``X^T residual`` known on the features ``exact``
+        (every other feature is zero at ``problem``'s optimum)."""
+        if self.residual is not None:
+            moved = self.c > 0.0  # rows of zero weight have a zero residual
+            shift = residual[moved] - self.residual[moved]
+            self.corr += self.norms * np.sqrt(float(shift @ (shift / self.c[moved])))
+        self.residual = residual.copy()
+        v = loss_gradient[exact]
+        cert = problem.certificate_from(w[exact], b, z, None, v, primal=primal)
+        pen = problem.penalty
+        scale = 1.0 if pen.l2 != 0.0 else min(1.0, pen.l1 / max(float(np.max(np.abs(v), initial=0.0)), 1e-300))
+        if np.isfinite(cert.value) and scale > 0.0:
+            radius = np.sqrt(2.0 * problem.loss.curvature_bound * max(cert.value, 0.0))
+            np.minimum(self.corr, (pen.l1 * (1.0 + _SCREEN_MARGIN) + self.norms * radius) / scale, out=self.corr)
+        self.corr[exact] = np.abs(v)
+
+    def screen(self, problem, w, b, z, primal):
+        """The features proven zero at the optimum of ``problem`` (and zero in w), from the last
+        solution (w, b) with margins z and objective ``primal`` under ``problem``'s lam: a boolean
+        mask, or None when nothing is known yet (or the loss has no conjugate)."""
+        if self.residual is None or not problem.loss.has_conjugate:
+            return None
+        cert = problem.certificate_from(w, b, z, None, self.corr, primal=primal)
+        if not np.isfinite(cert.value):
+            return None
+        pen = problem.penalty
+        scale = 1.0 if pen.l2 != 0.0 else min(1.0, pen.l1 / max(float(self.corr.max(initial=0.0)), 1e-300))
+        radius = np.sqrt(2.0 * problem.loss.curvature_bound * max(cert.value, 0.0))
+        bound = scale * self.corr + self.norms * radius
+        return (bound < pen.l1 * (1.0 - _SCREEN_MARGIN)) & (w == 0.0)
 
 
 def columns_nnz(columns, cols) -> int:

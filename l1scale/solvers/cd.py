@@ -56,7 +56,7 @@ from .. import checkpoint as checkpoints
 from ..exceptions import CheckpointError
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
 from . import _cd_kernels as kernels
-from ._dual import DualPoints, columns_nnz
+from ._dual import DualPoints, SequentialScreening, columns_nnz
 from ._support_newton import support_newton_step
 from .base import History, Solver, Timer, certified_result, compiled_once
 
@@ -83,6 +83,12 @@ class _Iterate:
     @property
     def objective(self) -> float:
         return self.loss_sum + self.pen
+
+    def set_problem(self, problem):
+        """The same data at another lam (a path's next solve): only the penalty changes."""
+        self.problem = problem
+        pen = problem.penalty
+        self.pen = pen.l1 * float(np.abs(self.w).sum()) + 0.5 * pen.l2 * float(self.w @ self.w)
 
     def refresh(self):
         """Margins from scratch (from the nonzero weights), then :meth:`recenter`."""
@@ -232,9 +238,51 @@ class CoordinateDescent(Solver):
             # pass as the column norms (and shared with lam_max): no separate first pass.
             gradient_init = problem.null_gradient()
         kernels.seed(0 if self.random_state is None else int(self.random_state) % (2**32))
-        return self._solve(problem, _Iterate(problem, coef_init, intercept_init), timer, compile_seconds, gradient_init)
+        pt = _Iterate(problem, coef_init, intercept_init)
+        return self._solve(problem, pt, timer, compile_seconds, gradient_init)[0]
 
-    def _solve(self, problem, pt, timer, compile_seconds, gradient_init):
+    def solve_path(self, problem, lams, coef_init=None, intercept_init=None):
+        """Solve at each lam of a decreasing sequence, each from the last solution: yields one Result
+        per lam (each with its own certificate and its ``timings["solve"]``).
+
+        What a sequence of :meth:`solve` calls would do, plus what carrying one iterate allows:
+        the margins, losses and residuals go on from one lam to the next (no recomputation); the
+        first working set comes from the last solution's gradient (glmnet's strong rules' role;
+        the certifying passes are the KKT check); and gap-safe screening is carried along the
+        path (``_dual.SequentialScreening``): the features the last solution's residual proves
+        zero at the new lam are left out of every pass of its solve.
+
+        Parameters
+        ----------
+        problem : Problem
+            The data, loss, weights and l1_ratio (its own lam is not used).
+        lams : array of float, decreasing
+        coef_init, intercept_init : the start of the first solve (zero by default).
+        """
+        self.check_problem(problem)
+        compile_seconds = _warm_up()
+        kernels.seed(0 if self.random_state is None else int(self.random_state) % (2**32))
+        pt = _Iterate(problem.with_lam(float(lams[0])), coef_init, intercept_init)
+        carried = SequentialScreening(problem) if self.screening and problem.loss.has_conjugate else None
+        gradient = None
+        for lam in lams:
+            timer = Timer()
+            lam_problem = problem.with_lam(float(lam))
+            pt.set_problem(lam_problem)
+            screened = None
+            if carried is not None and gradient is not None:
+                screened = carried.screen(lam_problem, pt.w, pt.b, pt.z, pt.objective)
+            if gradient is None and coef_init is None and self.working_set:
+                gradient = problem.null_gradient()
+            result, kept = self._solve(lam_problem, pt, timer, compile_seconds, gradient, screened)
+            compile_seconds = 0.0
+            result.coef = result.coef.copy()  # the iterate goes on to the next lam
+            if carried is not None:
+                carried.update(lam_problem, pt.w, pt.b, pt.z, pt.objective, pt.r, result.loss_gradient, kept)
+            gradient = result.loss_gradient
+            yield result
+
+    def _solve(self, problem, pt, timer, compile_seconds, gradient_init, screened=None):
         n, d = problem.n_samples, problem.n_features
         arrays, y, c = problem.columns.arrays, problem.y, problem.c
         kind = problem.loss.kernel_id
@@ -243,7 +291,8 @@ class CoordinateDescent(Solver):
         w, wpd = pt.w, pt.w.copy()
         g, H = np.zeros(d), np.ones(d)
         active = np.empty(d, dtype=np.int64)
-        kept = np.arange(d, dtype=np.int64)
+        # The features in play: all, less those a caller proved zero (a path's carried screening).
+        kept = np.arange(d, dtype=np.int64) if screened is None else np.flatnonzero(~screened).astype(np.int64)
         norms = problem.column_norms()
         dual = DualPoints(problem)
         history = History()
@@ -260,11 +309,11 @@ class CoordinateDescent(Solver):
             # The first working set from the given gradient: the nonzero weights, then the
             # features closest to violating optimality. The first full pass certifies.
             nnz = int(np.count_nonzero(w))
-            ws_size = min(d, max(self.first_working_set, 2 * nnz))
-            if ws_size < d:
+            ws_size = min(kept.shape[0], max(self.first_working_set, 2 * nnz))
+            if ws_size < kept.shape[0]:
                 g_loss = np.asarray(gradient_init, dtype=np.float64)
-                g_init = g_loss + lam2 * w
-                viol = np.where(w != 0.0, np.abs(g_init + lam1 * np.sign(w)), np.abs(g_init) - lam1)
+                g_init, wk = g_loss[kept] + lam2 * w[kept], w[kept]
+                viol = np.where(wk != 0.0, np.abs(g_init + lam1 * np.sign(wk)), np.abs(g_init) - lam1)
                 ws = self._working_set(kept, w, g_loss, norms, lam1, ws_size)
                 ws_target = self.working_set_fraction * max(float(viol.max()), 0.0)
                 full_pass, first_step = False, True
@@ -501,7 +550,7 @@ class CoordinateDescent(Solver):
         loss_gradient = np.zeros(d)
         loss_gradient[kept] = g[kept] - lam2 * w[kept]  # the last full pass was at this point
         result.loss_gradient = loss_gradient
-        return result
+        return result, kept
 
     def _record(self, history, it, objective, certificate, nnz, timer, pt, m):
         history.append(
