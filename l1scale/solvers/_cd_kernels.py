@@ -252,12 +252,12 @@ def gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at):
     (:func:`model_gram`): Qd = Q (d, d_b) is kept instead of X d, so a coordinate costs
     O(1) to check and O(size of Q) to move, whatever its column's nonzeros. local[s] is
     the row of Q of active[s]; both are permuted together.
-    Returns (new m, largest violation, sum of violations)."""
+    Returns (new m, largest violation, sum of violations, multiply-adds done)."""
     for s in range(m - 1):
         t = s + np.random.randint(m - s)
         active[s], active[t] = active[t], active[s]
         local[s], local[t] = local[t], local[s]
-    vmax, vsum, s = 0.0, 0.0, 0
+    vmax, vsum, s, work = 0.0, 0.0, 0, 0
     size = Q.shape[0]
     while s < m:
         j, loc = active[s], local[s]
@@ -293,7 +293,8 @@ def gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at):
         wpd[j] = x + z
         for t in range(size):
             Qd[t] += z * Q[loc, t]
-    return m, vmax, vsum
+        work += size
+    return m, vmax, vsum, work + m
 
 
 @njit(cache=True, nogil=True)
@@ -343,7 +344,8 @@ def newton_direction(
     (rent-or-buy: never much more than the better of the two). ``gram_first`` builds it
     at once (the last model needed it); ``gram_max`` bounds m_outer for it (memory
     (m_outer + 1)^2 floats).
-    Returns (d_b, sweeps, nonzeros read, whether the Gram matrix was used).
+    Returns (d_b, sweeps, work: nonzeros read plus the Gram matrix's multiply-adds, whether
+    the Gram matrix was used).
     """
     xTd[:] = 0.0
     n = xTd.shape[0]
@@ -352,17 +354,17 @@ def newton_direction(
     counts = np.empty(0, dtype=np.int64)
     nnz_cols, build_at = -1, np.inf  # nonzeros in the columns; sweep reads at which the Gram matrix pays
     Q, Qd, local = np.empty((0, 0)), np.empty(0), np.empty(0, dtype=np.int64)
-    use_gram, sweep_reads, moves = False, 0, 0
+    use_gram, sweep_reads, moves, gram_work = False, 0, 0, 0.0
     while sweeps < max_inner:
         if gram_allowed and not use_gram and (gram_first or sweeps >= 2):
             if nnz_cols < 0:
                 counts = np.empty(n, dtype=np.int64)
-                nnz_cols, work = gram_cost(data, indices, indptr, dense, active, m_outer, counts)
+                nnz_cols, gram_work = gram_cost(data, indices, indptr, dense, active, m_outer, counts)
                 reads += nnz_cols
-                build_at = 0.0 if gram_first else nnz_cols + work + (m_outer + 1) ** 2
+                build_at = 0.0 if gram_first else nnz_cols + gram_work + (m_outer + 1) ** 2
             if reads >= build_at and (gram_first or m_outer + moves * (m_outer + 1) < 0.5 * sweep_reads):
                 Q = model_gram(data, indices, indptr, dense, active, m_outer, D, counts, fit_intercept)
-                reads += nnz_cols
+                reads += nnz_cols + int(gram_work)
                 dvec = np.zeros(Q.shape[0])
                 for s in range(m_outer):
                     dvec[s] = wpd[active[s]] - w[active[s]]
@@ -375,7 +377,8 @@ def newton_direction(
                 local = np.arange(m_outer)
                 use_gram = True
         if use_gram:
-            m, vmax, vsum = gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at)
+            m, vmax, vsum, work = gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at)
+            reads += work
             if fit_intercept:
                 step, viol = gram_intercept_step(g_b, d_b, Q, Qd)
                 d_b += step
@@ -492,7 +495,8 @@ def support_cg(
     with it, (k + 1)^2, costs less); the products are then taken on it (rent-or-buy, as in
     :func:`newton_direction`).
     Shapes: support (k,); D, t (n,) (t: workspace); rhs, diag, x (k [+ 1],).
-    Returns (products with the matrix, nonzeros of X read).
+    Returns (products with the matrix, work: nonzeros of X read plus the Gram matrix's
+    multiply-adds).
     """
     m = rhs.shape[0]
     k = support.shape[0]
@@ -508,19 +512,19 @@ def support_cg(
     for q in range(k):
         nnz_support += t.shape[0] if dense else indptr[support[q] + 1] - indptr[support[q]]
     counts = np.empty(0, dtype=np.int64)
-    nnz_cols, build_at = -1, np.inf
+    nnz_cols, build_at, gram_work = -1, np.inf, 0.0
     Q = np.empty((0, 0))
     use_gram = False
     while products < max_iter and np.sqrt(res @ res) > stop:
         if not use_gram and products >= 2 and 0 < k <= gram_max and m * m < 2 * nnz_support:
             if nnz_cols < 0:
                 counts = np.empty(t.shape[0], dtype=np.int64)
-                nnz_cols, work = gram_cost(data, indices, indptr, dense, support, k, counts)
+                nnz_cols, gram_work = gram_cost(data, indices, indptr, dense, support, k, counts)
                 reads += nnz_cols
-                build_at = nnz_cols + work + m * m
+                build_at = nnz_cols + gram_work + m * m
             if reads >= build_at:
                 Q = model_gram(data, indices, indptr, dense, support, k, D, counts, fit_intercept)
-                reads += nnz_cols
+                reads += nnz_cols + int(gram_work)
                 use_gram = True
         if use_gram:
             for a in range(m):
@@ -528,6 +532,7 @@ def support_cg(
                 for b in range(m):
                     acc += Q[a, b] * direction[b]
                 product[a] = acc
+            reads += m * m
         else:
             _support_times(data, indices, indptr, dense, support, direction, fit_intercept, t)
             t *= D

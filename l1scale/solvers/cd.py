@@ -50,6 +50,8 @@ the objective stops moving and at the end, so that the returned objective is exa
 
 from __future__ import annotations
 
+from dataclasses import MISSING, dataclass, fields
+
 import numpy as np
 
 from .. import checkpoint as checkpoints
@@ -296,12 +298,8 @@ class CoordinateDescent(Solver):
         norms = problem.column_norms()
         dual = DualPoints(problem)
         history = History()
-        ws, ws_size, ws_target = None, self.first_working_set, np.inf
-        full_pass, first_step, vmax_prev = True, False, np.inf
-        vsum_init, inner_eps = None, 1.0
-        stop_reason, converged, failed, stalled, cert = "max_iter", False, False, False, None
-        it, recorded, last_support, last_gap, full_newton_step = 0, -1, None, np.inf, True
-        stall_cert, gram_first = np.inf, False
+        st = _Loop(kept=kept, ws_size=self.first_working_set)
+        stop_reason, converged, cert = "max_iter", False, None
         ck, saved = checkpoints.start(self, problem)
         if saved is not None:
             gradient_init = None  # the saved state says where the solve stands
@@ -309,35 +307,16 @@ class CoordinateDescent(Solver):
             # The first working set from the given gradient: the nonzero weights, then the
             # features closest to violating optimality. The first full pass certifies.
             nnz = int(np.count_nonzero(w))
-            ws_size = min(kept.shape[0], max(self.first_working_set, 2 * nnz))
-            if ws_size < kept.shape[0]:
+            st.ws_size = min(st.kept.shape[0], max(self.first_working_set, 2 * nnz))
+            if st.ws_size < st.kept.shape[0]:
                 g_loss = np.asarray(gradient_init, dtype=np.float64)
-                g_init, wk = g_loss[kept] + lam2 * w[kept], w[kept]
+                g_init, wk = g_loss[st.kept] + lam2 * w[st.kept], w[st.kept]
                 viol = np.where(wk != 0.0, np.abs(g_init + lam1 * np.sign(wk)), np.abs(g_init) - lam1)
-                ws = self._working_set(kept, w, g_loss, norms, lam1, ws_size)
-                ws_target = self.working_set_fraction * max(float(viol.max()), 0.0)
-                full_pass, first_step = False, True
+                st.ws = self._working_set(st.kept, w, g_loss, norms, lam1, st.ws_size)
+                st.ws_target = self.working_set_fraction * max(float(viol.max()), 0.0)
+                st.full_pass, st.first_step = False, True
         if saved is not None:
-            (
-                ws,
-                ws_size,
-                ws_target,
-                full_pass,
-                first_step,
-                vmax_prev,
-                vsum_init,
-                inner_eps,
-                failed,
-                stalled,
-                it,
-                recorded,
-                last_support,
-                last_gap,
-                full_newton_step,
-                stall_cert,
-                gram_first,
-                kept,
-            ) = _restore(saved, problem, pt, wpd, g, H, dual, history, timer)
+            _restore(saved, problem, pt, wpd, g, H, dual, history, timer, st)
         while True:
             if ck is not None and ck.due():  # the state at the top of an iteration says all that follows
                 ck.save(
@@ -358,24 +337,7 @@ class CoordinateDescent(Solver):
                         "wpd": wpd,
                         "g": g,
                         "H": H,
-                        "kept": kept,
-                        "ws": ws,
-                        "ws_size": ws_size,
-                        "ws_target": ws_target,
-                        "full_pass": full_pass,
-                        "first_step": first_step,
-                        "vmax_prev": vmax_prev,
-                        "vsum_init": vsum_init,
-                        "inner_eps": inner_eps,
-                        "failed": failed,
-                        "stalled": stalled,
-                        "it": it,
-                        "recorded": recorded,
-                        "last_support": last_support,
-                        "last_gap": last_gap,
-                        "full_newton_step": full_newton_step,
-                        "stall_cert": stall_cert,
-                        "gram_first": gram_first,
+                        **st.checkpoint_entries(),
                         "best_dual": dual.best_dual,
                         "best_corr": dual.best_corr,
                         "history": history.as_dict(),
@@ -383,14 +345,14 @@ class CoordinateDescent(Solver):
                         "elapsed": timer(),
                     }
                 )
-            everything = not self.working_set or kept.shape[0] <= ws_size
-            if fit_intercept and not pt.centered and (full_pass or everything):
+            everything = not self.working_set or st.kept.shape[0] <= st.ws_size
+            if fit_intercept and not pt.centered and (st.full_pass or everything):
                 pt.recenter()  # b optimal for w before a certificate (sum_i c_i u_i = 0)
             objective = pt.objective
-            cols = kept if full_pass else ws
-            shrink_at = vmax_prev / n if (everything or not full_pass) else np.inf
+            cols = st.kept if st.full_pass else st.ws
+            shrink_at = st.vmax_prev / n if (everything or not st.full_pass) else np.inf
             # nnz: the support lies in cols (the working set holds every nonzero weight).
-            checked_only = full_pass and not everything  # no step is taken from this pass
+            checked_only = st.full_pass and not everything  # no step is taken from this pass
             if checked_only:
                 m = cols.shape[0]
                 vmax, vsum, nnz, vzero = kernels.check_pass(*arrays, cols, pt.r, w, lam1, lam2, g)
@@ -401,81 +363,87 @@ class CoordinateDescent(Solver):
             pt.reads += columns_nnz(problem.columns, cols)
             g_b = float(pt.r.sum()) if fit_intercept else 0.0
             vmax, vsum = max(vmax, abs(g_b)), vsum + abs(g_b)
-            if full_pass:
+            if st.full_pass:
                 g_loss = g if lam2 == 0.0 else g - lam2 * w
-                cert = dual.certificate(w, pt.b, pt.z, g_loss, kept, objective)
-                if recorded != it:
-                    recorded = self._record(history, it, objective, cert.value, nnz, timer, pt, m)
+                cert = dual.certificate(w, pt.b, pt.z, g_loss, st.kept, objective)
+                if st.recorded != st.it:
+                    st.recorded = self._record(history, st.it, objective, cert.value, nnz, timer, pt, m)
                 if cert.relative <= self.tol:
                     stop_reason, converged = cert.name, True
                     break
                 # A step that no longer moves P (float resolution) ends the solve unless the
                 # certificate still halves: KKT violations can fall below what P resolves.
-                if it >= self.max_iter or failed or (stalled and everything and cert.value > 0.5 * stall_cert):
-                    failed = failed or stalled
+                if (
+                    st.it >= self.max_iter
+                    or st.failed
+                    or (st.stalled and everything and cert.value > 0.5 * st.stall_cert)
+                ):
+                    st.failed = st.failed or st.stalled
                     break
-                if stalled:
-                    stall_cert = cert.value
-                stalled = False
+                if st.stalled:
+                    st.stall_cert = cert.value
+                st.stalled = False
                 if self.screening:
-                    out = dual.screen(kept, w, norms, objective, lam1)
+                    out = dual.screen(st.kept, w, norms, objective, lam1)
                     if out.any():
-                        dropped, kept = kept[out], kept[~out]
+                        dropped, st.kept = st.kept[out], st.kept[~out]
                         if not checked_only:  # the step below uses this pass: drop them from it too
                             left = active[:m][~np.isin(active[:m], dropped)]
                             m = left.shape[0]
                             active[:m] = left
-                everything = not self.working_set or kept.shape[0] <= ws_size
+                everything = not self.working_set or st.kept.shape[0] <= st.ws_size
                 if everything:
-                    ws = kept
+                    st.ws = st.kept
                     if checked_only:  # the step needs the curvature: pass again, with it
                         continue
                 else:
-                    ws = self._working_set(kept, w, g_loss, norms, lam1, ws_size)
-                    ws_target = self.working_set_fraction * vmax
-                    full_pass, first_step = False, True
+                    st.ws = self._working_set(st.kept, w, g_loss, norms, lam1, st.ws_size)
+                    st.ws_target = self.working_set_fraction * vmax
+                    st.full_pass, st.first_step = False, True
                     # celer's pruning: twice the support, or twice the last size when the gap
                     # did not halve (a working set too small to make progress).
-                    grow = cert.value > 0.5 * last_gap
-                    last_gap = cert.value
-                    ws_size = min(kept.shape[0], max(self.first_working_set, 2 * nnz, 2 * ws_size if grow else 0))
-                    vmax_prev, vsum_init, inner_eps = np.inf, None, 1.0
+                    grow = cert.value > 0.5 * st.last_gap
+                    st.last_gap = cert.value
+                    st.ws_size = min(
+                        st.kept.shape[0], max(self.first_working_set, 2 * nnz, 2 * st.ws_size if grow else 0)
+                    )
+                    st.vmax_prev, st.vsum_init, st.inner_eps = np.inf, None, 1.0
                     continue
             else:
-                if (vmax <= ws_target and not first_step) or it >= self.max_iter or stalled or failed:
-                    full_pass = True
+                if (vmax <= st.ws_target and not st.first_step) or st.it >= self.max_iter or st.stalled or st.failed:
+                    st.full_pass = True
                     continue
-                first_step = False
-                if recorded != it:
-                    recorded = self._record(history, it, objective, np.nan, nnz, timer, pt, m)
+                st.first_step = False
+                if st.recorded != st.it:
+                    st.recorded = self._record(history, st.it, objective, np.nan, nnz, timer, pt, m)
             support = cols[w[cols] != 0.0]
             # Settled: the support changed by at most a few percent since the last iteration
             # (features hovering at zero keep changing while the rest is done).
             settled = (
-                last_support is not None
+                st.last_support is not None
                 and support.shape[0] > 0
-                and np.setxor1d(support, last_support, assume_unique=True).shape[0]
+                and np.setxor1d(support, st.last_support, assume_unique=True).shape[0]
                 <= self.settled_fraction * support.shape[0]
             )
-            last_support = support
-            if self.support_newton and settled and vzero < vmax and full_newton_step:
+            st.last_support = support
+            if self.support_newton and settled and vzero < vmax and st.full_newton_step:
                 # The support has settled and violates optimality more than any zero weight:
                 # a Newton step on the support (smooth there) instead of CD. After a step cut
                 # short by weights reaching zero, a CD step comes next (it moves them properly).
                 step, reads = support_newton_step(pt, support, H, kernels.NU, vmax / lam1, self.verbose, self.gram_max)
                 pt.reads += reads
-                full_newton_step = step == 1.0
-                it += 1
+                st.full_newton_step = step == 1.0
+                st.it += 1
                 if step > 0.0:
                     wpd[support] = w[support]
-                    vmax_prev = vmax
+                    st.vmax_prev = vmax
                     pt.centered = False
                     continue
                 pt.recenter()  # r and D at the current point again; CD takes this iteration
-                it -= 1
-            full_newton_step = True
-            if vsum_init is None:
-                vsum_init = vsum
+                st.it -= 1
+            st.full_newton_step = True
+            if st.vsum_init is None:
+                st.vsum_init = vsum
             # Newton direction on the shrunk working set, then the line search along it.
             d_b, sweeps, inner_reads, used_gram = kernels.newton_direction(
                 *arrays,
@@ -491,24 +459,24 @@ class CoordinateDescent(Solver):
                 lam2,
                 fit_intercept,
                 g_b,
-                min(inner_eps * vsum_init, self.forcing * vsum),
+                min(st.inner_eps * st.vsum_init, self.forcing * vsum),
                 self.max_inner,
-                gram_first,
+                st.gram_first,
                 self.gram_max,
             )
-            gram_first = used_gram  # an ill-conditioned model: the next one likely is too
+            st.gram_first = used_gram  # an ill-conditioned model: the next one likely is too
             pt.reads += inner_reads
             if self.verbose > 1:
                 print(f"   CD on the model: {m} coordinates, {sweeps} sweeps{' (Gram)' if used_gram else ''}")
             if sweeps == 1:
-                inner_eps *= 0.25
+                st.inner_eps *= 0.25
             step, loss_change, pen_change = self._line_search(
                 kind, y, c, pt, active, m, g, g_b, w, wpd, d_b, lam1, lam2
             )
-            it += 1
+            st.it += 1
             if step is None:
                 # No step: certify where we are (margins afresh), then stop.
-                failed, full_pass = True, True
+                st.failed, st.full_pass = True, True
                 wpd[active[:m]] = w[active[:m]]
                 pt.refresh()
                 continue
@@ -517,10 +485,10 @@ class CoordinateDescent(Solver):
             pt.accept()
             pt.loss_sum += loss_change
             pt.pen += pen_change
-            vmax_prev = vmax
+            st.vmax_prev = vmax
             if -(loss_change + pen_change) <= 8 * _EPS * abs(objective):
                 # The objective no longer moves (float resolution): margins afresh, certify.
-                stalled, full_pass = True, True
+                st.stalled, st.full_pass = True, True
                 pt.refresh()
             else:
                 pt.centered = False
@@ -530,27 +498,27 @@ class CoordinateDescent(Solver):
             cert = cert._replace(value=gap, relative=gap / max(abs(final), 1e-300), objective=final)
         else:
             cert = cert._replace(objective=final)
-        if recorded == it:  # the last row is the returned point: its exact values
+        if st.recorded == st.it:  # the last row is the returned point: its exact values
             history.objective[-1], history.certificate[-1] = final, cert.value
         if self.verbose:
-            print(f"cd: {it} Newton steps, {len(history)} rows, {kept.shape[0]} of {d} features kept")
+            print(f"cd: {st.it} Newton steps, {len(history)} rows, {st.kept.shape[0]} of {d} features kept")
         result = certified_result(
             self,
             coef=w,
             intercept=pt.b,
-            n_iter=it,
+            n_iter=st.it,
             converged=converged,
             stop_reason=stop_reason,
             cert=cert,
             history=history,
             timer=timer,
             compile_seconds=compile_seconds,
-            line_search_failed=failed,
+            line_search_failed=st.failed,
         )
         loss_gradient = np.zeros(d)
-        loss_gradient[kept] = g[kept] - lam2 * w[kept]  # the last full pass was at this point
+        loss_gradient[st.kept] = g[st.kept] - lam2 * w[st.kept]  # the last full pass was at this point
         result.loss_gradient = loss_gradient
-        return result, kept
+        return result, st.kept
 
     def _record(self, history, it, objective, certificate, nnz, timer, pt, m):
         history.append(
@@ -594,9 +562,58 @@ class CoordinateDescent(Solver):
         return None, 0.0, 0.0
 
 
-def _restore(saved, problem, pt, wpd, g, H, dual, history, timer):
-    """Load a checkpoint into the iterate, the arrays and the coordinate order's random state
-    (in place); returns the driver's loop variables, every value checked (shapes, index ranges)."""
+# The loop state's index arrays (entry -> may be None) and the lower bounds of its counters.
+_LOOP_INDICES = {"kept": False, "ws": True, "last_support": True}
+_LOOP_LOW = {"ws_size": 1, "it": 0, "recorded": -1}
+
+
+@dataclass
+class _Loop:
+    """The driver's loop state: where the rounds stand (working set, targets, counters, flags).
+    With the iterate, its arrays and the best dual point, it is what a checkpoint saves."""
+
+    kept: np.ndarray  # features in play: not screened out
+    ws: np.ndarray | None = None  # the working set of the current round
+    ws_size: int = 100
+    ws_target: float = np.inf  # the round ends when the working set's largest violation is below this
+    full_pass: bool = True  # the next pass is over every kept feature (and certifies)
+    first_step: bool = False  # no step taken yet in this round
+    vmax_prev: float = np.inf  # largest violation of the last step (liblinear's shrinking)
+    vsum_init: float | None = None  # sum of violations at the round's first step (inner tolerance)
+    inner_eps: float = 1.0
+    failed: bool = False  # a line search found no decrease
+    stalled: bool = False  # the objective no longer moves (float resolution)
+    it: int = 0  # Newton steps taken
+    recorded: int = -1  # the iteration of the last History row
+    last_support: np.ndarray | None = None
+    last_gap: float = np.inf
+    full_newton_step: bool = True  # the last support-Newton step was not cut short
+    stall_cert: float = np.inf
+    gram_first: bool = False  # the last model was solved on its Gram matrix
+
+    def checkpoint_entries(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def restore(self, saved, d):
+        """Every entry of a checkpoint, checked (index ranges, types, bounds)."""
+        for f in fields(self):
+            name, kind = f.name, type(f.default) if f.default is not MISSING else np.ndarray
+            if name in _LOOP_INDICES:
+                value = saved.optional_indices(name, d) if _LOOP_INDICES[name] else saved.indices(name, d)
+            elif name == "vsum_init":
+                value = saved.optional_scalar(name)
+            elif kind is bool:
+                value = saved.scalar(name, bool)
+            elif kind is int:
+                value = saved.scalar(name, int, _LOOP_LOW[name])
+            else:
+                value = saved.scalar(name)
+            setattr(self, name, value)
+
+
+def _restore(saved, problem, pt, wpd, g, H, dual, history, timer, st):
+    """Load a checkpoint into the iterate, the arrays, the loop state ``st`` and the coordinate
+    order's random state (in place), every value checked (shapes, index ranges)."""
     d = problem.n_features
     for name in ("z", "lv", "z_new", "lv_new", "r", "D", "xTd"):
         saved.into(name, getattr(pt, name))
@@ -612,26 +629,7 @@ def _restore(saved, problem, pt, wpd, g, H, dual, history, timer):
     saved.history(history)
     timer.exclude(-saved.scalar("elapsed"))
     _set_numba_random_state(saved)
-    return (
-        saved.optional_indices("ws", d),
-        saved.scalar("ws_size", int, 1),
-        saved.scalar("ws_target"),
-        saved.scalar("full_pass", bool),
-        saved.scalar("first_step", bool),
-        saved.scalar("vmax_prev"),
-        saved.optional_scalar("vsum_init"),
-        saved.scalar("inner_eps"),
-        saved.scalar("failed", bool),
-        saved.scalar("stalled", bool),
-        saved.scalar("it", int, 0),
-        saved.scalar("recorded", int, -1),
-        saved.optional_indices("last_support", d),
-        saved.scalar("last_gap"),
-        saved.scalar("full_newton_step", bool),
-        saved.scalar("stall_cert"),
-        saved.scalar("gram_first", bool),
-        saved.indices("kept", d),
-    )
+    st.restore(saved, d)
 
 
 def _numba_random_state():
