@@ -67,7 +67,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from l1scale import SparseLogisticRegression
-from l1scale.problem import Problem
+from l1scale.problems import Problem
 from l1scale.solvers.cd import CoordinateDescent
 
 TARGETS = (1e-2, 1e-4, 1e-6)

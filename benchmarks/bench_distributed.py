@@ -391,8 +391,7 @@ def main(argv=None):
     if args.quick:
         args.n = 100_000
     from l1scale.data.stream import Stream
-    from l1scale.problem import Problem
-    from l1scale.stream_problem import StreamProblem
+    from l1scale.problems import Problem, StreamProblem
 
     doc = {
         "date": utc_now(),

@@ -256,7 +256,7 @@ def run_dcl(problem, cfg, seed, eta0=None):
 
 def run_cd_random(space, codes, y, lam, budget, seed, sample_weight=None):
     from l1scale.exceptions import ConvergenceWarning
-    from l1scale.problem import Problem
+    from l1scale.problems import Problem
     from l1scale.solvers.cd import CoordinateDescent
 
     t0 = time.perf_counter()
@@ -297,7 +297,7 @@ def run_cd_random(space, codes, y, lam, budget, seed, sample_weight=None):
 def run(cfg, args):
     from l1scale.data.feature_spaces import DNAPatterns
     from l1scale.data.sequences import make_splice_sites
-    from l1scale.generated_problem import GeneratedProblem
+    from l1scale.problems import GeneratedProblem
 
     n, L, d = cfg["n"], cfg["L"], cfg["d"]
     codes, y = make_splice_sites(n, L, positive_rate=cfg["positive_rate"], random_state=args.seed)
@@ -738,7 +738,7 @@ def _warm(seed):
     """Compile (or load) the kernels outside the timings: a tiny run of each method."""
     from l1scale.data.feature_spaces import DNAPatterns
     from l1scale.data.sequences import make_splice_sites
-    from l1scale.generated_problem import GeneratedProblem
+    from l1scale.problems import GeneratedProblem
 
     codes, y = make_splice_sites(300, 12, d_motif=4, positive_rate=0.1, random_state=seed)
     space = DNAPatterns(d=3)

@@ -334,8 +334,7 @@ def _data_key(X, y, lam):
 def warm_up():
     """Compile / load the Numba kernels on a tiny problem, so that no run's seconds include it."""
     from l1scale.data.stream import Stream
-    from l1scale.problem import Problem
-    from l1scale.stream_problem import StreamProblem
+    from l1scale.problems import Problem, StreamProblem
 
     rng = np.random.default_rng(0)
     for X in (sp.random(200, 30, density=0.2, random_state=0, format="csr"), rng.standard_normal((200, 30))):
@@ -777,8 +776,7 @@ def main(argv=None):
         return 0
 
     from l1scale.data.stream import Stream
-    from l1scale.problem import Problem
-    from l1scale.stream_problem import StreamProblem
+    from l1scale.problems import Problem, StreamProblem
 
     t_start = time.perf_counter()
     names = args.settings.split(",") if args.settings else (QUICK["settings"] if args.quick else list(SETTINGS))

@@ -135,8 +135,8 @@ def run_batch(solver, problem, Zte, yte):
 
 def run_sgd(Ztr, ytr, lam, Zte, yte, passes, problem):
     from l1scale.data.stream import Stream
+    from l1scale.problems import StreamProblem
     from l1scale.solvers.sgd import CumulativePenaltySGD
-    from l1scale.stream_problem import StreamProblem
 
     sp_ = StreamProblem(Stream.from_arrays(Ztr, ytr, chunk_rows=len(ytr)), "logistic", lam=lam)
     t0 = time.perf_counter()
@@ -156,7 +156,7 @@ def run_sgd(Ztr, ytr, lam, Zte, yte, passes, problem):
 
 def warm_up():
     """Load (or compile) the solvers' Numba kernels on a tiny problem, so no timing includes it."""
-    from l1scale.problem import Problem
+    from l1scale.problems import Problem
     from l1scale.solvers import FISTA, CoordinateGradientDescent, MultiscaleFISTA
 
     rng = np.random.default_rng(0)
@@ -168,7 +168,7 @@ def warm_up():
 
 
 def kernel_block(name, Ztr, ytr, Zte, yte, ratios, args, doc, save, table7):
-    from l1scale.problem import Problem
+    from l1scale.problems import Problem
     from l1scale.solvers import FISTA, CoordinateGradientDescent, MultiscaleFISTA
 
     block = {"features": name, "n_train": int(Ztr.shape[0]), "n_features": int(Ztr.shape[1]), "levels": []}

@@ -66,7 +66,7 @@ from bench_batch_l1_logreg import (
 
 from l1scale import SparseLogisticRegression
 from l1scale.path import SparseLogisticRegressionCV, lam_grid, regularization_path
-from l1scale.problem import Problem
+from l1scale.problems import Problem
 
 N_LAMS, LAM_MIN_RATIO = 50, 1e-3
 TARGETS = (1e-4, 1e-6)

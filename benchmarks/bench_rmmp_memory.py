@@ -71,8 +71,8 @@ def worker(cfg: dict) -> dict:
 
     from l1scale.data.stream import Stream
     from l1scale.data.synthetic import iter_sparse_text_chunks, make_sparse_text
+    from l1scale.problems import StreamProblem
     from l1scale.solvers.sketch import ReducedMemoryMultiPass
-    from l1scale.stream_problem import StreamProblem
 
     n, d = cfg["n"], cfg["d"]
     gen_kw = dict(nnz_per_row=cfg["nnz_per_row"], n_informative=cfg["n_informative"])
@@ -131,7 +131,7 @@ def worker(cfg: dict) -> dict:
         "d": d,
         "nnz": int(nnz_pass),
         "lam": float(problem.lam),
-        "lam_max": float(problem.lam_max),
+        "lam_max": float(problem.lam_max()),
         "passes": int(res.n_iter),
         "converged": bool(res.converged),
         "stop_reason": res.stop_reason,

@@ -101,8 +101,7 @@ PAPER = {  # Balakrishnan & Madigan sec. 7.1 on ModApte 'earn' (their d = 21,989
 def _warm_up(kind):
     """Load the Numba caches of the solver's kernels on a tiny problem."""
     from l1scale.data.stream import Stream
-    from l1scale.problem import Problem
-    from l1scale.stream_problem import StreamProblem
+    from l1scale.problems import Problem, StreamProblem
 
     rng = np.random.default_rng(0)
     X = sp.random(200, 30, density=0.2, random_state=0, format="csr")
@@ -146,7 +145,7 @@ def worker(cfg: dict) -> dict:
         t0 = time.perf_counter()
         if kind == "cd":
             from l1scale.data.svmlight import load_svmlight
-            from l1scale.problem import Problem
+            from l1scale.problems import Problem
             from l1scale.solvers.cd import CoordinateDescent
 
             X, y = load_svmlight(cfg["path"], n_features=cfg["d"], zero_based=False)
@@ -163,7 +162,7 @@ def worker(cfg: dict) -> dict:
             )
         else:
             from l1scale.data.stream import Stream
-            from l1scale.stream_problem import StreamProblem
+            from l1scale.problems import StreamProblem
 
             stream = Stream.from_svmlight(cfg["path"], n_features=cfg["d"], zero_based=False, cache=cfg["cache"])
             problem = StreamProblem(stream, "logistic", lam=cfg["lam"])
@@ -292,7 +291,7 @@ def duplicate_columns(X):
 
 
 def reference(X, y, lam):
-    from l1scale.problem import Problem
+    from l1scale.problems import Problem
     from l1scale.solvers.cd import CoordinateDescent
 
     problem = Problem(X, y, lam=lam)
@@ -638,7 +637,7 @@ def main(argv=None):
         Path(args.from_json).with_suffix(".md").write_text(render(doc))
         return 0
 
-    from l1scale.problem import Problem
+    from l1scale.problems import Problem
 
     names = args.datasets.split(",") if args.datasets else (["earn"] if args.quick else list(DATASETS))
     solvers = args.solvers.split(",") if args.solvers else list(QUICK_SOLVERS if args.quick else SOLVER_KEYS)

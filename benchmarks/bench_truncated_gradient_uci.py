@@ -170,8 +170,8 @@ def online_fit(X, y, method, param, eta0, passes, callback=None):
     """One online run; ``param`` is g (gravity methods) or theta (rounding).
     ``callback(pass, coef, intercept)`` after every pass, with the model as it would be returned."""
     from l1scale.data.stream import Stream
+    from l1scale.problems import StreamProblem
     from l1scale.solvers.truncated import TruncatedGradient
-    from l1scale.stream_problem import StreamProblem
 
     _, sparsifier, K, theta = METHODS[method]
     if sparsifier == "rounding":
@@ -201,7 +201,7 @@ def online_fit(X, y, method, param, eta0, passes, callback=None):
 def cd_path(X, y, lams):
     """Warm-started CD along decreasing lams: list of (coef, intercept)."""
     from l1scale.exceptions import ConvergenceWarning
-    from l1scale.problem import Problem
+    from l1scale.problems import Problem
     from l1scale.solvers.cd import CoordinateDescent
 
     out, coef, b = [], None, None
@@ -264,7 +264,7 @@ def best_of(acc, nnz, mask=None):
 
 
 def run_dataset(name, args):
-    from l1scale.problem import lam_max as lam_max_of
+    from l1scale.problems import lam_max as lam_max_of
 
     t_start = time.perf_counter()
     X, y, Xt, yt, split, d_orig = load(name, args.data_dir, args.seed)

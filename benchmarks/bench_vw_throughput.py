@@ -96,7 +96,7 @@ def prepare(name, args, work):
     if not (train.exists() and test.exists()) or args.rewrite:
         dump_vw(X, y, train)
         dump_vw(Xt, yt, test)
-    from l1scale.problem import Problem
+    from l1scale.problems import Problem
 
     lmax = Problem(sp.csr_matrix(X), y, lam=1.0).lam_max()
     out.update(
@@ -216,8 +216,8 @@ def _test_labels(ds):
 # ============================================================================ ours
 def run_ours(ds, g, passes, work):
     from l1scale.data.stream import Stream
+    from l1scale.problems import StreamProblem
     from l1scale.solvers.truncated import TruncatedGradient
-    from l1scale.stream_problem import StreamProblem
 
     cache = work / f"{ds['name']}_l1scale_cache"
     shutil.rmtree(cache, ignore_errors=True)
@@ -502,8 +502,8 @@ def main(argv=None):
     # Warm the JIT caches (parser, kernels) outside the timings.
     from l1scale.data.stream import Stream
     from l1scale.data.vw import dump_vw
+    from l1scale.problems import StreamProblem
     from l1scale.solvers.truncated import TruncatedGradient
-    from l1scale.stream_problem import StreamProblem
 
     Xw = sp.random(300, 50, density=0.1, format="csr", random_state=0)
     yw = np.where(np.arange(300) % 2, 1.0, -1.0)

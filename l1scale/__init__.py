@@ -17,14 +17,14 @@ __all__ = [
 # Public names are imported on first use, so that `l1scale --help` and light
 # imports (the data readers) do not pay for Numba and scikit-learn.
 _WHERE = {
-    "Problem": "problem",
-    "lam_max": "problem",
+    "Problem": "problems.memory",
+    "lam_max": "problems.memory",
     "SparseLinearRegression": "estimators",
     "SparseLogisticRegression": "estimators",
     "load": "estimators",
     "SparseLogisticRegressionCV": "path",
     "regularization_path": "path",
-    "StreamProblem": "stream_problem",
+    "StreamProblem": "problems.stream",
 }
 
 

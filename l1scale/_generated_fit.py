@@ -16,7 +16,7 @@ from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 
 from .penalties import DEFAULT_LAM_RATIO
-from .problem import check_sample_weight
+from .problems.memory import check_sample_weight
 from .solvers.registry import names
 
 __all__ = ["GENERATED_SOLVERS", "fit", "margins", "space_from_spec", "space_spec"]
@@ -42,7 +42,7 @@ def _labels_and_weights(est, X, y, sample_weight, classifier):
 
 def fit(est, X, y, sample_weight, *, classifier: bool):
     """Fit ``est`` (``est.features`` set) on raw inputs X; sets the fitted attributes."""
-    from .generated_problem import GeneratedProblem
+    from .problems.generated import GeneratedProblem
 
     space, y, s = _labels_and_weights(est, X, y, sample_weight, classifier)
     est.features_ = space

@@ -23,12 +23,12 @@ from .data.validation import validate_data
 from .losses import get_loss
 from .model_io import save_model
 from .penalties import DEFAULT_LAM_RATIO
-from .problem import Problem
+from .problems.memory import Problem
+from .problems.stream import StreamProblem, scan_stream
 from .solvers import SOLVERS
 from .solvers.base import EstimatorSettings, Solver
 from .solvers.bm_online import OnlineSketch
 from .solvers.registry import names
-from .stream_problem import StreamProblem, scan_stream
 
 # Solvers that read the data in passes over a Stream (the others need it in memory).
 STREAMING_SOLVERS = names(data="stream")

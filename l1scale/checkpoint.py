@@ -106,10 +106,9 @@ def problem_fingerprint(problem) -> dict:
     """What identifies a problem: a StreamProblem's (or DaskProblem's) ``describe()`` with the
     scan's nnz and weighted label sum; for a Problem held in memory, its shape, nnz, penalty,
     loss and a CRC-32 of X (values and structure), y and the weights (one O(nnz) read)."""
-    describe = getattr(problem, "describe", None)
-    if describe is not None:
-        out = dict(describe())
-        scan = getattr(problem, "scan", None)
+    if problem.kind == "stream":
+        out = dict(problem.describe())
+        scan = problem.scan
         if scan is not None:
             out["nnz"] = int(scan.nnz)
             out["label_weighted_sum"] = float(scan.label_weighted_sum)

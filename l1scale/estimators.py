@@ -106,7 +106,7 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         ``features_.describe(j)`` names column j).
     stream_scan_ : StreamScan
         Only after a fit by a streaming solver (mp, rmmp, online): the first pass over the
-        data (:func:`~l1scale.stream_problem.scan_stream`), with n_samples, n_features,
+        data (:func:`~l1scale.problems.scan_stream`), with n_samples, n_features,
         nnz (nonzeros of X) and the label values (``classes``; for arrays, the indices
         into ``classes_``). It is set before the solving starts, so a ``callback`` can read it.
     """

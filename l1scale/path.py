@@ -27,7 +27,7 @@ from sklearn.model_selection import StratifiedKFold, check_cv
 from . import metrics
 from .data.memory import column_matrix
 from .estimators import SparseLogisticRegression
-from .problem import Problem
+from .problems.memory import Problem
 from .solvers import SOLVERS
 
 __all__ = ["PathResult", "SparseLogisticRegressionCV", "lam_grid", "regularization_path"]

@@ -7,9 +7,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from l1scale.data.stream import Stream
-from l1scale.problem import Problem
+from l1scale.problems import Problem, StreamProblem
 from l1scale.solvers import SOLVERS
-from l1scale.stream_problem import StreamProblem
 
 
 def data():

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from _shared_data import load_svmlight_pm as _svmlight
 
 from l1scale.exceptions import ConvergenceWarning
-from l1scale.problem import Problem
+from l1scale.problems import Problem
 from l1scale.solvers.cd import CoordinateDescent
 
 LOSSES = ["logistic", "squared", "squared_hinge", "probit"]

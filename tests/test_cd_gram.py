@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from l1scale.data.memory import as_columns
 from l1scale.exceptions import ConvergenceWarning
-from l1scale.problem import Problem
+from l1scale.problems import Problem
 from l1scale.solvers import _cd_kernels as kernels
 from l1scale.solvers.cd import CoordinateDescent
 

@@ -10,7 +10,7 @@ from _shared_data import load_svmlight_pm
 
 from l1scale.exceptions import ConvergenceWarning
 from l1scale.path import lam_grid, regularization_path
-from l1scale.problem import Problem
+from l1scale.problems import Problem
 from l1scale.solvers._dual import DualPoints, SequentialScreening
 from l1scale.solvers.cd import CoordinateDescent
 

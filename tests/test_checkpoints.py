@@ -21,9 +21,8 @@ from l1scale import SparseLogisticRegression
 from l1scale.checkpoint import Checkpoint
 from l1scale.data.stream import Stream
 from l1scale.exceptions import CheckpointError, ConvergenceWarning, DivergenceError
-from l1scale.problem import Problem
+from l1scale.problems import Problem, StreamProblem
 from l1scale.solvers import SOLVERS
-from l1scale.stream_problem import StreamProblem
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -20,7 +20,7 @@ from l1scale import (
 from l1scale.data import Stream, write_cache
 from l1scale.data.validation import check_compressed, check_sparse_structure
 from l1scale.exceptions import DataFormatError
-from l1scale.problem import Problem
+from l1scale.problems import Problem
 
 
 def small_data(seed=0, n=60, d=12):

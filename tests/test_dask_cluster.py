@@ -31,9 +31,8 @@ from test_distributed import EARN, EARN_D, LAM, split
 
 from l1scale.data.stream import Stream
 from l1scale.model_io import load_model
-from l1scale.problem import Problem
+from l1scale.problems import Problem, StreamProblem
 from l1scale.solvers.sketch import ReducedMemoryMultiPass
-from l1scale.stream_problem import StreamProblem
 
 # _hold_passes runs on the workers: ship it by value (the workers do not import tests/).
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -12,8 +12,8 @@ import scipy.sparse as sp
 from l1scale import SparseLogisticRegression, StreamProblem
 from l1scale.data import Chunk, Stream, dump_svmlight
 from l1scale.exceptions import DataFormatError
+from l1scale.problems import scan_stream
 from l1scale.solvers import SOLVERS
-from l1scale.stream_problem import scan_stream
 
 
 @pytest.fixture(scope="module")

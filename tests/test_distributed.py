@@ -28,11 +28,10 @@ from l1scale.distributed import (
     solve,
 )
 from l1scale.exceptions import ConvergenceWarning
-from l1scale.problem import Problem
+from l1scale.problems import Problem, ProblemLike, StreamProblem
 from l1scale.solvers.proximal import FISTA, MultiscaleFISTA
 from l1scale.solvers.sketch import MultiPass, ReducedMemoryMultiPass
 from l1scale.solvers.truncated import TruncatedGradient
-from l1scale.stream_problem import StreamProblem
 
 EARN, EARN_D = "reuters21578/modapte_earn_train.svm.bz2", 27901
 LAM = 10.0 / 9603  # the paper's gamma = 10
@@ -103,6 +102,22 @@ def test_rmmp_gives_the_single_machine_model(earn, dataset):
     h = res.history
     assert len(h.compute_time) == len(h.reduce_time) == len(h.driver_time) == len(h) == res.n_iter
     assert all(t > 0 for t in h.compute_time) and all(t >= 0 for t in h.driver_time)
+
+
+def test_the_dask_problem_declares_itself_and_answers_as_the_single_machine(earn, dataset):
+    """A stream problem that is ``distributed`` (MP asks it for its passes by that declaration):
+    its objective, certificate and lam_max are passes on the workers, equal to one machine's."""
+    X, y, _ = earn
+    local = StreamProblem(Stream.from_arrays(X, y), "logistic", LAM)
+    problem = DaskProblem(dataset, "logistic", LAM)
+    assert isinstance(problem, ProblemLike)
+    assert (problem.kind, problem.distributed, local.distributed) == ("stream", True, False)
+    w = np.zeros(EARN_D)
+    w[np.argsort(-np.bincount(X.indices, minlength=EARN_D))[:30]] = np.linspace(-1.0, 1.0, 30)
+    assert problem.objective(w, -0.7) == pytest.approx(local.objective(w, -0.7), rel=1e-12)
+    cert, ref = problem.certificate(w, -0.7), local.certificate(w, -0.7)
+    assert cert.name == ref.name == "kkt" and cert.value == pytest.approx(ref.value, rel=1e-10)
+    assert problem.lam_max() == pytest.approx(local.lam_max(), rel=1e-12)
 
 
 def test_mp_gives_the_single_machine_model(earn, client, tmp_path):

@@ -26,10 +26,9 @@ from test_distributed import EARN, EARN_D, LAM, same_model, split
 from l1scale.data.stream import Stream
 from l1scale.distributed import DaskDataset, DaskProblem, DistributedError, solve
 from l1scale.exceptions import ConvergenceWarning
-from l1scale.problem import Problem
+from l1scale.problems import Problem, StreamProblem
 from l1scale.solvers.proximal import FISTA
 from l1scale.solvers.sketch import MultiPass, ReducedMemoryMultiPass
-from l1scale.stream_problem import StreamProblem
 
 # The helpers below run on the workers: ship them by value (the workers need not import tests/).
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -13,7 +13,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from l1scale import SparseLinearRegression, SparseLogisticRegression, load
 from l1scale.exceptions import ModelFormatError
-from l1scale.problem import Problem
+from l1scale.problems import Problem
 from l1scale.solvers import StochasticCD
 from l1scale.solvers.base import compiled_once
 

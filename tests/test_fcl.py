@@ -15,9 +15,8 @@ from _shared_data import DATA, load_svmlight_pm
 from l1scale.data.feature_spaces import DNAPatterns, Products
 from l1scale.data.sequences import make_splice_sites, splice_sequences
 from l1scale.exceptions import ConvergenceWarning
-from l1scale.generated_problem import GeneratedProblem
 from l1scale.metrics import roc_auc
-from l1scale.problem import Problem
+from l1scale.problems import GeneratedProblem, Problem
 from l1scale.solvers import _fcl_kernels as K
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.dcl import DualCachedLoopsSGD

@@ -8,7 +8,7 @@ from l1scale import SparseLogisticRegression
 from l1scale.data import Stream
 from l1scale.data.svmlight import scan_labels
 from l1scale.exceptions import DataFormatError
-from l1scale.stream_problem import scan_stream
+from l1scale.problems import scan_stream
 
 TEXT = b"""# a header comment
 1 qid:3 1:0.5 4:2 # trailing comment: with 9:9 colons

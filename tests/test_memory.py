@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from l1scale.data.memory import as_columns, as_rows, column, column_matrix, row
-from l1scale.problem import Problem
+from l1scale.problems import Problem
 
 
 @njit(cache=True)

@@ -8,11 +8,10 @@ from l1scale import SparseLinearRegression, SparseLogisticRegression
 from l1scale.data.memory import as_rows
 from l1scale.data.stream import Stream
 from l1scale.data.synthetic import make_bm_simulated
-from l1scale.problem import Problem
+from l1scale.problems import Problem, StreamProblem
 from l1scale.solvers.bm_online import OnlineSketch
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.shooting import omega
-from l1scale.stream_problem import StreamProblem
 
 
 def _batch(X, y, loss, lam):

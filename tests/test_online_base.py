@@ -8,9 +8,9 @@ import scipy.sparse as sp
 
 from l1scale.data.stream import Stream
 from l1scale.exceptions import DataFormatError
+from l1scale.problems import StreamProblem
 from l1scale.solvers.online_base import prefetched
 from l1scale.solvers.truncated import TruncatedGradient
-from l1scale.stream_problem import StreamProblem
 
 
 def test_prefetched_keeps_order_and_raises_the_readers_error():

@@ -11,7 +11,7 @@ from sklearn.datasets import make_classification
 from sklearn.model_selection import StratifiedKFold
 
 from l1scale.path import SparseLogisticRegressionCV, lam_grid, regularization_path
-from l1scale.problem import Problem
+from l1scale.problems import Problem
 
 
 def _a9a(n=10000):

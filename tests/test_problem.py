@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from l1scale.problem import Problem, lam_max
+from l1scale.problems import Problem, lam_max
 from l1scale.solvers.cd import CoordinateDescent
 
 CONJUGATE = ["logistic", "squared", "squared_hinge"]

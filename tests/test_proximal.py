@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from _shared_data import DATA
 
 from l1scale.exceptions import ConvergenceWarning
-from l1scale.problem import Problem
+from l1scale.problems import Problem
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.proximal import FISTA, ISTA, MultiscaleFISTA
 

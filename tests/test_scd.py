@@ -13,7 +13,7 @@ from _shared_data import load_svmlight_pm as _svmlight
 from l1scale.data.memory import as_columns
 from l1scale.exceptions import ConvergenceWarning
 from l1scale.losses import get_loss
-from l1scale.problem import Problem
+from l1scale.problems import Problem
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.scd import GreedyCD, StochasticCD, _column_curvatures, _greedy_epoch, _residuals, _scd_epoch
 

@@ -11,10 +11,9 @@ from _shared_data import DATA
 
 from l1scale.data.stream import Stream
 from l1scale.losses import get_loss
-from l1scale.problem import Problem
+from l1scale.problems import Problem, StreamProblem
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.sgd import CumulativePenaltySGD
-from l1scale.stream_problem import StreamProblem
 
 EARN = os.path.join(DATA, "reuters21578", "modapte_earn_train.svm.bz2")
 A9A = os.path.join(DATA, "a9a", "a9a.bz2")

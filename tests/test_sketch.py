@@ -24,10 +24,9 @@ from l1scale.data.stream import Stream
 from l1scale.data.synthetic import make_bm_simulated
 from l1scale.exceptions import ConvergenceWarning, DataFormatError
 from l1scale.losses import get_loss
-from l1scale.problem import Problem, lam_max
+from l1scale.problems import Problem, StreamProblem, lam_max
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.sketch import MultiPass, ReducedMemoryMultiPass, pass_statistics
-from l1scale.stream_problem import StreamProblem
 
 EARN = os.path.join(DATA, "reuters21578", "modapte_earn_train.svm.bz2")
 EARN_N, EARN_D = 9603, 27901
@@ -252,7 +251,7 @@ def test_lam_ratio_resolves_against_lam_max(loss, fit_intercept):
     assert problem.lam is None
     res = _quiet(MultiPass(tol=1e-9), problem)
     lmax = lam_max(X, y, loss, fit_intercept=fit_intercept)
-    assert problem.lam_max == pytest.approx(lmax, rel=1e-10)
+    assert problem.lam_max() == pytest.approx(lmax, rel=1e-10)  # known from the first pass
     assert problem.lam == pytest.approx(0.1 * lmax, rel=1e-10)
     ref = CoordinateDescent(tol=1e-12).solve(Problem(X, y, loss, lam_ratio=0.1, fit_intercept=fit_intercept))
     np.testing.assert_allclose(res.coef, ref.coef, atol=1e-7)
@@ -416,7 +415,7 @@ _KILL_SCRIPT = textwrap.dedent("""
     from l1scale.data.stream import Stream
     from l1scale.data.synthetic import make_bm_simulated
     from l1scale.solvers.sketch import ReducedMemoryMultiPass
-    from l1scale.stream_problem import StreamProblem
+    from l1scale.problems import StreamProblem
 
     X, y = make_bm_simulated(10000, link="probit", add_intercept=False, random_state=0)
 

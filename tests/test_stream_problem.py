@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from l1scale.data import Stream, dump_svmlight
-from l1scale.stream_problem import scan_stream
+from l1scale.problems import scan_stream
 
 
 @pytest.fixture

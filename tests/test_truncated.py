@@ -14,10 +14,9 @@ from l1scale.data.memory import as_rows
 from l1scale.data.stream import Stream
 from l1scale.data.svmlight import load_svmlight
 from l1scale.losses import get_loss
-from l1scale.problem import Problem
+from l1scale.problems import Problem, StreamProblem
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.truncated import TruncatedGradient
-from l1scale.stream_problem import StreamProblem
 
 EARN = os.path.join(DATA, "reuters21578", "modapte_earn_train.svm.bz2")
 A9A = os.path.join(DATA, "a9a", "a9a.bz2")
@@ -292,7 +291,7 @@ def test_l1_subgradient_is_rounded_at_the_end_of_training():
     """ALGORITHMS.md sec. 4: the L1 subgradient's weights are rounded to zero only at the end;
     the state keeps the oscillating weights, solve returns them rounded at eta_T K g."""
     from l1scale.data.stream import Stream
-    from l1scale.stream_problem import StreamProblem
+    from l1scale.problems import StreamProblem
 
     rng = np.random.default_rng(3)
     X = sp.random(400, 60, density=0.1, random_state=4, format="csr")

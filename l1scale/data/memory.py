@@ -12,7 +12,7 @@ Layouts are converted once (CSC for columns, CSR for rows, int64 indices so
 there is no 2^31 limit on nnz), never per iteration; a matrix already in the layout
 (canonical, float64 values, int64 indices, or a Fortran / C ordered float64 array) is
 taken without a copy, so ``column_matrix`` converts X once for any number of
-:class:`~l1scale.problem.Problem` built on it (one-vs-rest, cross-validation folds, paths).
+:class:`~l1scale.problems.Problem` built on it (one-vs-rest, cross-validation folds, paths).
 
 The kernels here are ``nogil``: solves in threads (``n_jobs``) run them in parallel.
 """

@@ -24,7 +24,7 @@ from ..data._svmlight_write import make_csr
 from ..data.chunks import Chunk, as_chunk
 from ..data.stream import Stream
 from ..data.validation import check_compressed, check_finite
-from ..stream_problem import StreamProblem, StreamScan, scan_stream
+from ..problems.stream import StreamProblem, StreamScan, scan_stream
 
 
 class PartitionSpec(NamedTuple):
@@ -249,6 +249,13 @@ def gradient_at(stream, spec: ProblemSpec, b0):
         )
         grad += X.T @ (s * problem.loss.derivative(y, np.full(y.shape[0], b0)))
     return grad
+
+
+def loss_and_gradient(stream, spec: ProblemSpec, point):
+    """This partition's part of :meth:`~l1scale.problems.StreamProblem.loss_and_gradient` at
+    ``point = (w, b)`` (the objective's and the certificate's pass)."""
+    w, b = point
+    return local_problem(stream, spec).loss_and_gradient(w, b)
 
 
 def add(*parts):

@@ -26,7 +26,7 @@ import uuid
 
 import numpy as np
 
-from ..stream_problem import StreamScan
+from ..problems.stream import StreamScan
 from . import _tasks
 from ._errors import DistributedError, TasksCancelled
 

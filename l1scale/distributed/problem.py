@@ -2,7 +2,7 @@
 
     P(w, b) = (1/W) sum_i s_i loss(y_i, x_i . w + b) + lam (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)
 
-exactly as :class:`~l1scale.stream_problem.StreamProblem` (W = sum_i s_i over all the
+exactly as :class:`~l1scale.problems.StreamProblem` (W = sum_i s_i over all the
 partitions; labels mapped to +-1 and class weights applied per partition, on the
 workers, as ``StreamProblem.chunks`` does), but the rows never reach the driver: a pass
 is :meth:`DaskProblem.run_pass`, the map of :func:`~l1scale.solvers.sketch.pass_statistics`
@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from ..data.stream import Stream
-from ..stream_problem import StreamProblem
+from ..problems.stream import StreamProblem
 from . import _tasks
 from ._errors import TasksCancelled
 
@@ -54,16 +54,21 @@ class _ClusterSource:
 class DaskProblem(StreamProblem):
     """Loss + penalty + intercept over the partitions of a DaskDataset.
 
+    A :class:`~l1scale.problems.base.ProblemLike` of kind ``"stream"`` that is ``distributed``: its
+    passes (:meth:`run_pass`, :meth:`map_reduce`, and those of its objective, certificate and
+    lam_max) run on the workers; :meth:`chunks` is refused on the driver.
+
     Parameters
     ----------
     dataset : DaskDataset
     loss, lam, lam_ratio, l1_ratio, fit_intercept, positive_class, class_weight
-        As :class:`~l1scale.stream_problem.StreamProblem`.
+        As :class:`~l1scale.problems.StreamProblem`.
     scan : ignored
         The data set's own scan is used (accepted for the StreamProblem signature).
     """
 
     PASS_RETRIES = 2  # run_pass: repeats of a pass cancelled because its broadcast point died
+    distributed = True
 
     def __init__(
         self,
@@ -136,6 +141,11 @@ class DaskProblem(StreamProblem):
             except TasksCancelled:
                 if retry == self.PASS_RETRIES or not self.dataset.worker_back():
                     raise
+
+    def loss_and_gradient(self, w, b=0.0) -> np.ndarray:
+        """As :meth:`StreamProblem.loss_and_gradient`: the map over the partitions and the sum."""
+        point = (np.asarray(w, dtype=np.float64), float(b))
+        return self.map_reduce(_tasks.loss_and_gradient, self.broadcast(point), what="objective")
 
     def gradient_at_start(self) -> np.ndarray:
         """One pass: the mean-form loss gradient at (0, b0) (for lam_ratio)."""

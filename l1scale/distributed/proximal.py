@@ -25,7 +25,8 @@ import time
 import numpy as np
 
 from ..losses import get_loss, weighted_conjugate
-from ..problem import Certificate, newton_intercept
+from ..problems.base import Certificate
+from ..problems.memory import newton_intercept
 from ..solvers.proximal import loss_change, margin_loss_terms
 from . import _tasks
 from .dataset import task_key
@@ -154,7 +155,7 @@ class DaskPasses:
         ]
 
     def intercept(self, zw, b, tol, max_iter=100):
-        """argmin_b sum_i c_i loss(y_i, zw_i + b): :func:`~l1scale.problem.newton_intercept`, as the
+        """argmin_b sum_i c_i loss(y_i, zw_i + b): :func:`~l1scale.problems.newton_intercept`, as the
         single-machine solver, each evaluation of the derivative a map over the partitions."""
         client, yc, loss = self._client, self._yc, self._loss
 

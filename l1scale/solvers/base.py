@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..exceptions import ConvergenceWarning
+from ..problems.base import ProblemLike
 
 __all__ = ["EstimatorSettings", "History", "Result", "Solver", "Timer", "certified_result", "compiled_once"]
 
@@ -174,13 +175,15 @@ class EstimatorSettings:
 
 
 class Solver:
-    """Base class: a solver declares what it needs and solves a Problem.
+    """Base class: a solver declares what it needs and solves a problem
+    (:class:`~l1scale.problems.base.ProblemLike`) of the kind it reads.
 
     Class attributes
     ----------------
     name : str
     data_access : str
-        ``"columns"``, ``"rows"`` or ``"stream"``.
+        ``"columns"`` or ``"rows"`` (a problem of kind ``"memory"``), ``"stream"`` (kind
+        ``"stream"``: passes) or ``"generated"`` (kind ``"generated"``).
     requires : tuple of str
         Loss attributes that must be true or not None (``"smooth"``, ``"curvature_kernel"``, ...).
     needs_label_pass : bool
@@ -194,7 +197,7 @@ class Solver:
     requires: tuple = ()
     needs_label_pass = True
 
-    def check_problem(self, problem):
+    def check_problem(self, problem: ProblemLike):
         """Raise a ValueError naming what the problem's loss lacks for this solver."""
         loss = problem.loss
         missing = [attr for attr in self.requires if not getattr(loss, attr, None)]
@@ -203,7 +206,7 @@ class Solver:
                 f"solver {self.name!r} cannot minimise loss {loss.name!r}: it needs the loss to have "
                 + ", ".join(missing)
             )
-        if self.needs_label_pass and getattr(problem, "scan", False) is None:
+        if self.needs_label_pass and problem.kind == "stream" and problem.scan is None:
             raise ValueError(
                 f"solver {self.name!r} needs the label pass (n, W and b0 before its first pass); "
                 "declared classes (no label pass) are for truncated_gradient and online"
@@ -218,7 +221,7 @@ class Solver:
             kw["checkpoint"] = settings.checkpoint
         return cls(tol=settings.tol, max_iter=settings.max_iter, random_state=settings.random_state, **kw)
 
-    def solve(self, problem, coef_init=None, intercept_init=None):  # pragma: no cover - interface
+    def solve(self, problem: ProblemLike, coef_init=None, intercept_init=None):  # pragma: no cover - interface
         raise NotImplementedError
 
 

@@ -7,7 +7,7 @@ For each example i, with beta_{i-1} = (w, b) the estimate so far,
 2. Psi += a_i x_i x_i^T, theta += b_i x_i (the intercept is one more coordinate of x, = 1);
 3. beta_i = modified Shooting(Psi, theta, beta_{i-1}, gamma_i).
 
-It minimises, in the limit, the problem of :class:`~l1scale.stream_problem.StreamProblem`
+It minimises, in the limit, the problem of :class:`~l1scale.problems.StreamProblem`
 (gamma = W lam l1_ratio in the paper's sum form). The two heuristics of sec. 4.1:
 
 - ``schedule="linear"`` (default): gamma_i = W_i lam, W_i the weight of the examples seen
@@ -36,6 +36,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..problems.base import ProblemLike
 from .base import History, Result, Solver
 from .shooting import Sketch, shooting_sweeps, taylor_terms
 
@@ -468,8 +469,8 @@ class OnlineSketch(Solver):
         state.n_seen += n
         return state
 
-    def solve(self, problem, coef_init=None, intercept_init=None, *, state=None) -> Result:
-        """One pass over a StreamProblem (Algorithm 2), continuing ``state`` when given;
+    def solve(self, problem: ProblemLike, coef_init=None, intercept_init=None, *, state=None) -> Result:
+        """One pass over ``problem`` (kind ``"stream"``; Algorithm 2), continuing ``state`` when given;
         the state reached is left in ``self.state_`` (for ``partial_fit`` afterwards)."""
         self.check_problem(problem)
         if coef_init is not None or intercept_init is not None:

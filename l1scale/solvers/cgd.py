@@ -53,6 +53,7 @@ from numba import njit
 from .. import checkpoint as checkpoints
 from ..data.memory import column, column_moments
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
+from ..problems.base import ProblemLike
 from .base import History, Result, Solver, Timer, certified_result, compiled_once
 
 __all__ = ["CoordinateGradientDescent"]
@@ -254,7 +255,9 @@ class CoordinateGradientDescent(Solver):
         if not self.tol >= 0.0:
             raise ValueError(f"tol must be >= 0, got tol={self.tol!r}")
 
-    def solve(self, problem, coef_init=None, intercept_init=None) -> Result:
+    def solve(self, problem: ProblemLike, coef_init=None, intercept_init=None) -> Result:
+        """Minimise ``problem`` (kind ``"memory"``: its columns) from ``coef_init`` (default 0) and
+        ``intercept_init`` (default 0)."""
         self.check_problem(problem)
         self._check_parameters()
         compile_seconds = _warm_up()

@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from ..data.memory import as_rows
-from ..generated_problem import GeneratedProblem
+from ..problems.base import ProblemLike
 from .base import History, Result, Solver
 from .fcl import parse_bytes
 from .online_base import STATS, Examples
@@ -36,7 +36,7 @@ __all__ = ["DualCachedLoopsSGD"]
 
 class DualCachedLoopsSGD(Solver):
     r"""SGD over a row cache filled by a reader thread (module docstring): minimises, in
-    the limit, the objective of :class:`~l1scale.generated_problem.GeneratedProblem`.
+    the limit, the objective of :class:`~l1scale.problems.GeneratedProblem`.
 
     Parameters
     ----------
@@ -94,10 +94,10 @@ class DualCachedLoopsSGD(Solver):
         self.max_epochs, self.max_time = float(max_epochs), max_time
         self.snapshot_every, self.random_state, self.verbose = float(snapshot_every), random_state, verbose
 
-    def solve(self, problem: GeneratedProblem, raw=None, coef_init=None, intercept_init=None) -> Result:
+    def solve(self, problem: ProblemLike, raw=None, coef_init=None, intercept_init=None) -> Result:
         """``raw``: the examples as given to the space (rows are sliced from it); by default
         the problem's own input."""
-        if not isinstance(problem, GeneratedProblem):
+        if getattr(problem, "kind", None) != "generated":
             raise TypeError("DualCachedLoopsSGD solves a GeneratedProblem")
         raw = problem.raw_input if raw is None else raw
         n, p, lam = problem.n_samples, problem.n_features, problem.lam

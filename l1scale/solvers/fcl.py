@@ -41,7 +41,7 @@ import numpy as np
 from numba import njit
 
 from ..exceptions import ConvergenceWarning
-from ..generated_problem import GeneratedProblem
+from ..problems.base import ProblemLike
 from . import _fcl_kernels as K
 from ._fcl_cache import FeatureCache, parse_bytes
 from .base import History, Result, Solver, compiled_once
@@ -124,7 +124,7 @@ class FeatureCachedLoops(Solver):
 
         P(w, b) = \sum_i c_i \, \mathrm{loss}(y_i, \phi(x_i) \cdot w + b) + \lambda \|w\|_1
 
-    (:class:`~l1scale.generated_problem.GeneratedProblem`).
+    (:class:`~l1scale.problems.GeneratedProblem`).
 
     Parameters
     ----------
@@ -201,8 +201,8 @@ class FeatureCachedLoops(Solver):
         self.random_state, self.verbose, self.callback = random_state, verbose, callback
 
     # ------------------------------------------------------------------ set-up
-    def solve(self, problem: GeneratedProblem, coef_init=None, intercept_init=None) -> Result:
-        if not isinstance(problem, GeneratedProblem):
+    def solve(self, problem: ProblemLike, coef_init=None, intercept_init=None) -> Result:
+        if getattr(problem, "kind", None) != "generated":
             raise TypeError("FeatureCachedLoops solves a GeneratedProblem (a feature space over raw inputs)")
         if coef_init is not None or intercept_init is not None:
             raise ValueError("fcl starts from w = 0 and the intercept-only b (no warm start)")

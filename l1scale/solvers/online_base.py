@@ -2,7 +2,7 @@
 
 An online solver (SMIDAS, truncated gradient, SGD with cumulative penalty) learns from
 one example at a time in a jitted kernel that costs O(nnz(x_i)) per example whatever d
-(lazy penalties). This module drives it over a :class:`~l1scale.stream_problem.StreamProblem`:
+(lazy penalties). This module drives it over a :class:`~l1scale.problems.StreamProblem`:
 
 - ``max_iter`` passes over the stream, the learning rate decaying across passes as each
   solver defines;
@@ -41,6 +41,7 @@ from ..checkpoint import Checkpoint, problem_fingerprint, solver_fingerprint
 from ..exceptions import DivergenceError
 from ..losses import loss_value
 from ..penalties import ElasticNet
+from ..problems.base import ProblemLike
 from .base import History, Result, Solver
 
 _PREFETCH = 2  # chunks read ahead by the reader thread
@@ -287,8 +288,9 @@ class OnlineSolver(Solver):
         self._catch_up(state)
         return out
 
-    def solve(self, problem, coef_init=None, intercept_init=None, *, state=None) -> Result:
-        """``max_iter`` passes over a StreamProblem; the state reached is left in ``self.state_``."""
+    def solve(self, problem: ProblemLike, coef_init=None, intercept_init=None, *, state=None) -> Result:
+        """``max_iter`` passes over ``problem`` (kind ``"stream"``); the state reached is left in
+        ``self.state_``."""
         self.check_problem(problem)
         ck = saved = None
         if self.checkpoint is not None:
@@ -488,7 +490,7 @@ def _zero_model_loss(problem):
     name = problem.loss.name
     if name != "squared":
         return float(loss_value(problem.loss.kernel_id, 1.0, 0.0))
-    scan = getattr(problem, "scan", None)
+    scan = problem.scan
     if scan is None or scan.classes.shape[0] == 0 or problem.weight_sum <= 0:
         return None
     return float(np.sum(scan.weights * scan.classes.astype(np.float64) ** 2) / 2.0 / problem.weight_sum)

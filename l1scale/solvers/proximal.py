@@ -74,7 +74,8 @@ from ..losses import (
     weighted_derivatives,
     weighted_value,
 )
-from ..problem import newton_intercept
+from ..problems.base import ProblemLike
+from ..problems.memory import newton_intercept
 from .base import History, Result, Solver, Timer, certified_result, compiled_once
 
 __all__ = ["FISTA", "ISTA", "MultiscaleFISTA", "ProximalGradient"]
@@ -241,9 +242,10 @@ class ProximalGradient(Solver):
             raise ValueError(f"tol must be >= 0, got tol={self.tol!r}")
 
     # ------------------------------------------------------------------ driver
-    def solve(self, problem, coef_init=None, intercept_init=None, *, passes=None) -> Result:
-        """Minimise ``problem``; ``passes`` computes what the driver needs from the data
-        (default :class:`InMemoryPasses`; the Dask backend gives its own)."""
+    def solve(self, problem: ProblemLike, coef_init=None, intercept_init=None, *, passes=None) -> Result:
+        """Minimise ``problem`` (kind ``"memory"``, or a ``distributed`` one through the Dask backend);
+        ``passes`` computes what the driver needs from the data (default :class:`InMemoryPasses`;
+        the Dask backend gives its own)."""
         self.check_problem(problem)
         self._check_options()
         scaling = self._scaling()
@@ -416,7 +418,7 @@ class ProximalGradient(Solver):
 
 def _overflow_message(name, problem, top):
     """Why the first step size cannot be formed: the curvature along a column overflowed."""
-    columns = getattr(problem, "columns", None)
+    columns = problem.columns if problem.kind == "memory" else None  # a Dask problem's are on the cluster
     scale = ""
     if columns is not None and columns.data.size:
         scale = f"; X has entries as large as {float(np.max(np.abs(columns.data))):.3g}"
@@ -428,7 +430,7 @@ def _overflow_message(name, problem, top):
 
 
 class InMemoryPasses:
-    """What the proximal driver needs from the data, for a :class:`~l1scale.problem.Problem`
+    """What the proximal driver needs from the data, for a :class:`~l1scale.problems.Problem`
     held in memory: margins X x, the exact intercept, the loss terms with X^T r (and the
     diagonal curvature) at the gradient point, the certificate and the loss change of a
     trial. ``l1scale.distributed`` gives the same operations over a cluster's partitions.

@@ -62,6 +62,7 @@ from .. import checkpoint as checkpoints
 from ..data.memory import column
 from ..exceptions import ConvergenceWarning
 from ..losses import loss_derivative, weighted_conjugate, weighted_value
+from ..problems.base import ProblemLike
 from .base import History, Result, Solver, Timer, compiled_once
 
 __all__ = ["GreedyCD", "StochasticCD"]
@@ -225,8 +226,9 @@ class _DuplicatedCD(Solver):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ driver
-    def solve(self, problem, coef_init=None, intercept_init=None) -> Result:
-        """Minimise ``problem`` from ``coef_init`` (default 0) and ``intercept_init`` (default 0).
+    def solve(self, problem: ProblemLike, coef_init=None, intercept_init=None) -> Result:
+        """Minimise ``problem`` (kind ``"memory"``: its columns) from ``coef_init`` (default 0) and
+        ``intercept_init`` (default 0).
 
         Returns
         -------

@@ -1,6 +1,6 @@
 """SGD with a cumulative L1 penalty (SGD-C: Tsuruoka, Tsujii & Ananiadou 2009; Qin et al., Algorithm 4).
 
-It minimises the streamed problem of :class:`~l1scale.stream_problem.StreamProblem`
+It minimises the streamed problem of :class:`~l1scale.problems.StreamProblem`
 
     P(w, b) = (1/W) sum_i s_i loss(y_i, x_i . w + b) + lam ||w||_1
 

@@ -1,6 +1,6 @@
 """Multi-pass quadratic-sketch solvers: MP and RMMP (Balakrishnan & Madigan, sec. 5).
 
-Both minimise the streamed problem of :class:`~l1scale.stream_problem.StreamProblem`
+Both minimise the streamed problem of :class:`~l1scale.problems.StreamProblem`
 
     P(w, b) = (1/W) sum_i s_i loss(y_i, x_i . w + b) + lam (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)
 
@@ -46,7 +46,7 @@ from ..checkpoint import Checkpoint, problem_fingerprint, solver_fingerprint
 from ..exceptions import ConvergenceWarning
 from ..losses import loss_derivative, loss_value
 from ..penalties import ElasticNet
-from ..stream_problem import StreamProblem
+from ..problems.base import ProblemLike
 from .base import History, Result, Solver, Timer
 from .shooting import Sketch, shooting, taylor_terms
 
@@ -154,11 +154,13 @@ def _augmented(X: sp.csr_matrix, intercept: bool) -> sp.csr_matrix:
     return sp.hstack([X, np.ones((X.shape[0], 1))], format="csr") if intercept else X
 
 
-def pass_statistics(problem: StreamProblem, rows, y, s, beta, b, active, *, sparse_sketch=False):
+def pass_statistics(problem: ProblemLike, rows, y, s, beta, b, active, *, sparse_sketch=False):
     """The map: statistics of one chunk at (beta, b) with the sketch on ``active``.
 
     Parameters
     ----------
+    problem : ProblemLike
+        The stream problem (kind ``"stream"``) the chunk is from (its loss, width and intercept).
     rows : Matrix
         The chunk in row layout.
     y, s : ndarray (rows,)
@@ -277,19 +279,18 @@ class MultiPass(Solver):
     # -- one pass
     def _pass(self, problem, beta, b, active):
         """The pass's statistics summed over all rows: the map over chunks and the sum here, or
-        on a cluster when the problem runs its own passes (``l1scale.distributed.DaskProblem``)."""
+        on a cluster when the problem is ``distributed`` (``l1scale.distributed.DaskProblem``)."""
         sparse = self._sparse(problem)
-        run_pass = getattr(problem, "run_pass", None)
-        if run_pass is not None:
-            return run_pass(beta, b, active, sparse_sketch=sparse)
+        if problem.distributed:
+            return problem.run_pass(beta, b, active, sparse_sketch=sparse)
         total = None
         for rows, y, s, _ in problem.chunks():
             part = pass_statistics(problem, rows, y, s, beta, b, active, sparse_sketch=sparse)
             total = part if total is None else total + part
         return total
 
-    def solve(self, problem: StreamProblem, coef_init=None, intercept_init=None) -> Result:
-        """Minimise ``problem`` (a StreamProblem); see the module docstring."""
+    def solve(self, problem: ProblemLike, coef_init=None, intercept_init=None) -> Result:
+        """Minimise ``problem`` (kind ``"stream"``, distributed or not); see the module docstring."""
         self.check_problem(problem)
         timer = Timer()
         d, W = problem.n_features, problem.weight_sum
@@ -341,7 +342,7 @@ class MultiPass(Solver):
                 time=timer(),
                 data_accesses=accesses,
                 active=int(np.count_nonzero(active < d)),
-                **getattr(problem, "last_pass_times", {}),
+                **(problem.last_pass_times if problem.distributed else {}),
             )  # distributed: the pass's time split
             self._report(z, active, beta, objective, viol, pen, timer)
             if best is None or objective < best[2]:

@@ -1,6 +1,6 @@
 """SMIDAS: stochastic mirror descent made sparse (Shalev-Shwartz & Tewari 2009, Algorithm 3).
 
-It minimises the streamed problem of :class:`~l1scale.stream_problem.StreamProblem`
+It minimises the streamed problem of :class:`~l1scale.problems.StreamProblem`
 
     P(w, b) = (1/W) sum_i s_i loss(y_i, x_i . w + b) + lam ||w||_1
 

@@ -1,7 +1,7 @@
 """Truncated gradient, coefficient rounding and the L1 subgradient (Langford, Li & Zhang, seed 3).
 
 Online stochastic gradient descent on the mean-form problem of
-:class:`~l1scale.stream_problem.StreamProblem` (ALGORITHMS.md section 4): per example,
+:class:`~l1scale.problems.StreamProblem` (ALGORITHMS.md section 4): per example,
 with the margin z_i = x_i . w + b taken *before* the example is learned from,
 
     w <- w - eta_t s_i loss'(y_i, z_i) x_i,     b <- b - eta_t s_i loss'(y_i, z_i),

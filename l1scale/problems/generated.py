@@ -1,6 +1,6 @@
 """GeneratedProblem: the L1 problem over a generated feature space that is never materialised.
 
-The twin of :class:`~l1scale.problem.Problem` for feature cached loops (ALGORITHMS.md
+The twin of :class:`~l1scale.problems.Problem` for feature cached loops (ALGORITHMS.md
 sec. 6): the design matrix is Phi = phi(raw), p candidate columns produced block by
 block by a :class:`~l1scale.data.feature_spaces.FeatureSpace`, and the problem is
 
@@ -13,10 +13,12 @@ Only pure L1: the paper's problem, and what lets a zero column stay out of memor
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
-from .losses import get_loss
-from .penalties import Regularization
-from .problem import check_labels, check_sample_weight, optimal_intercept
+from ..losses import get_loss
+from ..penalties import ElasticNet, Regularization
+from .base import Certificate
+from .memory import check_labels, check_sample_weight, optimal_intercept
 
 __all__ = ["GeneratedProblem"]
 
@@ -25,6 +27,10 @@ _FEW_COLUMNS = 1000  # margins: above this support size, generate whole blocks
 
 class GeneratedProblem:
     """Raw inputs, a feature space over them, labels, loss, weights and lam, validated once.
+
+    A :class:`~l1scale.problems.base.ProblemLike` of kind ``"generated"``: solvers read the columns
+    of the space (``space``, ``raw``) block by block; its certificate (the KKT violation over every
+    column, as FCL's) and lam_max each cost one sweep over the blocks.
 
     Parameters
     ----------
@@ -41,6 +47,9 @@ class GeneratedProblem:
     fit_intercept : bool, default True
     sample_weight : ndarray (n,), optional
     """
+
+    kind = "generated"
+    distributed = False
 
     def __init__(
         self, space, raw, y, loss="logistic", lam=None, *, lam_ratio=None, fit_intercept=True, sample_weight=None
@@ -68,6 +77,11 @@ class GeneratedProblem:
             self._penalty = self._regularization.resolve(self.lam_max())
         return self._penalty.lam
 
+    @property
+    def penalty(self) -> ElasticNet | None:
+        """The L1 penalty; None while ``lam_ratio`` waits for lam_max (asking for ``lam`` resolves it)."""
+        return self._penalty
+
     def intercept_only(self) -> float:
         """b0, the optimal intercept at w = 0 (0 without an intercept)."""
         z = np.zeros(self.n_samples)
@@ -76,8 +90,8 @@ class GeneratedProblem:
     def lam_max(self) -> float:
         """max_j |sum_i c_i loss'(y_i, b0) phi_j(x_i)|: one sweep over every block."""
         if not hasattr(self, "_lam_max"):
-            from .solvers._fcl_cache import slot_dtype
-            from .solvers._fcl_kernels import screen_block
+            from ..solvers._fcl_cache import slot_dtype
+            from ..solvers._fcl_kernels import screen_block
 
             r = self.c * self.loss.derivative(self.y, np.full(self.n_samples, self.intercept_only()))
             never = np.full(self.n_features, -1, dtype=slot_dtype(self.n_features))  # no column cached
@@ -93,7 +107,7 @@ class GeneratedProblem:
         """phi(raw) . coef + intercept, generating only the columns where coef is nonzero: chosen
         columns one by one for a small support, else the blocks that hold any of them (a chosen
         column can cost O(n) to generate where a block costs its nonzeros)."""
-        from .solvers._fcl_kernels import add_columns
+        from ..solvers._fcl_kernels import add_columns
 
         coef = np.asarray(coef, dtype=np.float64)
         support = np.flatnonzero(coef)
@@ -112,3 +126,24 @@ class GeneratedProblem:
     def objective(self, coef, intercept=0.0) -> float:
         z = self.margins(coef, intercept)
         return float(np.dot(self.c, self.loss.value(self.y, z)) + self.lam * np.abs(coef).sum())
+
+    def certificate(self, coef, intercept=0.0) -> Certificate:
+        """The KKT violation at (coef, intercept) over every column of the space, as FCL certifies
+        its result: the largest distance from minus the loss gradient to lam's subdifferential
+        (one sweep over the blocks), and with an intercept |its gradient|; relative to lam.
+        ``intercept`` is taken as given (not made optimal)."""
+        coef = np.asarray(coef, dtype=np.float64)
+        lam = self.lam
+        pen = self._penalty
+        z = self.margins(coef, intercept)
+        r = self.c * self.loss.derivative(self.y, z)
+        viol = 0.0
+        for k in range(self.space.n_blocks_):
+            j0, j1 = self.space.block_range(k)
+            _, indptr, rows, vals = self.space.column_block(self.raw, k)
+            g = sp.csc_matrix((vals, rows, indptr), shape=(self.n_samples, j1 - j0)).T @ r
+            viol = max(viol, float(np.max(pen.subdifferential_distance(coef[j0:j1], g), initial=0.0)))
+        if self.fit_intercept:
+            viol = max(viol, abs(float(np.sum(r))))
+        primal = float(np.dot(self.c, self.loss.value(self.y, z)) + lam * np.abs(coef).sum())
+        return Certificate("kkt", viol, viol / lam, primal)

@@ -1,8 +1,8 @@
-"""The problem of :mod:`l1scale.problem` over data that are streamed, never held.
+"""The problem of :mod:`l1scale.problems.memory` over data that are streamed, never held.
 
     P(w, b) = (1/W) sum_i s_i loss(y_i, x_i . w + b) + lam (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2)
 
-with W = sum_i s_i, exactly as :class:`~l1scale.problem.Problem`, but X and y come
+with W = sum_i s_i, exactly as :class:`~l1scale.problems.Problem`, but X and y come
 from a :class:`~l1scale.data.stream.Stream`, one chunk of rows at a time. Streaming
 solvers (MP, RMMP, Online) read it through :meth:`StreamProblem.chunks`, which turns
 the stream's labels into {-1, +1}, applies sample and class weights, and checks every
@@ -29,11 +29,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import ndtri
 
-from .data.memory import as_rows
-from .data.stream import Stream
-from .exceptions import DataFormatError
-from .losses import get_loss
-from .penalties import Regularization
+from ..data.memory import as_rows
+from ..data.stream import Stream
+from ..exceptions import DataFormatError
+from ..losses import get_loss
+from ..penalties import Regularization
+from .base import Certificate
 
 __all__ = ["StreamProblem", "StreamScan", "scan_stream"]
 
@@ -149,6 +150,10 @@ def _check_class_labels(classes, stream):
 class StreamProblem:
     """Loss + penalty + intercept over a Stream, validated chunk by chunk.
 
+    A :class:`~l1scale.problems.base.ProblemLike` of kind ``"stream"``: solvers read it in passes
+    (:meth:`chunks`); its objective, certificate (the KKT violation, as MP's) and lam_max each
+    cost one pass.
+
     Parameters
     ----------
     stream : Stream, str or path-like
@@ -175,6 +180,9 @@ class StreamProblem:
         ends, ``scan``, ``n_samples`` and ``weight_sum`` are None.
     """
 
+    kind = "stream"
+    distributed = False
+
     def __init__(
         self,
         stream,
@@ -197,6 +205,7 @@ class StreamProblem:
         self.penalty = self.regularization.penalty()
         self.fit_intercept = bool(fit_intercept)
         self.class_weight = dict(class_weight or {})
+        self._lam_max = None  # known once a pass has made it (lam_ratio's first pass, or lam_max())
         self._checked = False  # chunks() checks values and labels until one pass completes
         if classes is not None:
             self._declare(classes, scan, positive_class)
@@ -272,21 +281,74 @@ class StreamProblem:
     def resolve_lam(self, grad_at_start) -> float:
         """Set lam = lam_ratio * lam_max from the mean-form loss gradient at (0, b0)."""
         lam_max = float(np.max(np.abs(grad_at_start), initial=0.0)) / self.l1_ratio
-        self.lam_max = lam_max
+        self._lam_max = lam_max
         if self.penalty is None:
             self.penalty = self.regularization.resolve(lam_max)
         return self.penalty.lam
+
+    def lam_max(self) -> float:
+        """The smallest lam for which w = 0 is optimal: ||gradient at (0, b0)||_inf / l1_ratio.
+        Known after the pass that resolved ``lam_ratio``; otherwise one pass."""
+        if self._lam_max is None:
+            self._lam_max = float(np.max(np.abs(self.gradient_at_start()), initial=0.0)) / self.l1_ratio
+        return self._lam_max
+
+    def _resolved_penalty(self):
+        """The penalty, ``lam_ratio`` resolved first when it is not yet (one pass)."""
+        if self.penalty is None:
+            self.resolve_lam(self.gradient_at_start())
+        return self.penalty
+
+    # ------------------------------------------------------------------ a pass at a point
+    def loss_and_gradient(self, w, b=0.0) -> np.ndarray:
+        """One pass at (w, b): ``[sum_i s_i loss_i, sum_i s_i loss'_i x_i (d values),
+        sum_i s_i loss'_i, sum_i s_i]`` over every row (s the weights :meth:`chunks` gives), as one
+        array, so that sums of parts (partitions) add."""
+        w = np.asarray(w, dtype=np.float64)
+        d = self.n_features
+        out = np.zeros(d + 3)
+        for rows, y, s, _ in self.chunks():
+            X = _as_matrix(rows)
+            z = np.asarray(X @ w, dtype=np.float64).reshape(-1) + b
+            u = s * self.loss.derivative(y, z)
+            out[0] += float(np.sum(s * self.loss.value(y, z)))
+            out[1 : d + 1] += X.T @ u
+            out[d + 1] += float(np.sum(u))
+            out[d + 2] += float(np.sum(s))
+        return out
+
+    def _mean_sums(self, w, b):
+        """(mean loss, mean-form loss gradient (d,), its intercept part) at (w, b): one pass."""
+        sums = self.loss_and_gradient(w, b)
+        d = self.n_features
+        W = self.weight_sum if self.weight_sum is not None else sums[d + 2]
+        return sums[0] / W, sums[1 : d + 1] / W, sums[d + 1] / W
+
+    def objective(self, w, b=0.0) -> float:
+        """P(w, b): one pass (two when ``lam_ratio`` is still to be resolved)."""
+        pen = self._resolved_penalty()
+        loss, _, _ = self._mean_sums(w, b)
+        return float(loss + pen.value(np.asarray(w, dtype=np.float64)))
+
+    def certificate(self, w, b=0.0) -> Certificate:
+        """The KKT violation at (w, b), as MP and RMMP certify their points: the largest distance
+        from minus the loss gradient to the penalty's subdifferential, and with an intercept
+        |its gradient|; relative to lam * l1_ratio. One pass (two when ``lam_ratio`` is still to be
+        resolved). ``b`` is taken as given (not made optimal)."""
+        pen = self._resolved_penalty()
+        w = np.asarray(w, dtype=np.float64)
+        loss, v, vb = self._mean_sums(w, b)
+        viol = float(np.max(pen.subdifferential_distance(w, v), initial=0.0))
+        if self.fit_intercept:
+            viol = max(viol, abs(float(vb)))
+        return Certificate("kkt", viol, viol / pen.l1, float(loss + pen.value(w)))
 
     def gradient_at_start(self) -> np.ndarray:
         """One pass: the mean-form loss gradient X^T (c * loss'(y, b0)) at (0, b0)."""
         b0 = self.intercept_only()
         grad = np.zeros(self.n_features)
         for rows, y, s, _ in self.chunks():
-            X = (
-                rows.data.reshape(rows.shape)
-                if rows.dense
-                else sp.csr_matrix((rows.data, rows.indices, rows.indptr), shape=rows.shape)
-            )
+            X = _as_matrix(rows)
             grad += X.T @ (s * self.loss.derivative(y, np.full(y.shape[0], b0)))
         return grad / self.weight_sum
 
@@ -381,6 +443,13 @@ class StreamProblem:
 
 def _plain(v):
     return v.item() if hasattr(v, "item") else v
+
+
+def _as_matrix(rows):
+    """The chunk's rows (a row-layout Matrix) as a matrix over its arrays, for products."""
+    if rows.dense:
+        return rows.data.reshape(rows.shape)
+    return sp.csr_matrix((rows.data, rows.indices, rows.indptr), shape=rows.shape)
 
 
 class _Tally:

@@ -1,4 +1,4 @@
-"""The optimisation problem every solver minimises, validated once.
+"""The problem held in memory (X dense, CSR or CSC), validated once: :class:`Problem`.
 
     P(w, b) = sum_i c_i * loss(y_i, x_i . w + b)  +  lam * ( l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2 )
 
@@ -6,32 +6,33 @@ with c_i = s_i / sum(s) (sample weights s, default 1, so the loss term is a
 mean) and an unpenalised intercept b when ``fit_intercept`` (ALGORITHMS.md
 section 1). Optimality is certified by the duality gap (Koh, Kim & Boyd 2007,
 sec. 2.3) for losses with a known conjugate, by the KKT violation otherwise.
+
+Also here: the validation of designs, labels and weights, and the intercept-only solves,
+which the other problems share.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
-from .data.memory import as_columns, column_dots_and_norms, column_norms, matrix_of
-from .data.validation import check_sparse_structure
-from .losses import get_loss, weighted_conjugate, weighted_derivatives, weighted_value
-from .penalties import ElasticNet, Regularization
+from ..data.memory import as_columns, column_dots_and_norms, column_norms, matrix_of
+from ..data.validation import check_sparse_structure
+from ..losses import get_loss, weighted_conjugate, weighted_derivatives, weighted_value
+from ..penalties import ElasticNet, Regularization
+from .base import Certificate
 
-__all__ = ["Certificate", "Problem", "check_design", "check_labels", "check_sample_weight", "lam_max"]
-
-
-class Certificate(NamedTuple):
-    """A certificate of (sub)optimality: ``name`` is ``"duality_gap"`` or ``"kkt"``;
-    ``relative`` is gap / P, or violation / (lam * l1_ratio)."""
-
-    name: str
-    value: float
-    relative: float
-    objective: float
+__all__ = [
+    "Problem",
+    "check_design",
+    "check_labels",
+    "check_sample_weight",
+    "lam_max",
+    "newton_intercept",
+    "optimal_intercept",
+]
 
 
 def check_design(X, name="X"):
@@ -149,7 +150,10 @@ def lam_max(X, y, loss="logistic", *, l1_ratio=1.0, fit_intercept=True, sample_w
 
 
 class Problem:
-    """Data + labels + loss + penalty + weights + intercept, validated once.
+    """Data + labels + loss + penalty + weights + intercept, validated once, held in memory.
+
+    A :class:`~l1scale.problems.base.ProblemLike` of kind ``"memory"``: solvers read its columns
+    (``columns``, ``X``), labels ``y`` and normalised weights ``c``.
 
     Parameters
     ----------
@@ -165,6 +169,9 @@ class Problem:
     fit_intercept : bool, default True
     sample_weight : ndarray, optional
     """
+
+    kind = "memory"
+    distributed = False
 
     def __init__(
         self, X, y, loss="logistic", lam=None, *, lam_ratio=None, l1_ratio=1.0, fit_intercept=True, sample_weight=None
@@ -197,6 +204,10 @@ class Problem:
     @property
     def lam(self) -> float:
         return self.penalty.lam
+
+    @property
+    def l1_ratio(self) -> float:
+        return self.penalty.l1_ratio
 
     def lam_max(self, l1_ratio=None) -> float:
         """lam_max for these data (see :func:`lam_max`)."""
