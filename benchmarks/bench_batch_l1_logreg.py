@@ -7,7 +7,7 @@ the same objective
 
 (b unpenalised, b = 0 without intercept), and we record the wall time of the whole
 ``fit()`` call it needs to reach a relative suboptimality (P - P*) / P* <= 1e-2, 1e-4
-and 1e-6. Every solution is evaluated with ``l1scale.problem.Problem.objective``.
+and 1e-6. Every solution is evaluated with ``l1scale.problems.Problem.objective``.
 
 Every solver, l1scale included, is fitted from scratch at a decreasing ladder of its own
 tolerances, each fit in a forked child (killed at ``--fit-timeout``) on the same CSR

@@ -1,6 +1,6 @@
 """Regularisation paths with warm starts, and the choice of lam by cross-validation.
 
-A path solves the problem of :class:`~l1scale.problem.Problem` at a decreasing geometric
+A path solves the problem of :class:`~l1scale.problems.Problem` at a decreasing geometric
 grid lam_max = lam_1 > lam_2 > ... > lam_K (``lam_min_ratio * lam_max`` at the end), each
 solve starting from the previous solution (continuation): near lam_max the solutions are
 sparse and cheap, and each warm start is close to the next solution, so the whole path
@@ -92,7 +92,7 @@ def regularization_path(
     Parameters
     ----------
     X, y, loss, l1_ratio, fit_intercept, sample_weight
-        As :class:`~l1scale.problem.Problem` (y in {-1, +1} for classification losses).
+        As :class:`~l1scale.problems.Problem` (y in {-1, +1} for classification losses).
     lams : array, optional
         The grid (sorted decreasing); default :func:`lam_grid` of the data's lam_max.
     n_lams, lam_min_ratio
