@@ -90,16 +90,11 @@ class GeneratedProblem:
     def lam_max(self) -> float:
         """max_j |sum_i c_i loss'(y_i, b0) phi_j(x_i)|: one sweep over every block."""
         if not hasattr(self, "_lam_max"):
-            from ..solvers._fcl_cache import slot_dtype
-            from ..solvers._fcl_kernels import screen_block
-
             r = self.c * self.loss.derivative(self.y, np.full(self.n_samples, self.intercept_only()))
-            never = np.full(self.n_features, -1, dtype=slot_dtype(self.n_features))  # no column cached
             gmax = 0.0
             for k in range(self.space.n_blocks_):
-                j0, indptr, rows, vals = self.space.column_block(self.raw, k)
-                keep = np.empty(indptr.shape[0] - 1, dtype=np.int64)
-                gmax = max(gmax, screen_block(indptr, rows, vals, r, np.inf, np.inf, never, j0, keep)[2])
+                g = self._block(k).T @ r
+                gmax = max(gmax, float(np.max(np.abs(g), initial=0.0)))
             self._lam_max = float(gmax)
         return self._lam_max
 
@@ -107,8 +102,6 @@ class GeneratedProblem:
         """phi(raw) . coef + intercept, generating only the columns where coef is nonzero: chosen
         columns one by one for a small support, else the blocks that hold any of them (a chosen
         column can cost O(n) to generate where a block costs its nonzeros)."""
-        from ..solvers._fcl_kernels import add_columns
-
         coef = np.asarray(coef, dtype=np.float64)
         support = np.flatnonzero(coef)
         z = np.full(self.n_samples, float(intercept))
@@ -119,9 +112,14 @@ class GeneratedProblem:
         for k in range(self.space.n_blocks_):
             j0, j1 = self.space.block_range(k)
             if coef[j0:j1].any():
-                _, indptr, rows, vals = self.space.column_block(self.raw, k)
-                add_columns(indptr, rows, vals, coef[j0:j1], z)
+                z += self._block(k) @ coef[j0:j1]
         return z
+
+    def _block(self, k):
+        """Block k of the generated columns as a CSC matrix (its columns j0 .. j1 - 1)."""
+        j0, j1 = self.space.block_range(k)
+        _, indptr, rows, vals = self.space.column_block(self.raw, k)
+        return sp.csc_matrix((vals, rows, indptr), shape=(self.n_samples, j1 - j0))
 
     def objective(self, coef, intercept=0.0) -> float:
         z = self.margins(coef, intercept)
@@ -140,8 +138,7 @@ class GeneratedProblem:
         viol = 0.0
         for k in range(self.space.n_blocks_):
             j0, j1 = self.space.block_range(k)
-            _, indptr, rows, vals = self.space.column_block(self.raw, k)
-            g = sp.csc_matrix((vals, rows, indptr), shape=(self.n_samples, j1 - j0)).T @ r
+            g = self._block(k).T @ r
             viol = max(viol, float(np.max(pen.subdifferential_distance(coef[j0:j1], g), initial=0.0)))
         if self.fit_intercept:
             viol = max(viol, abs(float(np.sum(r))))

@@ -251,12 +251,3 @@ def insert(rows, vals, start, length, feature, w, slot_of, counts, at, col_rows,
     slot_of[j] = s
     counts[0] = s + 1
     counts[1] += m
-
-
-@njit(cache=True, nogil=True)
-def add_columns(indptr, rows, vals, coef, z):
-    """z += the block's columns (CSC) times coef (one weight per column), in place."""
-    for m in range(indptr.shape[0] - 1):
-        if coef[m] != 0.0:
-            for p in range(indptr[m], indptr[m + 1]):
-                z[rows[p]] += vals[p] * coef[m]
