@@ -11,6 +11,7 @@ import os
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
@@ -371,17 +372,22 @@ class SparseLinearModel(BaseEstimator):
 
     def _warm(self, n_rows, n_features):
         if self.warm_start and hasattr(self, "coef_") and self.coef_.shape == (n_rows, n_features):
-            return self.coef_, self.intercept_
+            return self._dense_coef(), self.intercept_
         return None, None
 
     def save(self, path, metadata=None):
         """Write the fitted model to ``path`` (portable, versioned, written atomically).
+
+        Besides the coefficients it keeps the parameters (a ``class_weight`` dict with its keys'
+        types), the classes, the feature names (:attr:`feature_names_`), ``n_iter_`` and a
+        summary of ``result_`` (objective, certificate, stop reason, iterations per problem).
 
         ``metadata``: more JSON facts stored with the model (the CLI records how its training
         data were read, e.g. ``{"data": {"zero_based": True}}``); they never replace the
         estimator's own keys.
         """
         check_is_fitted(self)
+        coef = self._dense_coef()
         meta = {
             **dict(metadata or {}),
             "estimator": type(self).__name__,
@@ -390,14 +396,145 @@ class SparseLinearModel(BaseEstimator):
             "lam": np.atleast_1d(self.lam_).tolist(),
             "l1_ratio": self.l1_ratio,
             "fit_intercept": self.fit_intercept,
-            "n_features": int(np.shape(self.coef_)[-1]),
+            "n_features": int(np.shape(coef)[-1]),
         }
         if hasattr(self, "classes_"):
             meta["classes"] = self.classes_.tolist()
+        if isinstance(getattr(self, "class_weight", None), dict):
+            meta["class_weight_items"] = [[_plain(k), float(v)] for k, v in self.class_weight.items()]
+        names = self.feature_names_
+        if names is not None:
+            meta["feature_names"] = [str(n) for n in names]
+            meta["feature_names_source"] = "columns" if hasattr(self, "feature_names_in_") else "vocabulary"
+        if hasattr(self, "n_iter_"):
+            meta["n_iter"] = np.atleast_1d(self.n_iter_).astype(int).tolist()
+        results = getattr(self, "result_", None)
+        if results is not None:
+            meta["result"] = [_result_summary(r) for r in (results if isinstance(results, list) else [results])]
         if getattr(self, "features_", None) is not None:
             meta["features"] = _generated_fit.space_spec(self.features_)
-        save_model(path, coef=self.coef_, intercept=self.intercept_, metadata=meta)
+        save_model(path, coef=coef, intercept=self.intercept_, metadata=meta)
+
+    # ------------------------------------------------------------ names, sparse coef_, ONNX
+
+    @property
+    def feature_names_(self):
+        """The names of the columns of ``coef_``, or None when unknown: ``feature_names_in_``
+        (a DataFrame's columns, checked at predict as scikit-learn does), else the names given
+        to :meth:`set_feature_names` (a vocabulary: the CLI's ``--feature-names``, kept in the
+        model file). Names whose number is not the model's width (after a refit) are not shown."""
+        names = self.__dict__.get("feature_names_in_")
+        if names is None:
+            names = self.__dict__.get("_vocabulary_names")
+        if names is None or not hasattr(self, "coef_") or len(names) != np.shape(self.coef_)[-1]:
+            return None
+        return names
+
+    def set_feature_names(self, names):
+        """Name the columns of the fitted ``coef_`` (a vocabulary for data without column names).
+
+        Parameters
+        ----------
+        names : sequence of str or None
+            One name per column (``""`` for a column without a name, e.g. a hashed slot no
+            known feature falls into); None forgets them.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            The number of names is not the number of columns of ``coef_``, or a name is not a string.
+        """
+        check_is_fitted(self)
+        if names is None:
+            self.__dict__.pop("_vocabulary_names", None)
+            return self
+        names = np.asarray(list(names), dtype=object)
+        width = np.shape(self.coef_)[-1]
+        if names.ndim != 1 or names.shape[0] != width:
+            raise ValueError(f"names: {names.shape[0] if names.ndim else 0} names for the {width} columns of coef_")
+        if not all(isinstance(n, str) for n in names):
+            raise ValueError("names: every feature name must be a string")
+        self._vocabulary_names = names
+        return self
+
+    def sparsify(self):
+        """Store ``coef_`` as a scipy.sparse CSR matrix (as scikit-learn's linear models do).
+
+        Predictions are unchanged; for an L1 model with few nonzero weights the matrix holds
+        only those, and ``decision_function`` multiplies by them alone. ``save``, ``to_onnx``
+        and warm starts work on a sparsified model; ``partial_fit`` needs :meth:`densify` first.
+
+        Returns
+        -------
+        self
+        """
+        check_is_fitted(self)
+        if not sp.issparse(self.coef_):
+            self.coef_ = sp.csr_matrix(np.atleast_2d(self.coef_))
+        return self
+
+    def densify(self):
+        """Store ``coef_`` as a numpy array again (the default layout), undoing :meth:`sparsify`.
+
+        Returns
+        -------
+        self
+        """
+        check_is_fitted(self)
+        if sp.issparse(self.coef_):
+            dense = self.coef_.toarray()
+            self.coef_ = dense.ravel() if np.ndim(self.intercept_) == 0 else dense
+        return self
+
+    def _dense_coef(self):
+        """``coef_`` as a numpy array whatever its layout (sparsify keeps it as CSR)."""
+        if not sp.issparse(self.coef_):
+            return self.coef_
+        dense = self.coef_.toarray()
+        return dense.ravel() if np.ndim(self.intercept_) == 0 else dense
+
+    def to_onnx(self, *, dtype=np.float64, target_opset=None):
+        """The fitted model as an ONNX graph (needs the optional ``onnx`` extra: skl2onnx).
+
+        Input ``X``: a dense (n, n_features) tensor of ``dtype``. Outputs: a classifier's
+        ``label`` and ``probabilities`` (a squared-hinge classifier's margins instead), a
+        regression's ``variable``; the same numbers as ``predict`` / ``predict_proba``.
+        See :func:`l1scale.onnx.to_onnx`.
+
+        Returns
+        -------
+        onnx.ModelProto
+        """
+        from .onnx import to_onnx
+
+        return to_onnx(self, dtype=dtype, target_opset=target_opset)
+
+
+def _plain(value):
+    """A numpy scalar as the Python value JSON writes (other values unchanged)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _result_summary(result):
+    """What a model file keeps of a solver Result: its numbers, not its arrays or History."""
+    return {
+        "objective": float(result.objective),
+        "certificate_name": result.certificate_name,
+        "certificate": float(result.certificate),
+        "relative_certificate": float(result.relative_certificate),
+        "converged": bool(result.converged),
+        "stop_reason": result.stop_reason,
+        "n_iter": int(result.n_iter),
+    }
 
 
 def _json_params(params):
-    return {k: v for k, v in params.items() if v is None or isinstance(v, (str, bool, int, float, dict))}
+    """The JSON-representable parameters (a dict's keys as strings: ``class_weight_items``
+    keeps class_weight's keys with their types)."""
+    out = {k: v for k, v in params.items() if v is None or isinstance(v, (str, bool, int, float))}
+    out.update({k: {str(_plain(key)): val for key, val in v.items()} for k, v in params.items() if isinstance(v, dict)})
+    return out

@@ -15,6 +15,7 @@ import numpy as np
 from scipy.special import expit, ndtr
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.class_weight import compute_sample_weight
+from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
@@ -308,7 +309,7 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
             scores = _generated_fit.margins(self, X)
         else:
             X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=False)
-            scores = np.asarray(X @ self.coef_.T) + self.intercept_
+            scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_  # coef_ may be sparsified
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict(self, X):
@@ -452,8 +453,8 @@ class SparseLinearRegression(RegressorMixin, SparseLinearModel):
         self.result_ = result
 
     def _warm(self, n_rows, n_features):
-        if self.warm_start and hasattr(self, "coef_") and self.coef_.shape == (n_features,):
-            return self.coef_[None, :], np.array([self.intercept_])
+        if self.warm_start and hasattr(self, "coef_") and np.shape(self._dense_coef()) == (n_features,):
+            return self._dense_coef()[None, :], np.array([self.intercept_])
         return None, None
 
     @available_if(SparseLinearModel._is_online)
@@ -473,7 +474,7 @@ class SparseLinearRegression(RegressorMixin, SparseLinearModel):
         if getattr(self, "features_", None) is not None:
             return _generated_fit.margins(self, X).ravel()
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=False)
-        return np.asarray(X @ self.coef_).ravel() + self.intercept_
+        return np.asarray(safe_sparse_dot(X, self._dense_coef())).ravel() + self.intercept_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -485,16 +486,39 @@ _ESTIMATORS = {cls.__name__: cls for cls in (SparseLogisticRegression, SparseLin
 
 
 def load(path):
-    """Load an estimator saved with ``save``; checks the format version and the metadata."""
+    """Load an estimator saved with ``save``.
+
+    Parameters
+    ----------
+    path : str, os.PathLike or binary file object
+        A model file (or an open one, ``open(path, "rb")``, ``io.BytesIO``).
+
+    Returns
+    -------
+    SparseLogisticRegression or SparseLinearRegression
+        With its parameters (a ``class_weight`` dict with the keys' types, so that it refits),
+        ``coef_``, ``intercept_``, ``classes_``, ``lam_``, ``n_iter_``, feature names
+        (``feature_names_in_`` for a model fitted on a DataFrame, :meth:`~SparseLogisticRegression.set_feature_names`
+        names otherwise) and ``result_``: per binary problem a Result holding the saved summary
+        (objective, certificate, stop reason, iterations; its History is empty).
+
+    Raises
+    ------
+    ModelFormatError
+        Not a model file, a newer format, a damaged file, or metadata that contradict the
+        coefficients (classes and rows, widths, feature names); the message names the file.
+    """
     from .exceptions import ModelFormatError
 
     coef, intercept, meta = load_model(path)
+    where = getattr(path, "name", None) or ("model file object" if hasattr(path, "read") else path)
     name = meta.get("estimator")
     if name not in _ESTIMATORS:
-        raise ModelFormatError(f"{path}: not an l1scale estimator model (estimator={name!r})")
-    est = _ESTIMATORS[name](
-        **{k: v for k, v in meta.get("params", {}).items() if k in _ESTIMATORS[name]().get_params()}
-    )
+        raise ModelFormatError(f"{where}: not an l1scale estimator model (estimator={name!r})")
+    params = {k: v for k, v in meta.get("params", {}).items() if k in _ESTIMATORS[name]().get_params()}
+    if isinstance(params.get("class_weight"), dict):
+        params["class_weight"] = _class_weight(meta, params["class_weight"])
+    est = _ESTIMATORS[name](**params)
     est.coef_ = np.asarray(coef, dtype=np.float64)
     est.n_features_in_ = int(meta["n_features"])
     lam = np.asarray(meta["lam"], dtype=np.float64)
@@ -510,4 +534,58 @@ def load(path):
         est.features = _generated_fit.space_from_spec(meta["features"])
         est.n_features_in_ = int(est.features_.n_inputs_)
         est.solver_ = "fcl" if est.solver == "auto" else est.solver
+    _restore_fit_facts(est, meta, name == "SparseLinearRegression")
     return est
+
+
+def _class_weight(meta, saved):
+    """class_weight with its keys' types: from ``class_weight_items``, or (a file written before
+    they were kept) each string key matched to the class it spells."""
+    items = meta.get("class_weight_items")
+    if isinstance(items, list) and all(
+        isinstance(i, list) and len(i) == 2 and isinstance(i[0], (str, int, float, bool)) for i in items
+    ):
+        return dict(items)
+    classes = meta.get("classes") or []
+    spelled = {}
+    for c in classes:
+        spelled.setdefault(str(c), c)
+        if isinstance(c, float) and c.is_integer():
+            spelled.setdefault(str(int(c)), c)
+    return {spelled.get(key, key): weight for key, weight in saved.items()}
+
+
+def _restore_fit_facts(est, meta, regression):
+    """n_iter_, result_ (summaries) and the feature names, where the file has them."""
+    from .solvers.base import History, Result
+
+    n_iter = meta.get("n_iter")
+    if isinstance(n_iter, list) and n_iter:
+        est.n_iter_ = int(n_iter[0]) if regression else np.asarray(n_iter, dtype=np.int64)
+    summaries = meta.get("result")
+    if isinstance(summaries, list) and summaries:
+        coef = np.atleast_2d(est.coef_) if est.coef_.ndim else est.coef_
+        intercept = np.atleast_1d(est.intercept_)
+        results = [
+            Result(
+                coef=coef[k] if not regression else est.coef_,
+                intercept=float(intercept[k]),
+                objective=float(s["objective"]),
+                n_iter=int(s["n_iter"]),
+                converged=bool(s["converged"]),
+                stop_reason=str(s["stop_reason"]),
+                certificate_name=str(s["certificate_name"]),
+                certificate=float(s["certificate"]),
+                relative_certificate=float(s["relative_certificate"]),
+                history=History(),
+                timings={},
+            )
+            for k, s in enumerate(summaries)
+        ]
+        est.result_ = results[0] if len(results) == 1 else results
+    names = meta.get("feature_names")
+    if isinstance(names, list):
+        if meta.get("feature_names_source") == "columns" and getattr(est, "features_", None) is None:
+            est.feature_names_in_ = np.asarray(names, dtype=object)
+        else:
+            est.set_feature_names(names)

@@ -7,6 +7,12 @@ Layout (format_version 1)::
     coef.npy        float array, (n_features,) or (n_classes, n_features)
     intercept.npy   float scalar or (n_classes,)
 
+Estimators (:meth:`~l1scale.SparseLogisticRegression.save`) add to the metadata:
+``feature_names`` (with ``feature_names_source``: "columns" of a DataFrame or a
+"vocabulary"), ``class_weight_items`` (``[[class, weight], ...]``, the class keys with
+their JSON types), ``n_iter`` and ``result`` (objective, certificate, stop reason and
+iterations per binary problem). Older files without them still load.
+
 Arrays are plain ``.npy`` (read with ``allow_pickle=False``), so a model file
 never runs code when loaded and any numpy can read it.  Writes are atomic
 (:mod:`l1scale._atomic`): a failed save, a full disk or a killed process leaves no
@@ -26,7 +32,7 @@ import numpy as np
 from l1scale._atomic import atomic_file
 from l1scale.exceptions import ModelFormatError
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "save_model"]
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "check_consistency", "is_model_file", "load_model", "save_model"]
 
 FORMAT_NAME = "l1scale-model"
 #: Major version written and read.  Bump it only for changes old readers would
@@ -76,6 +82,38 @@ def _check_arrays(coef, intercept, where):
         )
 
 
+def check_consistency(coef, metadata, where=""):
+    """Raise ModelFormatError where the metadata contradict the coefficients of shape
+    ``coef.shape``: the classes and the rows (one row for two classes, one per class
+    otherwise), n_features and the width, feature names and the width, one n_iter and lam
+    per row. Keys that are absent are not checked (older files)."""
+    rows = 1 if len(coef.shape) == 1 else coef.shape[0]
+    width = coef.shape[-1]
+    n_features = metadata.get("n_features")
+    if n_features is not None and n_features != width:
+        raise ModelFormatError(f"{where}coef has {width} features but the metadata says n_features={n_features}")
+    classes = metadata.get("classes")
+    if classes is not None:
+        if not isinstance(classes, list) or len(classes) < 2:
+            raise ModelFormatError(f"{where}classes must be a list of at least two labels, got {classes!r}")
+        expected = 1 if len(classes) == 2 else len(classes)
+        if rows != expected:
+            raise ModelFormatError(
+                f"{where}{len(classes)} classes but {rows} row{'s' if rows != 1 else ''} of coefficients "
+                f"(expected {expected}: {'one for two classes' if expected == 1 else 'one per class'})"
+            )
+    names = metadata.get("feature_names")
+    if names is not None:
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ModelFormatError(f"{where}feature_names must be a list of strings")
+        if len(names) != width:
+            raise ModelFormatError(f"{where}{len(names)} feature names for {width} features (coef's width)")
+    for key in ("n_iter", "lam", "result"):
+        value = metadata.get(key)
+        if value is not None and classes is not None and isinstance(value, list) and len(value) != rows:
+            raise ModelFormatError(f"{where}{len(value)} values of {key} for {rows} rows of coefficients")
+
+
 def save_model(path, *, coef, intercept, metadata=None):
     """Write a model to ``path`` as one zip file, atomically.
 
@@ -101,7 +139,8 @@ def save_model(path, *, coef, intercept, metadata=None):
     OSError
         The directory is missing or not writable (the message names ``path``).
     ModelFormatError
-        coef / intercept have the wrong type or shapes.
+        coef / intercept have the wrong type or shapes, or the metadata contradict them
+        (:func:`check_consistency`).
     TypeError
         metadata is not JSON-serialisable.
     """
@@ -114,6 +153,7 @@ def save_model(path, *, coef, intercept, metadata=None):
         intercept = intercept.astype(np.float64)
     _check_arrays(coef, intercept, "")
     meta = {k: v for k, v in dict(metadata or {}).items() if k not in _RESERVED}
+    check_consistency(coef, json.loads(json.dumps(meta, default=_json_default)), f"{path}: ")
     header = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -144,7 +184,9 @@ def load_model(path):
 
     Parameters
     ----------
-    path : str or os.PathLike
+    path : str, os.PathLike or binary file object
+        A file object (``open(..., "rb")``, ``io.BytesIO``) is read from its current
+        position and not closed; errors name it by its ``name`` when it has one.
 
     Returns
     -------
@@ -163,30 +205,48 @@ def load_model(path):
         Anything that is not a complete l1scale model this library reads: another
         kind of file, a newer format version, a corrupt, truncated or empty file, a
         directory in its place, or arrays that contradict the metadata. Whatever the
-        damage, no other exception escapes. The message names ``path``.
+        damage, no other exception escapes; metadata that contradict the arrays
+        (:func:`check_consistency`: classes and rows, widths, feature names) too.
+        The message names ``path``.
     """
-    path = os.fspath(path)
-    where = f"{path}: "
-    if os.path.isdir(path):
-        raise ModelFormatError(f"{where}is a directory, not a model file")
-    with open(path, "rb") as fh:  # FileNotFoundError, PermissionError: they name the path
-        try:
-            meta, coef, intercept = _read_members(fh, where)
-        except ModelFormatError:
-            raise
-        except Exception as exc:  # any failure to parse is the one documented error
-            # Whatever a damaged archive makes zipfile, zlib, json or numpy raise (BadZipFile,
-            # zlib.error, EOFError, NotImplementedError for an unknown compression method,
-            # RuntimeError for a set encryption flag, OSError for a bad seek, MemoryError for
-            # an absurd array header, ...) is one documented error naming the file.
-            raise ModelFormatError(f"{where}corrupt or truncated model file ({type(exc).__name__}: {exc})") from exc
+    if hasattr(path, "read"):
+        where = f"{getattr(path, 'name', None) or 'model file object'}: "
+        meta, coef, intercept = _read_guarded(path, where)
+    else:
+        path = os.fspath(path)
+        where = f"{path}: "
+        if os.path.isdir(path):
+            raise ModelFormatError(f"{where}is a directory, not a model file")
+        with open(path, "rb") as fh:  # FileNotFoundError, PermissionError: they name the path
+            meta, coef, intercept = _read_guarded(fh, where)
     _check_arrays(coef, intercept, where)
-    n_features = meta.get("n_features")
-    if n_features is not None and n_features != coef.shape[-1]:
-        raise ModelFormatError(
-            f"{where}coef has {coef.shape[-1]} features but the metadata says n_features={n_features}"
-        )
+    check_consistency(coef, meta, where)
     return coef, (float(intercept) if intercept.ndim == 0 else intercept), meta
+
+
+def is_model_file(path) -> bool:
+    """Whether ``path`` is a file that starts as a model file does (a zip archive holding
+    ``model.json``); False for anything else, unreadable files included."""
+    try:
+        if not os.path.isfile(path) or not zipfile.is_zipfile(path):
+            return False
+        with zipfile.ZipFile(path) as zf:
+            return "model.json" in zf.namelist()
+    except Exception:  # noqa: BLE001 - any failure to read it: not a model file
+        return False
+
+
+def _read_guarded(fh, where):
+    try:
+        return _read_members(fh, where)
+    except ModelFormatError:
+        raise
+    except Exception as exc:  # any failure to parse is the one documented error
+        # Whatever a damaged archive makes zipfile, zlib, json or numpy raise (BadZipFile,
+        # zlib.error, EOFError, NotImplementedError for an unknown compression method,
+        # RuntimeError for a set encryption flag, OSError for a bad seek, MemoryError for
+        # an absurd array header, ...) is one documented error naming the file.
+        raise ModelFormatError(f"{where}corrupt or truncated model file ({type(exc).__name__}: {exc})") from exc
 
 
 def _read_members(fh, where):
