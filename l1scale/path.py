@@ -7,22 +7,28 @@ sparse and cheap, and each warm start is close to the next solution, so the whol
 costs a few cold solves (measured in ``benchmarks/``, tested in ``tests/test_path.py``).
 
 :class:`SparseLogisticRegressionCV` runs the path on each training fold (stratified
-k-fold by default), scores every lam on the held-out fold (log-loss, accuracy, AUC or
-AUPRC, or any callable), picks the lam with the best mean score, and refits on all the
-data along the path down to it (one-vs-rest for more than two classes, a lam per class).
-With ``n_jobs`` the paths of every (fold, class) and the refits run in threads.
+k-fold by default), scores every lam on the held-out fold (negative log-loss, accuracy,
+AUC or AUPRC, or any callable; larger is better), keeps the mean and standard error of
+the score per lam, picks the lam with the best mean score (``rule="min"``) or the largest
+lam within one standard error of it (``rule="1se"``, glmnet's lambda.1se), and refits on
+all the data along the path down to it (one-vs-rest for more than two classes, a lam per
+class). A chosen lam at the edge of the grid warns (:class:`GridEdgeWarning`). With
+``n_jobs`` the paths of every (fold, class) and the refits run in threads.
 """
 
 from __future__ import annotations
 
 import itertools
 import numbers
+import threading
 import time
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.model_selection import StratifiedKFold, check_cv
+from sklearn.utils.validation import check_is_fitted
 
 from . import metrics
 from .data.memory import column_matrix
@@ -30,7 +36,17 @@ from .estimators import SparseLogisticRegression
 from .problems.memory import Problem
 from .solvers import SOLVERS
 
-__all__ = ["PathResult", "SparseLogisticRegressionCV", "lam_grid", "regularization_path"]
+__all__ = ["GridEdgeWarning", "PathResult", "SparseLogisticRegressionCV", "lam_grid", "regularization_path"]
+
+
+class GridEdgeWarning(UserWarning):
+    """The lam chosen by cross-validation is the largest or the smallest of the grid.
+
+    At the smallest, a better lam may lie below the grid (extend it: a smaller
+    ``lam_min_ratio``, more lams, or ``lams=``); at the largest (lam_max for the default
+    grid, where the model has no nonzero weight) no lam of the grid scores better than the
+    sparsest model.
+    """
 
 
 def lam_grid(lam_max: float, n_lams: int = 50, lam_min_ratio: float = 1e-3) -> np.ndarray:
@@ -86,6 +102,7 @@ def regularization_path(
     tol=1e-6,
     max_iter=200,
     warm_start=True,
+    callback=None,
 ) -> PathResult:
     """Solve at every lam of a decreasing grid, warm-starting each solve from the previous one.
 
@@ -103,6 +120,13 @@ def regularization_path(
         Of each solve.
     warm_start : bool, default True
         False solves every lam from zero (for comparison).
+    callback : callable, optional
+        ``callback(k, result)`` after the solve at ``lams[k]`` (its
+        :class:`~l1scale.solvers.base.Result`): progress, or an early look at the path.
+
+    Returns
+    -------
+    PathResult
     """
     base = Problem(X, y, loss, lam=1.0, l1_ratio=l1_ratio, fit_intercept=fit_intercept, sample_weight=sample_weight)
     if lams is None:
@@ -125,6 +149,8 @@ def regularization_path(
             out["seconds"][k] = result.timings["solve"]
             coefs[k], intercepts[k], n_iter[k] = result.coef, result.intercept, result.n_iter
             out["objectives"][k], out["certificates"][k] = result.objective, result.relative_certificate
+            if callback is not None:
+                callback(k, result)
         return PathResult(lams, coefs, intercepts, out["objectives"], out["certificates"], n_iter, out["seconds"])
     coef, intercept, gradient = None, None, None
     for k, lam in enumerate(lams):
@@ -139,15 +165,22 @@ def regularization_path(
         out["objectives"][k], out["certificates"][k] = result.objective, result.relative_certificate
         if warm_start:
             coef, intercept, gradient = result.coef, result.intercept, result.loss_gradient
+        if callback is not None:
+            callback(k, result)
     return PathResult(lams, coefs, intercepts, out["objectives"], out["certificates"], n_iter, out["seconds"])
 
 
 _SCORERS = {
-    "log_loss": lambda y, p: -metrics.log_loss(y, p, labels=[-1.0, 1.0]),
+    "neg_log_loss": lambda y, p: -metrics.log_loss(y, p, labels=[-1.0, 1.0]),
     "accuracy": lambda y, p: metrics.accuracy(y, np.where(p >= 0.5, 1.0, -1.0)),
     "roc_auc": metrics.roc_auc,
     "average_precision": metrics.auprc,
 }
+#: Names the scorers had before, and what they are now (scikit-learn's names).
+_RENAMED_SCORERS = {"log_loss": "neg_log_loss"}
+_RULES = ("min", "1se")
+#: Fitted attributes of the CV alone (not those of the refit model :meth:`save` writes).
+_CV_ATTRIBUTES = ("lams_", "scores_", "path_", "cv_mean_", "cv_se_", "cv_results_", "lam_min_", "lam_1se_")
 
 
 class SparseLogisticRegressionCV(SparseLogisticRegression):
@@ -162,8 +195,15 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
     lam_min_ratio : float, default 1e-3
     cv : int or cross-validation splitter, default 5
         An int is stratified k-fold (no shuffling).
-    scoring : {"log_loss", "accuracy", "roc_auc", "average_precision"} or callable, default "log_loss"
-        Larger is better; a callable is ``scoring(y_true in {-1, +1}, p_positive)``.
+    scoring : {"neg_log_loss", "accuracy", "roc_auc", "average_precision"} or callable, default "neg_log_loss"
+        Larger is better, as scikit-learn's scorers: ``"neg_log_loss"`` is minus the mean
+        log-loss. A callable is ``scoring(y_true in {-1, +1}, p_positive)``. (``"log_loss"``,
+        this estimator's former name of ``"neg_log_loss"``, still works with a FutureWarning.)
+    rule : {"min", "1se"}, default "min"
+        Which lam is refitted: ``"min"`` the one with the best mean score (``lam_min_``),
+        ``"1se"`` the largest lam whose mean score is within one standard error of the best
+        (``lam_1se_``, glmnet's ``lambda.1se``: a sparser model that cross-validation cannot
+        tell apart from the best).
     loss, l1_ratio, fit_intercept, solver, tol, max_iter, class_weight, random_state, verbose
         As :class:`~l1scale.SparseLogisticRegression` (``solver`` must work over columns).
     n_jobs : int, optional
@@ -172,17 +212,37 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         class; with more threads than classes, the refits run alongside the folds over the
         whole grid and are cut at the chosen lam. The results are the same for every n_jobs;
         a callable ``scoring`` is then called from the threads.
+    progress : callable, optional
+        ``progress(done, total)`` after each lam solved, on a fold or in the refit (``total``,
+        every solve of the fit, is exact once the chosen lams are known); called from the
+        worker threads, one call at a time. The command line's progress bar.
 
     Attributes
     ----------
     lam_ : ndarray (1,) or (n_classes,)
-        The chosen lam (per class for more than two classes: one-vs-rest, each lam chosen apart
-        on the same folds).
+        The refitted lam: ``lam_min_`` or ``lam_1se_`` as ``rule`` says (per class for more
+        than two classes: one-vs-rest, each lam chosen apart on the same folds).
+    lam_min_, lam_1se_ : ndarray (1,) or (n_classes,)
+        The lam of the best mean score, and the largest lam whose mean score is at least the
+        best minus its standard error.
     lams_ : ndarray (K,) or (n_classes, K)
     scores_ : ndarray (n_folds, K) or (n_classes, n_folds, K)
         Held-out score of every lam on every fold.
+    cv_mean_, cv_se_ : ndarray (K,) or (n_classes, K)
+        Mean held-out score per lam over the folds, and its standard error
+        (``std(ddof=1) / sqrt(n_folds)``, glmnet's ``cvsd``).
+    cv_results_ : dict of ndarray
+        The same as scikit-learn's ``GridSearchCV.cv_results_`` names them: ``param_lam``,
+        ``mean_test_score``, ``std_test_score``, ``se_test_score``, ``rank_test_score`` (1 is
+        the best) and ``split{i}_test_score``; each (K,), or (n_classes, K) for more than two
+        classes.
     path_ : PathResult or list of PathResult
         The refit path on all the data, down to the chosen lam.
+
+    Warns
+    -----
+    GridEdgeWarning
+        When a chosen lam is the largest or the smallest of the grid.
     """
 
     def __init__(
@@ -193,7 +253,8 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         n_lams=20,
         lam_min_ratio=1e-3,
         cv=5,
-        scoring="log_loss",
+        scoring="neg_log_loss",
+        rule="min",
         l1_ratio=1.0,
         fit_intercept=True,
         solver="auto",
@@ -203,6 +264,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         random_state=None,
         verbose=0,
         n_jobs=None,
+        progress=None,
     ):
         self.loss = loss
         self.lams = lams
@@ -210,6 +272,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         self.lam_min_ratio = lam_min_ratio
         self.cv = cv
         self.scoring = scoring
+        self.rule = rule
         self.l1_ratio = l1_ratio
         self.fit_intercept = fit_intercept
         self.solver = solver
@@ -219,6 +282,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         self.random_state = random_state
         self.verbose = verbose
         self.n_jobs = n_jobs
+        self.progress = progress
 
     # parameters of the parent that the CV estimator fixes
     lam = None
@@ -230,11 +294,34 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
     two_stage = None
 
     def fit(self, X, y, sample_weight=None):
-        """Choose lam by cross-validation, then fit on all the data at it."""
+        """Choose lam by cross-validation, then fit on all the data at it.
+
+        Parameters
+        ----------
+        X : array or sparse matrix (n_samples, n_features)
+        y : array (n_samples,)
+            Two classes or more (one-vs-rest).
+        sample_weight : array (n_samples,), optional
+
+        Returns
+        -------
+        self
+        """
         solver = self._check_params()
         if self.loss not in ("logistic", "probit"):
             raise ValueError(f"loss={self.loss!r}: cross-validation scores probabilities (logistic or probit)")
-        scorer = self.scoring if callable(self.scoring) else _SCORERS.get(self.scoring)
+        if self.rule not in _RULES:
+            raise ValueError(f"rule={self.rule!r}; choose 'min' (the best mean score) or '1se' (glmnet's lambda.1se)")
+        scoring = self.scoring
+        if isinstance(scoring, str) and scoring in _RENAMED_SCORERS:
+            scoring = _RENAMED_SCORERS[scoring]
+            warnings.warn(
+                f"scoring={self.scoring!r} is named {scoring!r}, as in scikit-learn (minus the log-loss: larger "
+                f"is better); {self.scoring!r} will stop working in a later version",
+                FutureWarning,
+                stacklevel=2,
+            )
+        scorer = scoring if callable(scoring) else _SCORERS.get(scoring)
         if scorer is None:
             raise ValueError(f"scoring={self.scoring!r}; choose one of {sorted(_SCORERS)} or a callable")
         X, y, classes, sample_weight = self._classification_data(X, y, sample_weight)
@@ -250,22 +337,78 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         )
         self.solver_ = solver
         self.classes_ = classes
-        self.coef_ = np.vstack([path.coefs[-1] for _, _, _, path in fits])
-        self.intercept_ = np.array([path.intercepts[-1] for _, _, _, path in fits])
-        self.lam_ = np.array([lam for lam, _, _, _ in fits])
-        self.n_iter_ = np.array([path.n_iter[-1] for _, _, _, path in fits])
-        if len(fits) == 1:
-            _, self.lams_, self.scores_, self.path_ = fits[0]
-        else:  # one grid and one path per class (one-vs-rest), each lam chosen apart
-            self.lams_ = np.vstack([lams for _, lams, _, _ in fits])
-            self.scores_ = np.stack([scores for _, _, scores, _ in fits])
-            self.path_ = [path for _, _, _, path in fits]
+        self.coef_ = np.vstack([fit.path.coefs[-1] for fit in fits])
+        self.intercept_ = np.array([fit.path.intercepts[-1] for fit in fits])
+        self.lam_ = np.array([fit.lams[fit.chosen] for fit in fits])
+        self.lam_min_ = np.array([fit.lams[fit.best] for fit in fits])
+        self.lam_1se_ = np.array([fit.lams[fit.one_se] for fit in fits])
+        self.n_iter_ = np.array([fit.path.n_iter[-1] for fit in fits])
+        stack = (lambda arrays: arrays[0]) if len(fits) == 1 else np.stack  # one-vs-rest: a class axis first
+        self.lams_ = stack([fit.lams for fit in fits])
+        self.scores_ = stack([fit.scores for fit in fits])
+        self.cv_mean_ = stack([fit.scores.mean(axis=0) for fit in fits])
+        self.cv_se_ = stack([_standard_error(fit.scores) for fit in fits])
+        self.path_ = fits[0].path if len(fits) == 1 else [fit.path for fit in fits]
+        self.cv_results_ = _cv_results(self.lams_, self.scores_, self.cv_se_)
         self.result_ = None
+        for fit, positive in zip(fits, positives):
+            self._warn_at_edge(fit, None if len(fits) == 1 else positive)
         return self
 
+    def _warn_at_edge(self, fit, positive):
+        """A GridEdgeWarning when the chosen lam is the first or the last of its grid."""
+        k, n = fit.chosen, fit.lams.shape[0]
+        if n < 2 or 0 < k < n - 1:
+            return
+        who = "" if positive is None else f"class {positive!r}: "
+        lam = f"the chosen lam {fit.lams[k]:.4g} (rule={self.rule!r})"
+        if k == n - 1:
+            grid = "lams" if self.lams is not None else f"lam_min_ratio={self.lam_min_ratio!r}"
+            message = (
+                f"{who}{lam} is the smallest of the grid: a smaller lam may score better. Extend the grid "
+                f"downwards ({'a smaller lam_min_ratio' if self.lams is None else 'smaller lams'}; now {grid}, "
+                f"`l1scale path --lam-min-ratio`) and fit again."
+            )
+        elif self.lams is None:
+            message = (
+                f"{who}{lam} is the largest of the grid, lam_max, where the model has no nonzero weight: no "
+                "lam of the grid scores better than the intercept alone"
+                + (" by more than one standard error" if self.rule == "1se" else "")
+                + ". The features may carry little signal for this model: try scaling them, another scoring"
+                + (", or rule='min'." if self.rule == "1se" else ".")
+            )
+        else:
+            message = (
+                f"{who}{lam} is the largest of the grid: a larger lam (a sparser model) may score as well. "
+                "Extend the grid upwards (lams=) and fit again."
+            )
+        warnings.warn(message, GridEdgeWarning, stacklevel=3)
+
+    def save(self, path, metadata=None):
+        """Write the refitted model as :meth:`SparseLogisticRegression.save` would: a
+        :class:`~l1scale.SparseLogisticRegression` at ``lam_`` (what :func:`l1scale.load` reads
+        back; the cross-validation's own attributes, ``scores_``, ``cv_results_``, ... are not kept).
+
+        Parameters
+        ----------
+        path : str or path-like
+        metadata : dict, optional
+            More JSON facts stored with the model.
+        """
+        check_is_fitted(self)
+        params = {k: v for k, v in self.get_params().items() if k in SparseLogisticRegression().get_params()}
+        if np.size(self.lam_) == 1:
+            params["lam"] = float(self.lam_[0])
+        model = SparseLogisticRegression(**params)
+        for name, value in vars(self).items():
+            if name.endswith("_") and not name.startswith("_") and name not in _CV_ATTRIBUTES:
+                setattr(model, name, value)
+        model.save(path, metadata=metadata)
+
     def _cross_validate(self, X, targets, sample_weight, folds, solver, scorer):
-        """The binary problems (y_pm in ``targets``, one per class) on the same folds:
-        [(chosen lam, grid, scores (n_folds, K), refit path down to the lam)] per problem.
+        """The binary problems (y_pm in ``targets``, one per class) on the same folds: a
+        :class:`_CVFit` per problem (its grid, scores (n_folds, K), the best, 1se and chosen
+        lams' indices, and the refit path down to the chosen lam).
 
         The paths of every (fold, class) run in threads over n_jobs. X is converted to the
         column layout once, each fold's training rows once for all classes (as the folds are
@@ -284,7 +427,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
                         X_columns,
                         y_pm,
                         self.loss,
-                        lam_ratio=1.0,
+                        lam=1.0,  # any lam: lam_max does not depend on it
                         l1_ratio=self.l1_ratio,
                         fit_intercept=self.fit_intercept,
                         sample_weight=sample_weight,
@@ -296,6 +439,9 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
             ]
         else:
             grids = [np.sort(np.asarray(self.lams, dtype=np.float64))[::-1]] * len(targets)
+        n = len(targets)
+        ahead = n < effective_n_jobs(self.n_jobs)  # refits alongside the folds, the longest first
+        counter = _Counter(self.progress, sum(g.size for g in grids) * (len(folds) + 1))
         link = get_link(self.loss)
         kw = dict(
             l1_ratio=self.l1_ratio,
@@ -303,6 +449,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
             solver=solver,
             tol=self.tol,
             max_iter=self.max_iter,
+            callback=counter.step,
         )
 
         def refit(k, n_lams=None):
@@ -327,19 +474,85 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
                         kw,
                     )
 
-        n = len(targets)
         with Parallel(n_jobs=self.n_jobs, prefer="threads") as parallel:
-            ahead = n < effective_n_jobs(self.n_jobs)  # refits alongside the folds, the longest first
             done = parallel(itertools.chain((refit(k) for k in range(n) if ahead), fold_jobs()))
             paths, fold_scores = (done[:n], done[n:]) if ahead else (None, done)
             # fold-major: [fold 0 class 0, fold 0 class 1, ..., fold 1 class 0, ...]
             scores = [np.asarray(fold_scores[k::n]) for k in range(n)]
-            best = [int(np.argmax(s.mean(axis=0))) for s in scores]
+            best = [_best(s) for s in scores]
+            one_se = [_one_standard_error(s, b) for s, b in zip(scores, best)]
+            chosen = best if self.rule == "min" else one_se
             if ahead:
-                paths = [_first_lams(path, b + 1) for path, b in zip(paths, best)]
+                paths = [_first_lams(path, c + 1) for path, c in zip(paths, chosen)]
             else:
-                paths = parallel(refit(k, b + 1) for k, b in enumerate(best))
-        return [(float(lams[b]), lams, s, path) for lams, b, s, path in zip(grids, best, scores, paths)]
+                counter.total = sum(g.size for g in grids) * len(folds) + sum(c + 1 for c in chosen)
+                paths = parallel(refit(k, c + 1) for k, c in enumerate(chosen))
+        return [_CVFit(*fit) for fit in zip(grids, scores, best, one_se, chosen, paths)]
+
+
+class _CVFit(NamedTuple):
+    """One binary problem's cross-validation: its grid, the held-out scores (n_folds, K), the
+    indices of the best, the 1se and the chosen lams, and the refit path down to the chosen."""
+
+    lams: np.ndarray
+    scores: np.ndarray
+    best: int
+    one_se: int
+    chosen: int
+    path: PathResult
+
+
+class _Counter:
+    """``regularization_path``'s callback counting solves for a ``progress(done, total)``
+    hook, from any thread (one call at a time, ``done`` increasing)."""
+
+    def __init__(self, progress, total):
+        self.progress, self.total, self.done = progress, total, 0
+        self._lock = threading.Lock()
+
+    def step(self, k, result):
+        if self.progress is None:
+            return
+        with self._lock:
+            self.done += 1
+            self.progress(self.done, max(self.total, self.done))
+
+
+def _best(scores):
+    """Index of the best mean score (the first, the largest lam, among equals)."""
+    return int(np.argmax(scores.mean(axis=0)))
+
+
+def _standard_error(scores):
+    """Standard error of the mean score per lam over the folds (rows): std(ddof=1) / sqrt(n_folds)."""
+    n_folds = scores.shape[0]
+    if n_folds < 2:
+        return np.zeros(scores.shape[1])
+    return scores.std(axis=0, ddof=1) / np.sqrt(n_folds)
+
+
+def _one_standard_error(scores, best):
+    """glmnet's lambda.1se: the first lam (the largest, grids decreasing) whose mean score is at
+    least the best mean minus its standard error."""
+    mean = scores.mean(axis=0)
+    threshold = mean[best] - _standard_error(scores)[best]
+    return int(np.flatnonzero(mean >= threshold)[0])
+
+
+def _cv_results(lams, scores, se):
+    """scikit-learn's ``cv_results_`` names for the per-lam scores (a class axis first for one-vs-rest)."""
+    mean = scores.mean(axis=-2)
+    order = np.argsort(np.argsort(-mean, axis=-1, kind="stable"), axis=-1, kind="stable")
+    results = {
+        "param_lam": lams,
+        "mean_test_score": mean,
+        "std_test_score": scores.std(axis=-2),
+        "se_test_score": se,
+        "rank_test_score": order + 1,
+    }
+    for i in range(scores.shape[-2]):
+        results[f"split{i}_test_score"] = scores[..., i, :]
+    return results
 
 
 def _fold_scores(X_train, y_train, sample_weight, X_test, y_test, lams, loss, link, scorer, kw):

@@ -9,6 +9,7 @@ scikit-learn, where ``alpha`` is the strength). A Penalty never sees the loss.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -94,6 +95,16 @@ def L1(lam: float) -> ElasticNet:
     return ElasticNet(lam, 1.0)
 
 
+def _outside_the_package():
+    """``warnings.warn`` keywords that point a warning at the caller's code, not at l1scale's."""
+    import os
+    import sys
+
+    if sys.version_info >= (3, 12):
+        return {"skip_file_prefixes": (os.path.dirname(os.path.abspath(__file__)),)}
+    return {"stacklevel": 4}  # Regularization <- Problem <- the estimator's fit, on Python 3.11
+
+
 class Regularization:
     """How strong the penalty is, as the user gave it: ``lam`` directly, or ``lam_ratio`` times
     lam_max (which only the problem can compute), with ``l1_ratio``. Validated once, here, for
@@ -102,7 +113,8 @@ class Regularization:
     Parameters
     ----------
     lam, lam_ratio : float, optional
-        Exactly one, finite and > 0.
+        Exactly one, finite and > 0. ``lam_ratio >= 1`` puts lam at or above lam_max, where
+        w = 0 is optimal: it warns (``UserWarning``), as the model it gives has no nonzero weight.
     l1_ratio : float, default 1.0
         In (0, 1].
     """
@@ -114,6 +126,15 @@ class Regularization:
             if value is not None and (not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0):
                 raise ValueError(f"{name} must be a finite number > 0, got {name}={value!r}")
         ElasticNet(1.0, l1_ratio)  # validates l1_ratio (before lam_max divides by it)
+        if lam_ratio is not None and lam_ratio >= 1:
+            warnings.warn(
+                f"lam_ratio={lam_ratio!r} >= 1 puts lam at or above lam_max, where w = 0 is optimal: the "
+                "model will have no nonzero weight (an intercept only). Give lam_ratio < 1 (the default is "
+                f"{DEFAULT_LAM_RATIO}; 0.1 keeps a few features), or choose lam by cross-validation "
+                "(SparseLogisticRegressionCV, `l1scale path`).",
+                UserWarning,
+                **_outside_the_package(),
+            )
         self.lam = None if lam is None else float(lam)
         self.lam_ratio = None if lam_ratio is None else float(lam_ratio)
         self.l1_ratio = float(l1_ratio)
