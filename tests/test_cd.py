@@ -239,7 +239,8 @@ def test_deterministic_for_a_fixed_random_state():
 def test_lam_above_lam_max_gives_zero_at_once():
     X, y = _data("logistic", seed=11)
     for fit_intercept in (False, True):
-        p = Problem(X, y, "logistic", lam_ratio=1.5, fit_intercept=fit_intercept)
+        with pytest.warns(UserWarning, match="lam_ratio=1.5 >= 1"):  # an all-zero model, as asked
+            p = Problem(X, y, "logistic", lam_ratio=1.5, fit_intercept=fit_intercept)
         res = _solve(p)
         assert res.nnz == 0 and res.n_iter <= 1 and res.converged
         if fit_intercept:

@@ -11,6 +11,8 @@ curvature floor.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -308,29 +310,38 @@ def gram_intercept_step(g_b, d_b, Q, Qd):
     return step, abs(G)
 
 
+class QuadraticModel(NamedTuple):
+    """The quadratic model of P at w that :func:`newton_direction` minimises (arrays changed in place).
+
+    g, H (d,): the gradient and the diagonal curvature (with the ridge) of the smooth part;
+    w (d,): the point; wpd (d,): w + d, the model's iterate; xTd (n,): X d + d_b; D (n,): the
+    curvature weights c * loss''. g_b: the intercept's gradient."""
+
+    g: np.ndarray
+    H: np.ndarray
+    w: np.ndarray
+    wpd: np.ndarray
+    xTd: np.ndarray
+    D: np.ndarray
+    g_b: float
+
+
+class InnerSettings(NamedTuple):
+    """How :func:`newton_direction` solves the model: the penalty (lam1, lam2), whether the
+    intercept moves, the stopping sum of violations and sweep cap, and the Gram-matrix choice
+    (``gram_first``: build it at once; ``gram_max``: the largest model solved on it)."""
+
+    lam1: float
+    lam2: float
+    fit_intercept: bool
+    inner_tol: float
+    max_inner: int
+    gram_first: bool
+    gram_max: int
+
+
 @njit(cache=True, nogil=True)
-def newton_direction(
-    data,
-    indices,
-    indptr,
-    dense,
-    active,
-    m_outer,
-    g,
-    H,
-    w,
-    wpd,
-    xTd,
-    D,
-    lam1,
-    lam2,
-    fit_intercept,
-    g_b,
-    inner_tol,
-    max_inner,
-    gram_first,
-    gram_max,
-):
+def newton_direction(data, indices, indptr, dense, active, m_outer, model, settings):
     """Minimise the quadratic model over active[:m_outer] (and the intercept) by CD sweeps.
 
     liblinear's inner loop: shrinking at the last sweep's largest violation / n; when the
@@ -347,6 +358,8 @@ def newton_direction(
     Returns (d_b, sweeps, work: nonzeros read plus the Gram matrix's multiply-adds, whether
     the Gram matrix was used).
     """
+    g, H, w, wpd, xTd, D, g_b = model
+    lam1, lam2, fit_intercept, inner_tol, max_inner, gram_first, gram_max = settings
     xTd[:] = 0.0
     n = xTd.shape[0]
     m, shrink_at, d_b, reads, sweeps = m_outer, np.inf, 0.0, 0, 0
@@ -564,27 +577,9 @@ def warm_up():
     check_pass(data, idx, ptr, False, ws, v2, v1, 0.1, 0.0, v1.copy())
     support_margins(data, idx, ptr, False, v1, 0.0, v2.copy())
     for gram_first in (False, True):
+        model = QuadraticModel(v1, np.ones(1), v1, v1.copy(), np.zeros(2), v2, 0.0)
         newton_direction(
-            data,
-            idx,
-            ptr,
-            False,
-            ws.copy(),
-            1,
-            v1,
-            np.ones(1),
-            v1,
-            v1.copy(),
-            np.zeros(2),
-            v2,
-            0.1,
-            0.0,
-            True,
-            0.0,
-            1.0,
-            3,
-            gram_first,
-            10,
+            data, idx, ptr, False, ws.copy(), 1, model, InnerSettings(0.1, 0.0, True, 1.0, 3, gram_first, 10)
         )
     model_decrease(ws, 1, v1, v1, v1, 0.1)
     penalty_change(ws, 1, v1, v1, 1.0, 0.1, 0.0)

@@ -445,25 +445,17 @@ class CoordinateDescent(Solver):
             if st.vsum_init is None:
                 st.vsum_init = vsum
             # Newton direction on the shrunk working set, then the line search along it.
-            d_b, sweeps, inner_reads, used_gram = kernels.newton_direction(
-                *arrays,
-                active,
-                m,
-                g,
-                H,
-                w,
-                wpd,
-                pt.xTd,
-                pt.D,
+            model = kernels.QuadraticModel(g, H, w, wpd, pt.xTd, pt.D, g_b)
+            inner = kernels.InnerSettings(
                 lam1,
                 lam2,
                 fit_intercept,
-                g_b,
                 min(st.inner_eps * st.vsum_init, self.forcing * vsum),
                 self.max_inner,
-                st.gram_first,
+                bool(st.gram_first),
                 self.gram_max,
             )
+            d_b, sweeps, inner_reads, used_gram = kernels.newton_direction(*arrays, active, m, model, inner)
             st.gram_first = used_gram  # an ill-conditioned model: the next one likely is too
             pt.reads += inner_reads
             if self.verbose > 1:
