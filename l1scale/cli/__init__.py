@@ -1,4 +1,4 @@
-"""The ``l1scale`` command: train, predict, evaluate, path, info, convert, demo.
+"""The ``l1scale`` command: train, predict, evaluate, path, info, inspect, export, convert, demo.
 
 Every command reads svmlight files (plain, .gz, .bz2, .xz) or binary chunk-cache
 directories made by ``l1scale convert``; train, predict, evaluate and info also read
@@ -18,8 +18,9 @@ to get the Python traceback instead.
 
 The library is imported inside the commands, so ``l1scale --help`` is instant.
 
-Modules: :mod:`.train`, :mod:`.apply` (predict, evaluate), :mod:`.path` and :mod:`.tools`
-(info, convert, demo) hold the commands; ``_params`` the shared flags and error handling,
+Modules: :mod:`.train`, :mod:`.apply` (predict, evaluate), :mod:`.path`, :mod:`.tools`
+(info, convert, demo) and :mod:`.inspect` (inspect, export; info of a model file) hold the
+commands; ``_params`` the shared flags and error handling,
 ``_data`` / ``_stream`` the reading of data, ``_format`` / ``_summary`` / ``_progress``
 what is printed.
 """
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import click
 
-from . import apply, path, tools, train
+from . import apply, inspect, path, tools, train
 
 __all__ = ["main"]
 
@@ -45,6 +46,16 @@ def main():
     """
 
 
-for _command in (train.train, apply.predict, apply.evaluate, path.path, tools.info, tools.convert, tools.demo):
+for _command in (
+    train.train,
+    apply.predict,
+    apply.evaluate,
+    path.path,
+    tools.info,
+    inspect.inspect,
+    inspect.export,
+    tools.convert,
+    tools.demo,
+):
     main.add_command(_command)
 del _command

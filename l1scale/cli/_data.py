@@ -75,6 +75,37 @@ def data_format(path, requested="auto"):
     return "vw" if os.fspath(path).lower().endswith(VW_SUFFIXES) else "svmlight"
 
 
+#: Parser messages that mean the file is not in the format it was read as at all (a CSV file, a
+#: table of numbers, a model file): their error then says what was expected.
+_NOT_THIS_FORMAT = ("label is not a number", "token without ':'", "missing label", "no label")
+_EXPECTED = {
+    "svmlight": "svmlight text was expected, one example per line: LABEL INDEX:VALUE INDEX:VALUE ... "
+    "(e.g. '1 3:0.5 17:2'); a CSV file or a table of numbers is not read as data "
+    "(convert it: sklearn.datasets.dump_svmlight_file, or l1scale.data.dump_svmlight)",
+    "vw": "Vowpal Wabbit text was expected, one example per line: LABEL [IMPORTANCE] |NAMESPACE "
+    "FEATURE[:VALUE] ... (e.g. '1 |f word price:2.5')",
+}
+
+
+@contextlib.contextmanager
+def expected_format(path, fmt):
+    """Add to a parser error that shows ``path`` is not ``fmt`` text at all (a CSV file, a plain
+    table, a model file given as DATA) what the format looks like (and, for a model file, the
+    argument order)."""
+    from ..exceptions import DataFormatError
+
+    try:
+        yield
+    except DataFormatError as exc:
+        if fmt not in _EXPECTED or not any(m in str(exc) for m in _NOT_THIS_FORMAT):
+            raise
+        from ..model_io import is_model_file
+
+        if not is_stdin(path) and is_model_file(path):
+            raise click.ClickException(f"{path} is an l1scale model file, not {fmt} data") from None
+        raise click.ClickException(f"{exc}: {_EXPECTED[fmt]}") from None
+
+
 def check_vw_flags(fmt, path, *, hash_bits=None, zero_based=None, n_features=None):
     """Usage errors: --hash-bits for data that are not VW; --zero-based/--one-based or
     --n-features for VW data (hashed: the width is 2**b)."""
@@ -126,11 +157,24 @@ def read_data(
     ``return_zero_based``: also return the index base svmlight text was read with
     (``zero_based=None``: detected), None for a cache or VW data.
     """
+    fmt = data_format(path, fmt)
+    with expected_format(path, fmt):
+        X, y, w, base = _read_whole(path, zero_based, fmt, hash_bits)
+    if X.shape[0] == 0:
+        raise click.ClickException(f"{path}: no examples")
+    if n_features is not None and X.shape[1] != n_features:
+        if X.shape[1] > n_features:
+            raise too_wide(path, X.shape[1], width_of or str(n_features))
+        X.resize((X.shape[0], n_features))
+    return (X, y, w, base) if return_zero_based else (X, y, w)
+
+
+def _read_whole(path, zero_based, fmt, hash_bits):
+    """read_data's reading: (X, y, sample_weight or None, svmlight index base or None)."""
     import scipy.sparse as sp
 
     from ..data import Stream, load_svmlight, load_vw
 
-    fmt = data_format(path, fmt)
     base = None
     if fmt == "vw":
         check_vw_flags(fmt, path, zero_based=zero_based)
@@ -161,13 +205,7 @@ def read_data(
     else:
         X, y, base = load_svmlight(path, zero_based=zero_based_value(zero_based), return_zero_based=True)
         w = None
-    if X.shape[0] == 0:
-        raise click.ClickException(f"{path}: no examples")
-    if n_features is not None and X.shape[1] != n_features:
-        if X.shape[1] > n_features:
-            raise too_wide(path, X.shape[1], width_of or str(n_features))
-        X.resize((X.shape[0], n_features))
-    return (X, y, w, base) if return_zero_based else (X, y, w)
+    return X, y, w, base
 
 
 def stdin_zero_based(flag):
@@ -195,6 +233,22 @@ def zero_index_hint(path, zero_based):
 
 
 def iter_data(path, *, zero_based=None, n_features, width_of, fmt="auto", hash_bits=None, chunk_bytes=16 << 20):
+    """DATA chunk by chunk (see :func:`_iter_chunks`); a file that is not in the format read at all
+    (a CSV file, a model file) is an error saying what was expected."""
+    fmt = data_format(path, fmt)
+    with expected_format(path, fmt):
+        yield from _iter_chunks(
+            path,
+            zero_based=zero_based,
+            n_features=n_features,
+            width_of=width_of,
+            fmt=fmt,
+            hash_bits=hash_bits,
+            chunk_bytes=chunk_bytes,
+        )
+
+
+def _iter_chunks(path, *, zero_based, n_features, width_of, fmt, hash_bits, chunk_bytes):
     """DATA chunk by chunk in bounded memory: ``(X, y, sample_weight or None)`` with X CSR of
     exactly ``n_features`` columns (a narrower file is widened; a wider one is an error naming
     both widths, ``width_of`` says whose ``n_features`` is).

@@ -9,6 +9,9 @@ import numpy as np
 from ._format import fmt, key_value_table, label, stdout_console, versions
 from ._params import LEARNING_RATE_KEYWORD
 
+#: How many of the largest weights (per class) the summary lists by name.
+TOP_WEIGHTS = 10
+
 
 def train_summary(est, data, data_info, train_report, load_seconds, fit_seconds, messages):
     results = est.result_ if isinstance(est.result_, list) else [est.result_]
@@ -55,6 +58,10 @@ def train_summary(est, data, data_info, train_report, load_seconds, fit_seconds,
     }
     if online is not None:  # only then: the summaries of the other solvers keep their keys
         summary["online"] = online
+    if getattr(est, "feature_names_", None) is not None:  # named features (--feature-names): the largest
+        from ..model_report import nonzero_weights
+
+        summary["weights"] = nonzero_weights(est, top=TOP_WEIGHTS)
     if len(results) > 1:  # one-vs-rest: the per-class problems (objective summed above)
         summary["problems"] = [
             {
@@ -232,4 +239,9 @@ def print_train_summary(s):
         rows.append(("warning", message))
     for row in rows:
         table.add_row(*row)
-    stdout_console().print(table)
+    console = stdout_console()
+    console.print(table)
+    if s.get("weights"):
+        from .inspect import print_weights
+
+        print_weights(s["weights"], console, names_known=True)

@@ -23,12 +23,26 @@ _FORMAT = format_option(b="the model's: its width is 2**b")
 _DATA = click.argument("data", type=click.Path(exists=True, readable=True, allow_dash=True))
 
 
-def _load_model(path):
-    """The estimator saved at ``path`` and the model file's metadata (how its data were read)."""
-    from .. import load
-    from ..model_io import load_model
+def _load_model(path, data=None):
+    """The estimator saved at ``path`` and the model file's metadata (how its data were read).
 
-    est = load(path)
+    The estimator is applied to unnamed columns (svmlight indices, hashed slots): feature names
+    it has from a DataFrame are dropped, as a scikit-learn check would warn about them. When
+    ``path`` is no model but ``data`` is one, the error says the order is MODEL DATA."""
+    from .. import load
+    from ..exceptions import ModelFormatError
+    from ..model_io import is_model_file, load_model
+
+    try:
+        est = load(path)
+    except ModelFormatError:
+        if data is not None and not is_model_file(path) and not is_stdin(data) and is_model_file(data):
+            raise click.UsageError(
+                f"{path} is not a model file but {data} is: the order is `l1scale "
+                f"{click.get_current_context().info_name} MODEL DATA` (liblinear's predict takes DATA MODEL)"
+            ) from None
+        raise
+    est.__dict__.pop("feature_names_in_", None)
     return est, load_model(path)[2]
 
 
@@ -118,7 +132,7 @@ def _chunks_for(est, meta, model, data, zero_based, file_format, warnings):
     "--proba",
     is_flag=True,
     help="Probability of the positive class (two classes) or of every class, "
-    "in the model's class order (logistic and probit models).",
+    "in the model's class order, named by a first line '# classes: A B C' (logistic and probit models).",
 )
 @zero_based_option(
     help="Feature indices of svmlight DATA start at 0 / at 1.  [default: as in the model's "
@@ -135,20 +149,30 @@ def predict(model, data, output, proba, zero_based, file_format):
     or - (standard input: svmlight, or --format vw).
     """
     check_output(output, "'-o' / '--output'")
-    est, meta = _load_model(model)
+    est, meta = _load_model(model, data)
     if proba and not hasattr(est, "predict_proba"):
         kind = "a regression" if not is_classifier(est) else f"a {est.loss}"
         raise click.BadParameter(
             f"{model} is {kind} model; probabilities need a logistic or probit classifier", param_hint="--proba"
         )
     chunks = _chunks_for(est, meta, model, data, zero_based, file_format, [])
+    # More than two classes: a first line names the class of each column of probabilities.
+    header = _proba_header(est) if proba and len(est.classes_) > 2 else ""
     if output is None:
+        click.echo(header, nl=False)
         for X, _, _ in chunks:
             click.echo(_prediction_text(est, X, proba), nl=False)
         return
     with text_file_atomically(output) as fh:
+        fh.write(header)
         for X, _, _ in chunks:
             fh.write(_prediction_text(est, X, proba))
+
+
+def _proba_header(est):
+    """``# classes: A B C``: the order of the probability columns (a comment line, which
+    numpy.loadtxt and pandas' ``comment="#"`` skip)."""
+    return "# classes: " + " ".join(str(label(c)) for c in est.classes_) + "\n"
 
 
 def _prediction_text(est, X, proba):
@@ -184,7 +208,7 @@ def evaluate(model, data, zero_based, file_format, as_json):
     DATA (a file, a cache directory or - for standard input) is read chunk by
     chunk: memory holds the labels and the model's outputs, never X whole.
     """
-    est, meta = _load_model(model)
+    est, meta = _load_model(model, data)
     warnings = []
     ys, outputs = [], []
     for X, y, _ in _chunks_for(est, meta, model, data, zero_based, file_format, warnings):

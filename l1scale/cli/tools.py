@@ -1,4 +1,4 @@
-"""``info``, ``convert`` and ``demo``: look at data, change its format, try the library."""
+"""``info``, ``convert`` and ``demo``: look at data (or a model file), change its format, try the library."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import click
 import numpy as np
 
-from ._data import check_output, check_vw_flags, data_format
+from ._data import check_output, check_vw_flags, data_format, expected_format
 from ._format import echo_json, key_value_table, label, stdout_console, versions
 from ._params import (
     DEFAULT_HASH_BITS,
@@ -32,13 +32,34 @@ SVMLIGHT_SUFFIXES = (".svm", ".svmlight", ".libsvm", ".txt", ".gz", ".bz2", ".xz
     metavar="B",
     help=f"Vowpal Wabbit DATA: features hashed into 2**B columns.  [default: {DEFAULT_HASH_BITS}]",
 )
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    metavar="K",
+    default=20,
+    show_default=True,
+    help="A model file: its K largest weights per class.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @handle_errors
-def info(data, zero_based, file_format, hash_bits, as_json):
-    """Size and labels of DATA, read in one streamed pass (bounded memory)."""
+def info(data, zero_based, file_format, hash_bits, top, as_json):
+    """Size and labels of DATA, read in one streamed pass (bounded memory); or, for a model
+    file (saved by train -o), what it is and its largest weights by feature name."""
+    from ..model_io import is_model_file
+
+    if is_model_file(data):
+        from .inspect import show_model
+
+        return show_model(data, top, as_json)
+    fmt = data_format(data, file_format)
+    with expected_format(data, fmt):
+        return _data_info(data, fmt, zero_based, hash_bits, as_json)
+
+
+def _data_info(data, fmt, zero_based, hash_bits, as_json):
+    """``info DATA``: one pass, then the table (or JSON)."""
     from ..data import Stream
 
-    fmt = data_format(data, file_format)
     check_vw_flags(fmt, data, hash_bits=hash_bits, zero_based=zero_based)
     is_cache = fmt == "cache"
     if is_cache:

@@ -67,6 +67,9 @@ class TrainFlags:
     output: str | None
     quiet: bool
     as_json: bool
+    feature_names: str | None
+    #: The names read from --feature-names (one per line), before any data is read.
+    names: tuple | None = None
 
 
 @click.command()
@@ -207,6 +210,15 @@ class TrainFlags:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Save the model here.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display; only the summary.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "--feature-names",
+    type=click.Path(exists=True, dir_okay=False, readable=True),
+    metavar="FILE",
+    help="Names of the features, one per line (plain or compressed), kept in the model and shown "
+    "by the summary, info, inspect and export.  svmlight: line k names the k-th feature (index k "
+    "one-based, k-1 zero-based); they set the width, as --n-features.  Vowpal Wabbit: each line a "
+    "feature (name, or ns^name) naming the slot it hashes to.",
+)
 @handle_errors
 def train(
     data,
@@ -237,6 +249,7 @@ def train(
     output,
     quiet,
     as_json,
+    feature_names,
 ):
     """Fit a sparse linear model on DATA and print a summary.
 
@@ -268,6 +281,8 @@ def train(
         )
     if features is not None or solver in names(data="generated"):
         return _train_generated(data, flags)
+    if feature_names is not None:
+        flags = _read_feature_names(data, flags)
     resolved = _check_flags(flags)
     if dask_address is not None:
         from ._dask import check_dask_flags, close, dask_dataset
@@ -319,6 +334,7 @@ def _train_generated(data, f):
         "--learning-rate": f.learning_rate is not None,
         "--hash-bits": f.hash_bits is not None,
         "--dask": f.dask_address is not None,
+        "--feature-names": f.feature_names is not None,
     }
     given = [flag for flag, used in unused.items() if used]
     if given:
@@ -444,7 +460,7 @@ def _train_and_report(data, dataset, f, resolved, streamed, params, max_iter, fm
             data,
             zero_based=f.zero_based,
             n_features=f.n_features,
-            width_of=f"--n-features {f.n_features}",
+            width_of=_width_of(f),
             fmt=f.file_format,
             hash_bits=f.hash_bits,
             return_zero_based=True,
@@ -505,6 +521,8 @@ def _train_and_report(data, dataset, f, resolved, streamed, params, max_iter, fm
     else:
         data_info = {"n_samples": int(X.shape[0]), "n_features": int(X.shape[1]), "nnz": int(X.nnz)}
         train_report = report(est, X, y)
+    if f.names is not None:
+        _name_features(est, f, fmt, data)
     summary = train_summary(est, data, data_info, train_report, load_seconds, fit_seconds, messages)
     if fmt == "vw":  # only then: the golden svmlight summary keeps its keys
         summary["data"]["format"] = "vw"
@@ -522,6 +540,48 @@ def _train_and_report(data, dataset, f, resolved, streamed, params, max_iter, fm
     if fmt == "vw":  # predict / evaluate then read standard input as VW without --format vw
         metadata = {"data": {"format": "vw", "hash_bits": DEFAULT_HASH_BITS if f.hash_bits is None else f.hash_bits}}
     save_and_print(est, summary, f.output, f.as_json, metadata=metadata)
+
+
+def _read_feature_names(data, f):
+    """--feature-names read before any data (a bad file fails fast); for svmlight data and caches
+    the names set the width, as --n-features (which, if given too, must agree)."""
+    from ..feature_names import read_feature_names
+
+    try:
+        names = tuple(read_feature_names(f.feature_names))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--feature-names") from None
+    hashed = f.dask_address is None and all(data_format(d, f.file_format) == "vw" for d in data)
+    if hashed:
+        return dataclasses.replace(f, names=names)
+    if f.n_features is not None and f.n_features != len(names):
+        raise click.BadParameter(
+            f"{f.feature_names} names {len(names)} features, --n-features is {f.n_features}",
+            param_hint="--feature-names",
+        )
+    return dataclasses.replace(f, names=names, n_features=len(names))
+
+
+def _width_of(f):
+    """Whose width a too-wide DATA exceeds: the names file's or --n-features."""
+    if f.names is not None:
+        return f"the {len(f.names)} named in --feature-names {f.feature_names}"
+    return f"--n-features {f.n_features}"
+
+
+def _name_features(est, f, fmt, data):
+    """Give the fitted model the names of --feature-names (VW data: of the slots they hash to)."""
+    names = list(f.names)
+    if fmt == "vw":
+        from ..feature_names import hashed_slot_names
+
+        names = hashed_slot_names(names, DEFAULT_HASH_BITS if f.hash_bits is None else f.hash_bits)
+    width = int(np.shape(est.coef_)[-1])
+    if len(names) != width:
+        raise click.ClickException(
+            f"{f.feature_names} names {len(names)} features, but the model of {data} has {width}"
+        )
+    est.set_feature_names(names)
 
 
 @contextlib.contextmanager
