@@ -286,8 +286,7 @@ class CoordinateDescent(Solver):
 
     def _solve(self, problem, pt, timer, compile_seconds, gradient_init, screened=None):
         n, d = problem.n_samples, problem.n_features
-        arrays, y, c = problem.columns.arrays, problem.y, problem.c
-        kind = problem.loss.kernel_id
+        arrays = problem.columns.arrays
         lam1, lam2 = problem.penalty.l1, problem.penalty.l2
         fit_intercept = problem.fit_intercept
         w, wpd = pt.w, pt.w.copy()
@@ -462,9 +461,7 @@ class CoordinateDescent(Solver):
                 print(f"   CD on the model: {m} coordinates, {sweeps} sweeps{' (Gram)' if used_gram else ''}")
             if sweeps == 1:
                 st.inner_eps *= 0.25
-            step, loss_change, pen_change = self._line_search(
-                kind, y, c, pt, active, m, g, g_b, w, wpd, d_b, lam1, lam2
-            )
+            step, loss_change, pen_change = self._line_search(pt, active, m, model, d_b)
             st.it += 1
             if step is None:
                 # No step: certify where we are (margins afresh), then stop.
@@ -545,12 +542,15 @@ class CoordinateDescent(Solver):
         chosen = np.argpartition(score, size - 1)[:size]
         return np.sort(kept[chosen])
 
-    def _line_search(self, kind, y, c, pt, active, m, g, g_b, w, wpd, d_b, lam1, lam2):
+    def _line_search(self, pt, active, m, model, d_b):
         """Largest step in {1, 1/2, ...} with P(w + s d) - P(w) <= sigma s Delta,
         Delta = g.d + g_b d_b + lam1 (||w + d||_1 - ||w||_1).
 
         The trial's margins, losses, r and D are left in pt.z_new, pt.lv_new, pt.r, pt.D.
         Returns (step, loss change, penalty change), or (None, 0, 0) on failure."""
+        problem, (g, _, w, wpd, _, _, g_b) = pt.problem, model
+        kind, y, c = problem.loss.kernel_id, problem.y, problem.c
+        lam1, lam2 = problem.penalty.l1, problem.penalty.l2
         delta = kernels.model_decrease(active, m, g, w, wpd, lam1) + g_b * d_b
         # Rounding allowance: near the optimum both sides are at float resolution.
         slack = 8 * _EPS * abs(pt.objective)
