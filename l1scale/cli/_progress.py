@@ -76,10 +76,25 @@ class Progress:
         return self
 
     def __exit__(self, *exc):
+        self._settle_last_row()
         if self.live is not None:
             self.live.update(self._table(), refresh=True)
             self.live.__exit__(*exc)
         return False
+
+    def _settle_last_row(self):
+        """The last row as the History holds it once the solve returned: a solver may write the
+        returned point's exact objective and certificate into its last row after the callback
+        (cd does), and the live table would keep a blank certificate there."""
+        if self.live is None or self._history is None or not self.rows or not len(self._history):
+            return
+        try:
+            row = (self.rows[-1][0],) + self._row(len(self._history) - 1, self._history)
+        except (IndexError, AttributeError):
+            return
+        if self.distributed:
+            row += self.rows[-1][len(row) :]
+        self.rows[-1] = row[:1] + (self.rows[-1][1],) + row[2:]  # keep the iteration number shown
 
     def __call__(self, iteration, history):
         if not self._started:
@@ -192,3 +207,57 @@ def run_fit(est, data, args, progress):
         fit_seconds = time.perf_counter() - t0
     messages = [str(m.message) for m in caught if not issubclass(m.category, DeprecationWarning)]
     return messages, fit_seconds
+
+
+class PathProgress:
+    """Progress of ``l1scale path`` on stderr: a bar per stage (the cross-validation's solves,
+    then the path on all the data) on a terminal, a line at each quarter otherwise; nothing
+    when not ``enabled`` (``-q``).
+
+    :meth:`stage` gives the ``progress(done, total)`` callable a stage reports to.
+    """
+
+    def __init__(self, enabled=True):
+        from rich.console import Console
+
+        self.enabled = enabled
+        self.console = Console(file=sys.stderr, highlight=False)
+        self.bars = None
+        self._t0 = time.perf_counter()
+
+    def __enter__(self):
+        if self.enabled and self.console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bars = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(bar_width=24),
+                MofNCompleteColumn(),
+                TextColumn("solves"),
+                TimeElapsedColumn(),
+                console=self.console,
+            )
+            self.bars.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.bars is not None:
+            self.bars.__exit__(*exc)
+        return False
+
+    def stage(self, description, total=None):
+        """The ``progress(done, total)`` callable of a new stage."""
+        if not self.enabled:
+            return lambda done, total: None
+        if self.bars is not None:
+            task = self.bars.add_task(description, total=total)
+            return lambda done, total: self.bars.update(task, completed=done, total=total)
+        t0, shown = time.perf_counter(), [0]
+
+        def report(done, total):  # a plain line at each quarter of the stage
+            quarter = 4 * done // max(total, 1)
+            if quarter > shown[0]:
+                shown[0] = quarter
+                click.echo(f"{description}: {done}/{total} solves, {time.perf_counter() - t0:.1f} s", err=True)
+
+        return report

@@ -1,21 +1,27 @@
-"""``path``: the regularisation path of DATA, cross-validated, as a table and a plot."""
+"""``path``: the regularisation path of DATA, cross-validated: a table, the chosen model, a plot."""
 
 from __future__ import annotations
+
+import time
+import warnings
 
 import click
 import numpy as np
 
-from ._data import check_output, read_data
-from ._format import echo_json
+from ._data import check_output, check_vw_flags, data_format, read_data
+from ._format import echo_json, fmt, stdout_console, trimmed
 from ._params import (
+    DEFAULT_HASH_BITS,
     LOSSES,
     format_option,
     handle_errors,
     zero_based_option,
     zero_based_value,
 )
+from ._progress import PathProgress
 
 _PROBABILISTIC = tuple(name for name in LOSSES if name in ("logistic", "probit"))
+_SCORINGS = ("neg_log_loss", "accuracy", "roc_auc", "average_precision")
 
 
 @click.command()
@@ -45,9 +51,18 @@ _PROBABILISTIC = tuple(name for name in LOSSES if name in ("logistic", "probit")
 )
 @click.option(
     "--scoring",
-    type=click.Choice(["log_loss", "accuracy", "roc_auc", "average_precision"]),
-    default="log_loss",
+    type=click.Choice(_SCORINGS),
+    default="neg_log_loss",
     show_default=True,
+    help="Held-out score, higher is better (neg_log_loss: minus the log-loss, as scikit-learn names it).",
+)
+@click.option(
+    "--rule",
+    type=click.Choice(["min", "1se"]),
+    default="min",
+    show_default=True,
+    help="The lam refitted and saved by -o: min, the best mean score; 1se, the largest lam "
+    "within one standard error of it (glmnet's lambda.1se: sparser, as good).",
 )
 @click.option("--l1-ratio", type=click.FloatRange(0, 1, min_open=True), default=1.0, show_default=True)
 @click.option("--intercept/--no-intercept", default=True, show_default=True)
@@ -55,12 +70,24 @@ _PROBABILISTIC = tuple(name for name in LOSSES if name in ("logistic", "probit")
 @zero_based_option()
 @format_option()
 @click.option(
+    "--hash-bits",
+    type=click.IntRange(1, 31),
+    metavar="B",
+    help=f"Vowpal Wabbit DATA: features hashed into 2**B columns.  [default: {DEFAULT_HASH_BITS}]",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Path(dir_okay=False),
-    help="Save a plot here (PNG): coefficients and the cross-validated score against lam "
-    "(needs matplotlib: pip install 'l1scale[plot]').",
+    help="Save the chosen model here (refit on all the data at the lam --rule picks), as train -o does.",
 )
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False),
+    help="Save a plot here (PNG): coefficients against lam, and the CV score with error bars, "
+    "lam_min and lam_1se marked (needs matplotlib: pip install 'l1scale[plot]').",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print the path as JSON.")
 @handle_errors
 def path(
@@ -70,122 +97,178 @@ def path(
     lam_min_ratio,
     folds,
     scoring,
+    rule,
     l1_ratio,
     intercept,
     tol,
     zero_based,
     file_format,
+    hash_bits,
     output,
+    plot,
+    quiet,
     as_json,
 ):
     """Solve DATA along a path of lam (warm starts) and choose lam by cross-validation.
 
     Binary classification (two labels; the larger is positive). Prints, per lam: lam /
-    lam_max, nnz(w), the objective and the mean cross-validated score; the chosen lam
-    is marked.
+    lam_max, lam, nnz(w), the objective, and the mean cross-validated score with its
+    standard error; lam_min (the best mean score) and lam_1se (the largest lam within
+    one standard error of it) are marked, and the one --rule picks is saved by -o.
     """
-    from ..path import SparseLogisticRegressionCV, regularization_path
+    from ..path import GridEdgeWarning, SparseLogisticRegressionCV, regularization_path
 
     check_output(output, "'-o' / '--output'")
-    if output is not None:
+    check_output(plot, "'--plot'")
+    if output is not None and folds < 2:
+        raise click.BadParameter("needs --cv 2 or more: the saved model is the cross-validated choice", param_hint="-o")
+    if plot is not None:
         import importlib.util
 
         if importlib.util.find_spec("matplotlib") is None:
-            raise click.BadParameter("needs matplotlib (pip install 'l1scale[plot]')", param_hint="-o")
-    X, y, w = read_data(data, zero_based=zero_based_value(zero_based), fmt=file_format)
+            raise click.BadParameter("needs matplotlib (pip install 'l1scale[plot]')", param_hint="--plot")
+    fmt_name = data_format(data, file_format)
+    check_vw_flags(fmt_name, data, hash_bits=hash_bits, zero_based=zero_based)
+    X, y, w, base = read_data(
+        data, zero_based=zero_based_value(zero_based), fmt=file_format, hash_bits=hash_bits, return_zero_based=True
+    )
     classes = np.unique(y)
     if classes.shape[0] != 2:
         raise click.ClickException(f"{data}: `l1scale path` fits binary problems; the labels are {classes.tolist()}")
     y_pm = np.where(y == classes[1], 1.0, -1.0)
-    scores, chosen = None, None
-    if folds >= 2:
-        cv = SparseLogisticRegressionCV(
+    cv, messages = None, []
+    t0 = time.perf_counter()
+    with PathProgress(enabled=not quiet) as progress, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", GridEdgeWarning)
+        if folds >= 2:
+            cv = SparseLogisticRegressionCV(
+                loss,
+                n_lams=n_lams,
+                lam_min_ratio=lam_min_ratio,
+                cv=folds,
+                scoring=scoring,
+                rule=rule,
+                l1_ratio=l1_ratio,
+                fit_intercept=intercept,
+                tol=tol,
+                progress=progress.stage(f"{folds}-fold cross-validation"),
+            ).fit(X, y, sample_weight=w)
+        on_all = progress.stage("path on all the data", total=n_lams)
+        full = regularization_path(
+            X,
+            y_pm,
             loss,
+            lams=None if cv is None else cv.lams_,
             n_lams=n_lams,
             lam_min_ratio=lam_min_ratio,
-            cv=folds,
-            scoring=scoring,
             l1_ratio=l1_ratio,
             fit_intercept=intercept,
+            sample_weight=w,
             tol=tol,
-        ).fit(X, y, sample_weight=w)
-        lams, scores, chosen = cv.lams_, cv.scores_.mean(axis=0), float(cv.lam_[0])
-    else:
-        lams = None
-    full = regularization_path(
-        X,
-        y_pm,
-        loss,
-        lams=lams,
-        n_lams=n_lams,
-        lam_min_ratio=lam_min_ratio,
-        l1_ratio=l1_ratio,
-        fit_intercept=intercept,
-        sample_weight=w,
-        tol=tol,
-    )
-    rows = [
-        {
-            "lam": float(lam),
-            "lam_ratio": float(lam / full.lams[0]),
-            "nnz": int(nnz),
-            "objective": float(obj),
-            "cv_score": None if scores is None else float(scores[k]),
-            "chosen": chosen == float(lam),
-        }
-        for k, (lam, nnz, obj) in enumerate(zip(full.lams, full.nnz, full.objectives))
-    ]
+            callback=lambda k, result: on_all(k + 1, n_lams),
+        )
+    messages = list(dict.fromkeys(str(m.message) for m in caught if not issubclass(m.category, DeprecationWarning)))
+    seconds = time.perf_counter() - t0
     if output is not None:
-        _plot(full, scores, chosen, scoring, output)
+        metadata = None if base is None else {"data": {"format": "svmlight", "zero_based": bool(base)}}
+        if fmt_name == "vw":
+            metadata = {"data": {"format": "vw", "hash_bits": DEFAULT_HASH_BITS if hash_bits is None else hash_bits}}
+        cv.save(output, metadata=metadata)
+    if plot is not None:
+        _save_plot(full, cv, plot)
+    doc = _document(data, loss, scoring, rule, full, cv, output, plot, messages, seconds)
+    for message in messages:
+        click.echo(f"Warning: {message}", err=True)
     if as_json:
-        echo_json(
+        echo_json(doc)
+    else:
+        _print(doc)
+
+
+def _document(data, loss, scoring, rule, full, cv, output, plot, messages, seconds):
+    """The results as one JSON-ready dict: the path's rows, the chosen lams, what was saved."""
+    lam_max = float(full.lams[0])
+    index = {}  # the rows of lam_min and lam_1se (the CV's grid is the path's)
+    if cv is not None:
+        index = {
+            rule_: int(np.argmin(np.abs(full.lams - lam[0])))
+            for rule_, lam in (("min", cv.lam_min_), ("1se", cv.lam_1se_))
+        }
+    rows = []
+    for k, (lam, nnz, objective) in enumerate(zip(full.lams, full.nnz, full.objectives)):
+        marks = [name for name, i in index.items() if i == k]
+        rows.append(
             {
-                "command": "path",
-                "data": data,
-                "loss": loss,
-                "scoring": scoring if scores is not None else None,
-                "lam_max": float(full.lams[0]),
-                "chosen_lam": chosen,
-                "path": rows,
-                "plot": output,
+                "lam": float(lam),
+                "lam_ratio": float(lam / lam_max),
+                "nnz": int(nnz),
+                "objective": float(objective),
+                "cv_mean": None if cv is None else float(cv.cv_mean_[k]),
+                "cv_se": None if cv is None else float(cv.cv_se_[k]),
+                "marks": marks,
+                "chosen": rule in marks,
             }
         )
+    chosen = None if cv is None else index[rule]
+    return {
+        "command": "path",
+        "data": data,
+        "loss": loss,
+        "scoring": None if cv is None else scoring,
+        "rule": None if cv is None else rule,
+        "n_folds": None if cv is None else int(cv.scores_.shape[0]),
+        "lam_max": lam_max,
+        "lam_min": None if cv is None else float(cv.lam_min_[0]),
+        "lam_1se": None if cv is None else float(cv.lam_1se_[0]),
+        "chosen_lam": None if cv is None else float(cv.lam_[0]),
+        "chosen_nnz": None if chosen is None else int(full.nnz[chosen]),
+        "path": rows,
+        "model": output,
+        "plot": plot,
+        "seconds": seconds,
+        "warnings": messages,
+    }
+
+
+def _print(doc):
+    """The path as a table that fits 80 columns, then the chosen lams and what was saved."""
+    from rich.table import Table
+    from rich.text import Text
+
+    console = stdout_console()
+    cv = doc["scoring"] is not None
+    head = f"path of {doc['data']}: {doc['loss']}, {len(doc['path'])} lams from lam_max = {doc['lam_max']:.4g}"
+    if cv:
+        head += f"; {doc['n_folds']}-fold CV, {doc['scoring']} (higher is better)"
+    console.print(trimmed(Text(head)))
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    for name in ("lam/lam_max", "lam", "nnz", "objective") + ((doc["scoring"], "s.e.", "") if cv else ()):
+        table.add_column(name, justify="left" if name == "" else "right", no_wrap=True)
+    for r in doc["path"]:
+        cells = [fmt(r["lam_ratio"], ".3g"), fmt(r["lam"], ".4g"), str(r["nnz"]), fmt(r["objective"], ".6g")]
+        if cv:
+            marks = "=".join(r["marks"]) + (" *" if r["chosen"] else "")
+            cells += [fmt(r["cv_mean"], ".5f"), fmt(r["cv_se"], ".1e"), marks]
+        table.add_row(*cells)
+    console.print(trimmed(table))
+    if not cv:
         return
-    click.echo(f"{'lam/lam_max':>12}  {'nnz':>6}  {'objective':>14}  {scoring if scores is not None else '':>12}")
-    for r in rows:
-        score = "" if r["cv_score"] is None else f"{r['cv_score']:.6f}"
-        click.echo(
-            f"{r['lam_ratio']:12.4g}  {r['nnz']:6d}  {r['objective']:14.8g}  {score:>12}"
-            + ("  <- chosen" if r["chosen"] else "")
-        )
-    if output is not None:
-        click.echo(f"plot: {output}")
+    lines = [
+        f"min: lam_min = {doc['lam_min']:.4g}, the best mean {doc['scoring']}",
+        f"1se: lam_1se = {doc['lam_1se']:.4g}, the largest lam within one standard error of it",
+        f"*: the chosen lam (--rule {doc['rule']}), {doc['chosen_nnz']} nonzero weights"
+        + (f", saved to {doc['model']}" if doc["model"] else "; save it with -o MODEL"),
+    ]
+    if doc["plot"]:
+        lines.append(f"plot: {doc['plot']}")
+    for line in lines:
+        console.print(trimmed(Text(line)))
 
 
-def _plot(path, scores, chosen, scoring, output):
-    import matplotlib
+def _save_plot(full, cv, output):
+    from .._atomic import atomic_file
+    from ..plot import path_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    panels = 2 if scores is not None else 1
-    fig, axes = plt.subplots(panels, 1, figsize=(7, 3.2 * panels), sharex=True, squeeze=False)
-    ratio = path.lams / path.lams[0]
-    ax = axes[0, 0]
-    ax.plot(ratio, path.coefs, lw=0.8)
-    ax.set_xscale("log")
-    ax.set_ylabel("coefficients")
-    ax.set_title(f"regularisation path ({int(path.nnz[-1])} nonzeros at the smallest lam)")
-    if scores is not None:
-        axes[1, 0].plot(ratio, scores, marker=".")
-        axes[1, 0].set_ylabel(f"CV {scoring}")
-        for a in axes[:, 0]:
-            a.axvline(chosen / path.lams[0], color="k", ls="--", lw=0.8)
-    axes[-1, 0].set_xlabel("lam / lam_max")
-    axes[-1, 0].invert_xaxis()
-    fig.tight_layout()
-    from ..data._svmlight_write import atomic_file
-
+    fig = path_figure(full, cv)
     with atomic_file(output) as f:  # a failed plot leaves no half-written file
         fig.savefig(f, format="png", dpi=120)
-    plt.close(fig)
