@@ -42,11 +42,13 @@ Examples are taken in stream order (Tsuruoka and Qin sample at random from memor
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from ..losses import loss_derivative, loss_value
-from .online_base import STATS, OnlineSolver, OnlineState, score_example
+from .online_base import STATS, Examples, OnlineSolver, OnlineState, score_example
 
 __all__ = ["CumulativePenaltySGD", "CumulativePenaltyState"]
 
@@ -62,38 +64,41 @@ def _clip(w, q, j, u):
     q[j] += w[j] - z
 
 
+class _Rule(NamedTuple):
+    """SGD-C's step rule for one chunk: lam (the L1 weight), the rate eta0 a^(-k / n_pass),
+    Qin et al.'s gradient averaging, and whether the intercept learns."""
+
+    lam: float
+    eta0: float
+    a: float
+    n_pass: float
+    average: bool
+    fit_intercept: bool
+
+
+class _Weights(NamedTuple):
+    """SGD-C's state (changed in place): w, q (d,) Tsuruoka et al.'s weights and penalties taken;
+    h (d,) the averaged gradient; scal (4,) = [b, u, k, averaged intercept gradient]."""
+
+    w: np.ndarray
+    q: np.ndarray
+    h: np.ndarray
+    scal: np.ndarray
+
+
 @njit(cache=True, nogil=True)  # the reader thread reads the next chunk meanwhile
-def _sgd_c_rows(
-    kind,
-    data,
-    indices,
-    indptr,
-    dense,
-    y,
-    s,
-    order,
-    first_row,
-    holdout,
-    lam,
-    eta0,
-    a,
-    n_pass,
-    average,
-    fit_intercept,
-    w,
-    q,
-    h,
-    scal,
-    stats,
-):
+def _sgd_c_rows(kind, examples, rule, weights, stats):
     """SGD-C over the rows of one chunk, in place.
 
-    Shapes: y, s, order (n,) (``order``: the rows in the order taken); w, q (d,); h (d,) the
-    averaged gradient (used when ``average``); scal (4,) = [intercept b (moved only when
-    ``fit_intercept``), u, k examples learned, averaged intercept gradient]; stats (6,) the
-    :data:`STATS` sums (added to). Held-out rows ((first_row + i) % holdout == holdout - 1) are
-    scored and not learned from (k and u do not move).
+    ``examples``: the chunk (:class:`~l1scale.solvers.online_base.Examples`); ``rule``:
+    :class:`_Rule`; ``weights``: :class:`_Weights` (scal[0], the intercept b, moves only when
+    ``fit_intercept``; scal[2] counts the examples learned); stats (6,) the :data:`STATS` sums
+    (added to). Held-out rows ((first_row + i) % holdout == holdout - 1) are scored and not
+    learned from (k and u do not move).
     """
+    data, indices, indptr, dense, y, s, order, first_row, holdout = examples
+    lam, eta0, a, n_pass, average, fit_intercept = rule
+    w, q, h, scal = weights
     for t in range(order.shape[0]):
         i = order[t]
         start, end = indptr[i], indptr[i + 1]
@@ -233,26 +238,10 @@ class CumulativePenaltySGD(OnlineSolver):
         state.n_seen += n
         n_pass = self.n_per_pass or state.n_per_pass or state.n_seen
         order = self._order(state, n)
-        return _sgd_c_rows(
-            kind,
-            *rows.arrays,
-            y,
-            s,
-            order,
-            first_row,
-            holdout,
-            l1,
-            self.eta0,
-            self.a,
-            float(n_pass),
-            self.average_gradient,
-            state.fit_intercept,
-            state.w,
-            state.q,
-            state.h,
-            state.scal,
-            np.zeros(len(STATS)),
-        )
+        examples = Examples.of(rows, y, s, order, first_row, holdout)
+        rule = _Rule(l1, self.eta0, self.a, float(n_pass), self.average_gradient, state.fit_intercept)
+        weights = _Weights(state.w, state.q, state.h, state.scal)
+        return _sgd_c_rows(kind, examples, rule, weights, np.zeros(len(STATS)))
 
     def _catch_up(self, state):
         _clip_all(state.w, state.q, state.scal[1])

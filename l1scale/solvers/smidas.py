@@ -53,12 +53,14 @@ zeta_j = (|theta_j| / c)^(p-1) and w_j = sign(theta_j) zeta_j c (c / ||theta||_p
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from ..exceptions import CheckpointError
 from ..losses import loss_derivative, loss_value
-from .online_base import STATS, OnlineSolver, OnlineState, score_example
+from .online_base import STATS, Examples, OnlineSolver, OnlineState, score_example
 
 __all__ = ["SMIDAS", "SMIDASState", "smidas_p"]
 
@@ -91,37 +93,40 @@ def _shrink_support(theta, zeta, active, where, counts, shrink, c, p):
     return total
 
 
+class _Rule(NamedTuple):
+    """SMIDAS's step for one chunk: lam (the L1 weight), the rates of w and of the intercept,
+    and the p of the p-norm link."""
+
+    lam: float
+    eta: float
+    eta_b: float
+    p: float
+
+
+class _Weights(NamedTuple):
+    """SMIDAS's state (changed in place; see :func:`_smidas_rows`)."""
+
+    theta: np.ndarray
+    zeta: np.ndarray
+    active: np.ndarray
+    where: np.ndarray
+    scal: np.ndarray
+    counts: np.ndarray
+
+
 @njit(cache=True, nogil=True)  # the reader thread reads the next chunk meanwhile
-def _smidas_rows(
-    kind,
-    data,
-    indices,
-    indptr,
-    dense,
-    y,
-    s,
-    order,
-    first_row,
-    holdout,
-    lam,
-    eta,
-    eta_b,
-    p,
-    theta,
-    zeta,
-    active,
-    where,
-    scal,
-    counts,
-    stats,
-):
+def _smidas_rows(kind, examples, rule, weights, stats):
     """SMIDAS over the rows of one chunk, in place.
 
-    Shapes: y, s, order (n,); theta, zeta, where (d,); active (d,) the support of theta in its
-    first counts[0] entries, where[j] j's position there or -1; scal (3,) = [intercept b,
-    scale c, factor F] with w_j = sign(theta_j) zeta_j F; counts (2,) int64 = [support size,
-    support work]; stats (6,) the :data:`STATS` sums (added to).
+    ``examples``: the chunk (:class:`~l1scale.solvers.online_base.Examples`); ``rule``:
+    :class:`_Rule`; ``weights``: :class:`_Weights` (theta, zeta, where (d,); active (d,) the
+    support of theta in its first counts[0] entries, where[j] j's position there or -1; scal (3,)
+    = [intercept b, scale c, factor F] with w_j = sign(theta_j) zeta_j F; counts (2,) int64 =
+    [support size, support work]); stats (6,) the :data:`STATS` sums (added to).
     """
+    data, indices, indptr, dense, y, s, order, first_row, holdout = examples
+    lam, eta, eta_b, p = rule
+    theta, zeta, active, where, scal, counts = weights
     for t in range(order.shape[0]):
         i = order[t]
         start, end = indptr[i], indptr[i + 1]
@@ -281,23 +286,7 @@ class SMIDAS(OnlineSolver):
         order = self._order(state, n)
         decay = 1.0 + self.eta_decay * pass_index
         eta_b = self.eta_intercept / decay
-        return _smidas_rows(
-            kind,
-            *rows.arrays,
-            y,
-            s,
-            order,
-            first_row,
-            holdout,
-            l1,
-            self.eta / decay,
-            eta_b if state.fit_intercept else 0.0,
-            state.p,
-            state.theta,
-            state.zeta,
-            state.active,
-            state.where,
-            state.scal,
-            state.counts,
-            np.zeros(len(STATS)),
-        )
+        examples = Examples.of(rows, y, s, order, first_row, holdout)
+        rule = _Rule(l1, self.eta / decay, eta_b if state.fit_intercept else 0.0, state.p)
+        weights = _Weights(state.theta, state.zeta, state.active, state.where, state.scal, state.counts)
+        return _smidas_rows(kind, examples, rule, weights, np.zeros(len(STATS)))
