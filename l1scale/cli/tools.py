@@ -8,7 +8,7 @@ import click
 import numpy as np
 
 from ._data import check_output, check_vw_flags, data_format, expected_format
-from ._format import echo_json, key_value_table, label, stdout_console, versions
+from ._format import echo_json, key_value_table, label, stdout_console, trimmed, versions
 from ._params import (
     DEFAULT_HASH_BITS,
     check_no_layout_flag,
@@ -219,40 +219,32 @@ def demo(quick, seed, quiet, as_json):
         return
     from rich.table import Table
 
-    table = Table(title="l1scale demo" + (" (quick)" if quick else ""), title_justify="left")
-    for name in (
-        "data set",
-        "n",
-        "d",
-        "nnz",
-        "loss",
-        "lam",
-        "objective",
-        "certificate",
-        "nnz(w)",
-        "accuracy train/test",
-        "seconds",
-        "compile s",
-    ):
-        table.add_column(name, justify="left" if name in ("data set", "loss") else "right")
+    # One column per data set, one row per measure: fits 80 columns with every number whole.
+    table = Table(box=None, pad_edge=False)
+    table.add_column("l1scale demo" + (" (quick)" if quick else ""), style="bold", no_wrap=True)
     for r in rows:
-        cert = f"{'gap' if r['certificate_name'] == 'duality_gap' else 'KKT'} {r['certificate']:.1e}"
-        table.add_row(
-            r["dataset"],
-            str(r["n_samples"]),
-            str(r["n_features"]),
-            str(r["nnz"]),
-            r["loss"],
-            f"{r['lam']:.3g}",
-            f"{r['objective']:.6g}",
-            cert,
-            str(r["nnz_coef"]),
-            f"{r['train_accuracy']:.4f} / {r['test_accuracy']:.4f}",
-            f"{r['seconds']:.2f}",
-            f"{r['compile_seconds']:.2f}",
-        )
+        table.add_column(r["dataset"], justify="right", no_wrap=True)
+    measures = (
+        ("n", lambda r: str(r["n_samples"])),
+        ("d", lambda r: str(r["n_features"])),
+        ("nnz", lambda r: str(r["nnz"])),
+        ("loss", lambda r: r["loss"]),
+        ("lam", lambda r: f"{r['lam']:.3g}"),
+        ("objective", lambda r: f"{r['objective']:.6g}"),
+        (
+            "certificate",
+            lambda r: f"{'gap' if r['certificate_name'] == 'duality_gap' else 'KKT'} {r['certificate']:.1e}",
+        ),
+        ("nnz(w)", lambda r: str(r["nnz_coef"])),
+        ("train accuracy", lambda r: f"{r['train_accuracy']:.4f}"),
+        ("test accuracy", lambda r: f"{r['test_accuracy']:.4f}"),
+        ("seconds", lambda r: f"{r['seconds']:.2f}"),
+        ("compile seconds", lambda r: f"{r['compile_seconds']:.2f}"),
+    )
+    for name, cell in measures:
+        table.add_row(name, *(cell(r) for r in rows))
     console = stdout_console()
-    console.print(table)
+    console.print(trimmed(table))
     for r in rows:
         for message in r["warnings"]:
             click.echo(f"Warning: {r['dataset']}: {message}", err=True)
