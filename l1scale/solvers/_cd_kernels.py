@@ -105,6 +105,40 @@ def support_margins(data, indices, indptr, dense, w, b, z):
     return reads
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _coordinate_step(x, G, lam1, h, shrink_at):
+    """One coordinate of the quadratic model at w_j + d_j = x, with model gradient G (without the
+    L1 term) and curvature h: (shrink it away, its KKT violation, the step z).
+
+    A zero coordinate whose gradient stays inside (-lam1 + shrink_at, lam1 - shrink_at) is
+    shrunk (liblinear's inner shrinking). Otherwise the step is the one-variable Newton step,
+    soft-thresholded (a step to zero makes w + d exactly 0), and 0 when it would not change
+    x or would move a zero by less than 1e-12 (so that lam = lam_max gives w = 0 exactly;
+    its violation, at rounding level, is then not counted by the caller). liblinear skips
+    every step below 1e-12, which leaves the gap stuck near 1e-12 H_jj relative."""
+    Gp, Gn = G + lam1, G - lam1
+    if x == 0.0:
+        if Gp < 0.0:
+            viol = -Gp
+        elif Gn > 0.0:
+            viol = Gn
+        elif Gp > shrink_at and Gn < -shrink_at:
+            return True, 0.0, 0.0
+        else:
+            viol = 0.0
+    else:
+        viol = abs(Gp) if x > 0.0 else abs(Gn)
+    if Gp < h * x:
+        z = min(max(-Gp / h, -10.0), 10.0)
+    elif Gn > h * x:
+        z = min(max(-Gn / h, -10.0), 10.0)
+    else:
+        z = -x
+    if x + z == x or (x == 0.0 and abs(z) < 1e-12):
+        z = 0.0
+    return False, viol, z
+
+
 @njit(cache=True, nogil=True)
 def model_sweep(data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, lam1, lam2, shrink_at):
     """One CD sweep, in random order, over active[:m] of the quadratic model
@@ -128,35 +162,13 @@ def model_sweep(data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, l
         for p in range(rows.shape[0]):
             G += vals[p] * D[rows[p]] * xTd[rows[p]]
         reads += rows.shape[0]
-        Gp, Gn = G + lam1, G - lam1
-        if x == 0.0:
-            if Gp < 0.0:
-                viol = -Gp
-            elif Gn > 0.0:
-                viol = Gn
-            elif Gp > shrink_at and Gn < -shrink_at:
-                m -= 1
-                active[s], active[m] = active[m], active[s]
-                continue
-            else:
-                viol = 0.0
-        else:
-            viol = abs(Gp) if x > 0.0 else abs(Gn)
+        shrink, viol, z = _coordinate_step(x, G, lam1, H[j], shrink_at)
+        if shrink:
+            m -= 1
+            active[s], active[m] = active[m], active[s]
+            continue
         s += 1
-        # Newton step on the one-variable model, soft-thresholded; a step to zero makes
-        # w + d exactly 0. Skipped, and its violation not counted (it is at rounding
-        # level and would otherwise hold the model open): a step that does not change
-        # w + d, or one below 1e-12 away from zero (so that lam = lam_max gives w = 0
-        # exactly). liblinear skips every step below 1e-12, which leaves the gap stuck
-        # near 1e-12 H_jj relative.
-        h = H[j]
-        if Gp < h * x:
-            z = min(max(-Gp / h, -10.0), 10.0)
-        elif Gn > h * x:
-            z = min(max(-Gn / h, -10.0), 10.0)
-        else:
-            z = -x
-        if x + z == x or (x == 0.0 and abs(z) < 1e-12):
+        if z == 0.0:
             continue
         vmax = max(vmax, viol)
         vsum += viol
@@ -265,30 +277,14 @@ def gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at):
         j, loc = active[s], local[s]
         x = wpd[j]
         G = g[j] + (lam2 + NU) * (x - w[j]) + Qd[loc]
-        Gp, Gn = G + lam1, G - lam1
-        if x == 0.0:
-            if Gp < 0.0:
-                viol = -Gp
-            elif Gn > 0.0:
-                viol = Gn
-            elif Gp > shrink_at and Gn < -shrink_at:
-                m -= 1
-                active[s], active[m] = active[m], active[s]
-                local[s], local[m] = local[m], local[s]
-                continue
-            else:
-                viol = 0.0
-        else:
-            viol = abs(Gp) if x > 0.0 else abs(Gn)
+        shrink, viol, z = _coordinate_step(x, G, lam1, H[j], shrink_at)
+        if shrink:
+            m -= 1
+            active[s], active[m] = active[m], active[s]
+            local[s], local[m] = local[m], local[s]
+            continue
         s += 1
-        h = H[j]  # the step of model_sweep, with its rules for skipped steps
-        if Gp < h * x:
-            z = min(max(-Gp / h, -10.0), 10.0)
-        elif Gn > h * x:
-            z = min(max(-Gn / h, -10.0), 10.0)
-        else:
-            z = -x
-        if x + z == x or (x == 0.0 and abs(z) < 1e-12):
+        if z == 0.0:
             continue
         vmax = max(vmax, viol)
         vsum += viol
