@@ -4,7 +4,7 @@ Needs the optional extra ``onnx`` (``pip install "l1scale[onnx]"``: skl2onnx, an
 to run the graphs). :func:`register` makes :class:`~l1scale.SparseLogisticRegression` and
 :class:`~l1scale.SparseLinearRegression` known to ``skl2onnx.convert_sklearn`` (so they also
 convert inside a scikit-learn Pipeline); :func:`to_onnx` (and the estimators' ``to_onnx()``,
-and ``l1scale export --format onnx``) registers and converts.
+and ``l1scale export --format onnx``) registers the estimator's class and converts.
 
 The graph computes what the estimator computes: margins ``X @ coef_.T + intercept_``
 (MatMul, Add), then
@@ -44,38 +44,45 @@ def _require_skl2onnx():
     return skl2onnx
 
 
-def register():
-    """Register the l1scale estimators' converters with skl2onnx (once; later calls do nothing).
+def register(*classes):
+    """Register converters with skl2onnx for the given estimator classes (each once).
+
+    Parameters
+    ----------
+    *classes : type
+        :class:`~l1scale.SparseLogisticRegression`, :class:`~l1scale.SparseLinearRegression`
+        (or subclasses): ``register(SparseLogisticRegression, SparseLinearRegression)`` before
+        ``skl2onnx.convert_sklearn`` of a Pipeline that holds them. :func:`to_onnx` registers
+        the class it converts by itself.
 
     Raises
     ------
     ImportError
         skl2onnx is not installed (the ``onnx`` extra).
     """
-    if _REGISTERED:
-        return
     skl2onnx = _require_skl2onnx()
     from skl2onnx.common.shape_calculator import (
         calculate_linear_classifier_output_shapes,
         calculate_linear_regressor_output_shapes,
     )
+    from sklearn.base import ClassifierMixin
 
-    from .estimators import SparseLinearRegression, SparseLogisticRegression
-
-    skl2onnx.update_registered_converter(
-        SparseLogisticRegression,
-        "L1scaleSparseLogisticRegression",
-        calculate_linear_classifier_output_shapes,
-        _convert,
-        options={"zipmap": [True, False, "columns"], "nocl": [True, False]},
-    )
-    skl2onnx.update_registered_converter(
-        SparseLinearRegression,
-        "L1scaleSparseLinearRegression",
-        calculate_linear_regressor_output_shapes,
-        _convert,
-    )
-    _REGISTERED.append(True)
+    for cls in classes:
+        if cls in _REGISTERED:
+            continue
+        if issubclass(cls, ClassifierMixin):
+            skl2onnx.update_registered_converter(
+                cls,
+                f"L1scale{cls.__name__}",
+                calculate_linear_classifier_output_shapes,
+                _convert,
+                options={"zipmap": [True, False, "columns"], "nocl": [True, False]},
+            )
+        else:
+            skl2onnx.update_registered_converter(
+                cls, f"L1scale{cls.__name__}", calculate_linear_regressor_output_shapes, _convert
+            )
+        _REGISTERED.append(cls)
 
 
 def to_onnx(estimator, *, dtype=np.float64, target_opset=None):
@@ -112,7 +119,7 @@ def to_onnx(estimator, *, dtype=np.float64, target_opset=None):
     dtype = np.dtype(dtype)
     if dtype not in (np.float64, np.float32):
         raise ValueError(f"dtype must be float64 or float32, got dtype={dtype}")
-    register()
+    register(type(estimator))
     from skl2onnx import convert_sklearn
     from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType
 
@@ -153,7 +160,8 @@ def _convert(scope, operator, container):
     est = operator.raw_operator
     proto = guess_proto_type(operator.inputs[0].type)
     dtype = np.float64 if proto == 11 else np.float32  # TensorProto.DOUBLE is 11
-    coef = np.atleast_2d(est._dense_coef()).astype(np.float64)
+    coef = est.coef_.toarray() if hasattr(est.coef_, "toarray") else est.coef_  # sparsified or not
+    coef = np.atleast_2d(coef).astype(np.float64)
     intercept = np.atleast_1d(np.asarray(est.intercept_, dtype=np.float64))
 
     def constant(name, values, shape, tensor_type=proto):

@@ -234,3 +234,24 @@ def test_a_copy_of_the_format_1_file_is_found_as_a_model(tmp_path):
 
     assert is_model_file(tmp_path / "m.bin") and not is_model_file(FORMAT1_FILE.parent / "train_small.svm")
     assert load_model(tmp_path / "m.bin")[2]["classes"] == [-1, 1]
+
+
+def test_registered_converter_converts_a_pipeline():
+    ort = pytest.importorskip("onnxruntime")
+    from skl2onnx import convert_sklearn
+    from skl2onnx.common.data_types import DoubleTensorType
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from l1scale.onnx import register
+
+    X, y = _data(n_classes=3, seed=4)
+    pipe = make_pipeline(StandardScaler(), SparseLogisticRegression(lam_ratio=0.05)).fit(X * 10 + 3, y)
+    register(SparseLogisticRegression, SparseLinearRegression)
+    model = convert_sklearn(
+        pipe, initial_types=[("X", DoubleTensorType([None, 8]))], options={"zipmap": False}, target_opset=17
+    )
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    label, proba = session.run(None, {"X": X * 10 + 3})
+    np.testing.assert_array_equal(label, pipe.predict(X * 10 + 3))
+    np.testing.assert_allclose(proba, pipe.predict_proba(X * 10 + 3), atol=1e-6)
