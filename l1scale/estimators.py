@@ -534,7 +534,12 @@ def load(path):
         est.features = _generated_fit.space_from_spec(meta["features"])
         est.n_features_in_ = int(est.features_.n_inputs_)
         est.solver_ = "fcl" if est.solver == "auto" else est.solver
-    _restore_fit_facts(est, meta, name == "SparseLinearRegression")
+    try:
+        _restore_fit_facts(est, meta, name == "SparseLinearRegression")
+    except (KeyError, TypeError, ValueError) as exc:  # a damaged summary or names: the documented error
+        raise ModelFormatError(
+            f"{where}: unreadable n_iter, result or feature_names ({type(exc).__name__}: {exc})"
+        ) from None
     return est
 
 
