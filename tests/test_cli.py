@@ -249,8 +249,9 @@ def test_multiclass_one_vs_rest(files, tmp_path):
     s = json.loads(ok("train", files["multi"], "-o", model, "-q", "--json").stdout)
     assert s["classes"] == [0, 1, 2] and len(s["problems"]) == 3 and len(s["lam"]) == 3
     assert [p["class"] for p in s["problems"]] == [0, 1, 2]
-    rows = [line.split() for line in ok("predict", model, files["multi"], "--proba").stdout.splitlines()]
-    P = np.array(rows, dtype=float)
+    header, *lines = ok("predict", model, files["multi"], "--proba").stdout.splitlines()
+    assert header == "# classes: 0 1 2"  # the order of the columns
+    P = np.array([line.split() for line in lines], dtype=float)
     assert P.shape == (300, 3)
     np.testing.assert_allclose(P.sum(axis=1), 1.0)
     report = json.loads(ok("evaluate", model, files["multi"], "--json").stdout)
