@@ -96,7 +96,7 @@ class KeyValueTable:
         self.title = title
         self.table = Table(show_header=False, box=None, pad_edge=False)
         self.table.add_column(style="bold", no_wrap=True)
-        self.table.add_column(justify=value_justify)
+        self.table.add_column(justify=value_justify, overflow="fold")  # a long path folds, never cut
 
     def add_row(self, *cells):
         self.table.add_row(*cells)

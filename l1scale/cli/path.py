@@ -16,7 +16,6 @@ from ._params import (
     format_option,
     handle_errors,
     zero_based_option,
-    zero_based_value,
 )
 from ._progress import PathProgress
 
@@ -129,9 +128,8 @@ def path(
             raise click.BadParameter("needs matplotlib (pip install 'l1scale[plot]')", param_hint="--plot")
     fmt_name = data_format(data, file_format)
     check_vw_flags(fmt_name, data, hash_bits=hash_bits, zero_based=zero_based)
-    X, y, w, base = read_data(
-        data, zero_based=zero_based_value(zero_based), fmt=file_format, hash_bits=hash_bits, return_zero_based=True
-    )
+    # zero_based None: detected, as train reads it (the saved model records the base)
+    X, y, w, base = read_data(data, zero_based=zero_based, fmt=file_format, hash_bits=hash_bits, return_zero_based=True)
     classes = np.unique(y)
     if classes.shape[0] != 2:
         raise click.ClickException(f"{data}: `l1scale path` fits binary problems; the labels are {classes.tolist()}")
