@@ -360,7 +360,9 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         k, n = fit.chosen, fit.lams.shape[0]
         if n < 2 or 0 < k < n - 1:
             return
-        who = "" if positive is None else f"class {positive!r}: "
+        if isinstance(positive, np.generic):
+            positive = positive.item()
+        who = "" if positive is None else f"class {positive}: "
         lam = f"the chosen lam {fit.lams[k]:.4g} (rule={self.rule!r})"
         if k == n - 1:
             grid = "lams" if self.lams is not None else f"lam_min_ratio={self.lam_min_ratio!r}"

@@ -117,9 +117,10 @@ def plot_cv(cv, *, ax=None, class_index=0):
     scoring = {"log_loss": "neg_log_loss"}.get(scoring, scoring)
     n_folds = np.shape(cv.scores_)[-2]
     ax.set_ylabel(f"CV {scoring}")
-    title = f"{n_folds}-fold CV: mean {scoring} (higher is better) +- 1 s.e.; refit at {cv.rule!r}"
+    title = f"{n_folds}-fold CV: mean {scoring} (higher is better) ± 1 s.e.; refit at {cv.rule!r}"
     if one_vs_rest:
-        title = f"class {cv.classes_[class_index]!r}: " + title
+        label = cv.classes_[class_index]
+        title = f"class {label.item() if isinstance(label, np.generic) else label}: " + title
     ax.set_title(title, fontsize="medium")
     ax.legend(loc="best", fontsize="small")
     return ax
