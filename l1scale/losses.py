@@ -31,7 +31,7 @@ import math
 import numpy as np
 from numba import njit, vectorize
 
-__all__ = ["LOSSES", "Hinge", "Logistic", "Loss", "Probit", "Squared", "SquaredHinge", "get_loss"]
+__all__ = ["LOSSES", "Hinge", "Logistic", "Loss", "Probit", "Softmax", "Squared", "SquaredHinge", "get_loss"]
 
 _SQRT2 = math.sqrt(2.0)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -581,3 +581,114 @@ def get_loss(loss) -> Loss:
     if loss not in _INSTANCES:
         _INSTANCES[loss] = LOSSES[loss]()
     return _INSTANCES[loss]
+
+
+# --------------------------------------------------------------------------- softmax (multinomial)
+# The multinomial loss of one example works on its row of K margins z (one per class) and
+# its class k = y_i:  loss(k, z) = log sum_l exp(z_l) - z_k,  gradient p - e_k with
+# p = softmax(z), Hessian diag(p) - p p^T (Boehning's bound: (I - 11^T / K) / 2). Its
+# conjugate is the negative entropy on the simplex: loss*(k, u) = sum_l q_l log q_l with
+# q = u + e_k in the simplex (inf outside), so the duality gap certifies the multinomial
+# model as the logistic conjugate does the binary one.
+
+
+@njit(cache=True, nogil=True, inline="always")
+def softmax_row(z, p):
+    """p = softmax(z) for one row (shape (K,)), overflow-free; returns log sum exp(z)."""
+    top = z[0]
+    for k in range(1, z.shape[0]):
+        top = max(top, z[k])
+    total = 0.0
+    for k in range(z.shape[0]):
+        p[k] = math.exp(z[k] - top)
+        total += p[k]
+    for k in range(z.shape[0]):
+        p[k] /= total
+    return top + math.log(total)
+
+
+@njit(cache=True, nogil=True)
+def softmax_terms(Z, y, c, P, lv):
+    """Per-example losses lv_i = log sum_l exp(Z_il) - Z_{i,y_i} and P = softmax(Z) row by row.
+
+    Shapes: Z, P (n, K); y (n,) int64 class codes; c, lv (n,). Returns sum_i c_i lv_i."""
+    total = 0.0
+    for i in range(Z.shape[0]):
+        lv[i] = softmax_row(Z[i], P[i]) - Z[i, y[i]]
+        total += c[i] * lv[i]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def softmax_conjugate_sum(P, y, c, scale):
+    """sum_i c_i loss*(y_i, scale (P_i - e_{y_i})) = sum_i c_i sum_l q_il log q_il with
+    q_i = scale P_i + (1 - scale) e_{y_i} (in the simplex for P_i in it and scale in [0, 1]).
+    Rows of zero weight do not enter. Shapes: P (n, K); y, c (n,)."""
+    total = 0.0
+    for i in range(P.shape[0]):
+        if c[i] == 0.0:
+            continue
+        acc = 0.0
+        for k in range(P.shape[1]):
+            q = scale * P[i, k] + ((1.0 - scale) if k == y[i] else 0.0)
+            acc += _xlogx(q)
+        total += c[i] * acc
+    return total
+
+
+class Softmax(Loss):
+    """The multinomial (softmax, cross-entropy) loss of a row of K margins ``z``:
+    ``log sum_l exp(z_l) - z_y``, labels y the class codes 0..K-1.
+
+    Not a loss of one margin: :class:`~l1scale.problems.MultinomialProblem` and the
+    multinomial solver use it; the margin solvers (which need ``curvature_kernel``) refuse it.
+    ``curvature_bound`` is Boehning's bound on the Hessian ``diag(p) - p p^T``, 1/2.
+    """
+
+    name = "multinomial"
+    curvature_bound = 0.5
+
+    @staticmethod
+    def _rows(y, Z):
+        Z = np.ascontiguousarray(np.atleast_2d(np.asarray(Z, dtype=np.float64)))
+        y = np.asarray(y, dtype=np.int64).reshape(-1)
+        if y.shape[0] != Z.shape[0] or (y.size and (y.min() < 0 or y.max() >= Z.shape[1])):
+            raise ValueError(f"y must hold one class code in [0, {Z.shape[1]}) per row of Z")
+        return y, Z
+
+    def value(self, y, z):
+        """Per-row loss, shape (n,), for margins ``z`` of shape (n, K)."""
+        y, Z = self._rows(y, z)
+        lv, P = np.empty(Z.shape[0]), np.empty_like(Z)
+        softmax_terms(Z, y, np.ones(Z.shape[0]), P, lv)
+        return lv
+
+    def probabilities(self, z):
+        """softmax of each row of ``z`` (n, K)."""
+        Z = np.atleast_2d(np.asarray(z, dtype=np.float64))
+        E = np.exp(Z - Z.max(axis=1, keepdims=True))
+        return E / E.sum(axis=1, keepdims=True)
+
+    def derivative(self, y, z):
+        """The gradient ``softmax(z_i) - e_{y_i}`` of each row, shape (n, K)."""
+        y, Z = self._rows(y, z)
+        G = self.probabilities(Z)
+        G[np.arange(Z.shape[0]), y] -= 1.0
+        return G
+
+    def curvature(self, y, z):
+        """The diagonal of each row's Hessian, ``p (1 - p)``, shape (n, K)."""
+        P = self.probabilities(z)
+        return P * (1.0 - P)
+
+    def conjugate(self, y, u):
+        """Per-row conjugate ``sum_l q_l log q_l``, q = u_i + e_{y_i}; inf where q leaves the simplex."""
+        y, U = self._rows(y, u)
+        Q = U.copy()
+        Q[np.arange(U.shape[0]), y] += 1.0
+        tol = 1e-12
+        inside = (-tol <= Q).all(axis=1) & (np.abs(Q.sum(axis=1) - 1.0) <= 1e-9)
+        Q = np.clip(Q, 0.0, None)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ent = np.where(Q > 0.0, Q * np.log(np.where(Q > 0.0, Q, 1.0)), 0.0).sum(axis=1)
+        return np.where(inside, ent, np.inf)

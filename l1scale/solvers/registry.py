@@ -86,6 +86,7 @@ ENTRIES = (
     ),
     SolverEntry("scd", _S + "scd:StochasticCD", "memory", "stochastic", certified=True, resumable=True),
     SolverEntry("detcd", _S + "scd:GreedyCD", "memory", "stochastic", certified=True, resumable=True),
+    SolverEntry("multinomial_cd", _S + "multinomial:MultinomialCD", "memory", "batch", certified=True),
     SolverEntry("mp", _S + "sketch:MultiPass", "stream", "streaming", certified=True, resumable=True, distributed=True),
     SolverEntry(
         "rmmp",

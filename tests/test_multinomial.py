@@ -1,0 +1,299 @@
+"""Multinomial (softmax) L1 logistic regression: the loss, the problem's duality gap, and the
+solver (l1scale.solvers.multinomial) against scikit-learn's saga, glmnet and its own tight solves."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from _shared_data import load_svmlight_pm
+from scipy.optimize import check_grad
+from sklearn.datasets import load_digits, load_wine
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
+from l1scale.losses import Softmax
+from l1scale.problems.memory import Problem
+from l1scale.problems.multinomial import MultinomialProblem, optimal_intercepts
+from l1scale.solvers.cd import CoordinateDescent
+from l1scale.solvers.multinomial import MultinomialCD
+
+SOFTMAX = Softmax()
+
+
+def _wine():
+    X, y = load_wine(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def _digits(n=500):
+    X, y = load_digits(return_X_y=True)
+    return X[:n] / 16.0, y[:n]
+
+
+def _splice():
+    X, y = load_svmlight_pm("splice", "splice/splice_scale.bz2", 60)
+    return X, y
+
+
+def _small(seed=0, n=90, d=7, K=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    W = rng.normal(size=(d, K)) * (rng.random((d, K)) < 0.5)
+    y = np.argmax(X @ W + rng.gumbel(size=(n, K)), axis=1)
+    return X, y
+
+
+def _tight(problem, **kw):
+    return MultinomialCD(tol=1e-13, max_iter=1000, **kw).solve(problem)
+
+
+def _saga(X, y, problem, **kw):
+    """scikit-learn's saga on the same objective (C = 1 / (n lam)); its model's objective."""
+    n = X.shape[0]
+    if sp.issparse(X):  # scikit-learn takes 32-bit indices only
+        X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LogisticRegression(
+            solver="saga", C=1.0 / (n * problem.lam), l1_ratio=problem.l1_ratio, tol=1e-9, max_iter=100_000, **kw
+        ).fit(X, y)
+    if clf.coef_.shape[0] == 1:  # two classes: scikit-learn fits the binary model (same optimum, see below)
+        binary = Problem(X, np.where(y == clf.classes_[1], 1.0, -1.0), lam=problem.lam, **_same(problem))
+        return binary.objective(clf.coef_.ravel(), clf.intercept_[0])
+    return problem.objective(clf.coef_, clf.intercept_)
+
+
+def _same(problem):
+    return {"l1_ratio": problem.l1_ratio, "fit_intercept": problem.fit_intercept}
+
+
+# --------------------------------------------------------------------------- the loss
+def test_softmax_gradient_matches_finite_differences():
+    rng = np.random.default_rng(0)
+    n, K = 6, 4
+    y = rng.integers(0, K, n)
+
+    def f(z):
+        return float(SOFTMAX.value(y, z.reshape(n, K)).sum())
+
+    def g(z):
+        return SOFTMAX.derivative(y, z.reshape(n, K)).ravel()
+
+    for scale in (1.0, 30.0):
+        assert check_grad(f, g, scale * rng.normal(size=n * K)) < 1e-5 * scale
+    # The curvature is the diagonal of diag(p) - p p^T, the derivative of the gradient.
+    z = rng.normal(size=(n, K))
+    eps = 1e-6
+    for k in range(K):
+        dz = np.zeros((n, K))
+        dz[:, k] = eps
+        fd = (SOFTMAX.derivative(y, z + dz)[:, k] - SOFTMAX.derivative(y, z - dz)[:, k]) / (2 * eps)
+        np.testing.assert_allclose(fd, SOFTMAX.curvature(y, z)[:, k], rtol=1e-6, atol=1e-9)
+
+
+def test_softmax_is_stable_and_its_conjugate_meets_fenchel_equality():
+    y = np.array([0, 1, 2])
+    Z = np.array([[800.0, 0.0, -800.0], [0.0, 0.0, 0.0], [-50.0, 3.0, 40.0]])
+    value = SOFTMAX.value(y, Z)
+    assert np.isfinite(value).all()
+    np.testing.assert_allclose(value, [0.0, np.log(3.0), np.log1p(np.exp(-37.0) + np.exp(-90.0))], atol=1e-12)
+    # f(z) + f*(grad f(z)) = <z, grad f(z)> at every z: the gap is zero exactly at the optimum.
+    Z = np.random.default_rng(1).normal(size=(3, 3)) * 3
+    U = SOFTMAX.derivative(y, Z)
+    np.testing.assert_allclose(SOFTMAX.value(y, Z) + SOFTMAX.conjugate(y, U), (Z * U).sum(axis=1), atol=1e-12)
+    # Outside the simplex (u + e_y not a probability vector) the conjugate is infinite.
+    assert np.isinf(SOFTMAX.conjugate(y, U + 0.1)).all()
+    assert np.isinf(SOFTMAX.conjugate([0], [[0.5, -0.5, 0.0]])).all()
+
+
+def test_objective_gradient_matches_finite_differences():
+    X, y = _small()
+    problem = MultinomialProblem(X, y, 0.01, fit_intercept=True)
+    K, d = problem.n_classes, problem.n_features
+
+    def smooth(theta):
+        return problem.loss_sum(problem.margins(theta[: K * d].reshape(K, d), theta[K * d :]))
+
+    def grad(theta):
+        Z = problem.margins(theta[: K * d].reshape(K, d), theta[K * d :])
+        R = problem.c[:, None] * SOFTMAX.derivative(problem.y, Z)
+        return np.concatenate([(X.T @ R).T.ravel(), R.sum(axis=0)])
+
+    theta = np.random.default_rng(2).normal(size=K * d + K) * 0.3
+    assert check_grad(smooth, grad, theta) < 1e-6
+
+
+def test_optimal_intercepts_match_the_class_frequencies_at_zero_coefficients():
+    X, y = _small(3)
+    c = np.full(y.shape[0], 1.0 / y.shape[0])
+    b = optimal_intercepts(np.zeros((y.shape[0], 3)), y, c)
+    freq = np.bincount(y) / y.shape[0]
+    np.testing.assert_allclose(np.exp(b) / np.exp(b).sum(), freq, atol=1e-12)
+    assert abs(b.sum()) < 1e-12
+
+
+# --------------------------------------------------------------------------- the certificate
+def test_gap_is_never_negative_and_bounds_the_suboptimality():
+    X, y = _small(4)
+    for l1_ratio in (1.0, 0.5):
+        problem = MultinomialProblem(X, y, lam_ratio=0.05, l1_ratio=l1_ratio)
+        best = _tight(problem).objective
+        rng = np.random.default_rng(5)
+        for scale in (0.0, 0.01, 0.3, 3.0):
+            coef = scale * rng.normal(size=(3, X.shape[1]))
+            cert = problem.certificate(coef, rng.normal(size=3))
+            assert cert.value >= 0.0
+            # taken at intercepts optimal for coef: P there >= P*, and the gap bounds the distance
+            assert cert.objective - best <= cert.value + 1e-12
+            assert cert.objective >= best - 1e-12
+
+
+@pytest.mark.parametrize("l1_ratio", [1.0, 0.7])
+def test_the_certificate_is_met_and_matches_a_tight_solve(l1_ratio):
+    X, y = _wine()
+    problem = MultinomialProblem(X, y, lam_ratio=0.02, l1_ratio=l1_ratio)
+    tight = _tight(problem)
+    assert tight.converged and 0.0 <= tight.relative_certificate <= 1e-13
+    for tol in (1e-3, 1e-6, 1e-9):
+        result = MultinomialCD(tol=tol).solve(problem)
+        assert result.converged and result.stop_reason == "duality_gap"
+        assert 0.0 <= result.relative_certificate <= tol
+        # the gap bounds the distance to the optimum
+        assert result.objective - tight.objective <= result.certificate + 1e-15
+        # the certificate the problem computes on its own agrees
+        cert = problem.certificate(result.coef, result.intercept)
+        assert cert.relative <= 1.5 * tol
+    assert result.coef.shape == (3, X.shape[1]) and result.intercept.shape == (3,)
+    assert abs(result.intercept.sum()) < 1e-12
+
+
+def test_lam_max_is_where_the_model_becomes_zero():
+    X, y = _wine()
+    problem = MultinomialProblem(X, y, lam=MultinomialProblem(X, y, 0.1).lam_max())
+    result = MultinomialCD(tol=1e-10).solve(problem)
+    assert result.nnz == 0
+    freq = np.bincount(y) / y.shape[0]
+    p = np.exp(result.intercept) / np.exp(result.intercept).sum()
+    np.testing.assert_allclose(p, freq, atol=1e-9)
+    assert MultinomialCD(tol=1e-10).solve(problem.with_lam(0.98 * problem.lam)).nnz > 0
+
+
+# --------------------------------------------------------------------------- oracles
+@pytest.mark.parametrize("data", ["wine", "digits", "splice"])
+def test_the_objective_agrees_with_saga(data):
+    X, y = {"wine": _wine, "digits": _digits, "splice": _splice}[data]()
+    problem = MultinomialProblem(X, y, lam_ratio=0.05)
+    ours = _tight(problem)
+    assert ours.relative_certificate <= 1e-12
+    theirs = _saga(X, y, problem)
+    # saga's model is no better than ours (ours is certified), and within 1e-6
+    assert theirs >= ours.objective * (1 - 1e-12)
+    assert theirs == pytest.approx(ours.objective, rel=1e-6)
+
+
+def test_elastic_net_and_no_intercept_agree_with_saga():
+    X, y = _wine()
+    for kw, sk in (({"l1_ratio": 0.5}, {}), ({"fit_intercept": False}, {"fit_intercept": False})):
+        problem = MultinomialProblem(X, y, lam_ratio=0.05, **kw)
+        ours = _tight(problem)
+        assert ours.relative_certificate <= 1e-12
+        assert _saga(X, y, problem, **sk) == pytest.approx(ours.objective, rel=1e-6), kw
+    assert not np.any(ours.intercept)
+
+
+def test_the_objective_agrees_with_glmnet_multinomial():
+    glmnet = pytest.importorskip("glmnet")
+    X, y = load_digits(return_X_y=True)
+    X = StandardScaler().fit_transform(X[:600])
+    y = y[:600]
+    problem = MultinomialProblem(X, y, lam_ratio=0.05)
+    ours = _tight(problem)
+    # glmnet's multinomial (ungrouped, kopt=0) solves along a path down to lam; alone, the last
+    # lam fails to converge in lognet.
+    path = problem.lam_max() * np.geomspace(1.0, 0.05, 20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = glmnet.LogitNet(alpha=1.0, lambda_path=path, standardize=False, tol=1e-12, n_splits=0).fit(X, y)
+    assert model.lambda_path_[-1] == pytest.approx(problem.lam)
+    theirs = problem.objective(model.coef_path_[:, :, -1], model.intercept_path_[:, -1])
+    assert theirs >= ours.objective * (1 - 1e-12)
+    assert theirs == pytest.approx(ours.objective, rel=1e-6)
+
+
+# --------------------------------------------------------------------------- inputs
+def test_dense_csr_csc_and_float32_give_the_same_model():
+    X, y = _small(6, n=120, d=15, K=4)
+    X[np.abs(X) < 0.8] = 0.0
+    ref = _tight(MultinomialProblem(X, y, lam_ratio=0.05))
+    for Xv in (sp.csr_matrix(X), sp.csc_matrix(X), np.asfortranarray(X), X.astype(np.float32)):
+        result = _tight(MultinomialProblem(Xv, y, lam_ratio=0.05))
+        rounded = Xv.dtype == np.float32  # a (slightly) different problem: X rounded to float32
+        assert result.objective == pytest.approx(ref.objective, rel=1e-6 if rounded else 1e-12)
+        np.testing.assert_allclose(result.coef, ref.coef, atol=1e-4 if rounded else 1e-7)
+
+
+def test_integer_sample_weights_equal_repeated_rows():
+    X, y = _small(7)
+    s = np.random.default_rng(8).integers(0, 4, y.shape[0]).astype(float)
+    s[:3] = 1.0  # keep every class
+    weighted = _tight(MultinomialProblem(X, y, 0.01, sample_weight=s))
+    rows = np.repeat(np.arange(y.shape[0]), s.astype(int))
+    repeated = _tight(MultinomialProblem(X[rows], y[rows], 0.01))
+    assert weighted.objective == pytest.approx(repeated.objective, rel=1e-10)
+    np.testing.assert_allclose(weighted.coef, repeated.coef, atol=1e-6)
+    uniform = _tight(MultinomialProblem(X, y, 0.01, sample_weight=np.full(y.shape[0], 3.0)))
+    assert uniform.objective == pytest.approx(_tight(MultinomialProblem(X, y, 0.01)).objective, rel=1e-12)
+
+
+def test_a_binary_problem_is_solved_as_the_two_class_softmax():
+    X, y = _small(9, K=2)
+    y = np.where(y == 1, 1.0, -1.0)
+    for l1_ratio in (1.0, 0.6):
+        problem = Problem(X, y, lam_ratio=0.1, l1_ratio=l1_ratio)
+        cd = CoordinateDescent(tol=1e-12).solve(problem)
+        ours = MultinomialCD(tol=1e-12).solve(problem)
+        assert ours.coef.shape == (X.shape[1],) and isinstance(ours.intercept, float)
+        assert ours.objective == pytest.approx(cd.objective, rel=1e-10)
+        np.testing.assert_allclose(ours.coef, cd.coef, atol=1e-6)
+        assert 0.0 <= ours.relative_certificate <= 1e-10
+    with pytest.raises(ValueError, match="softmax"):
+        MultinomialCD().solve(Problem(X, y, "squared_hinge", 0.01))
+
+
+def test_a_warm_start_at_the_optimum_stops_at_once():
+    X, y = _wine()
+    problem = MultinomialProblem(X, y, lam_ratio=0.02)
+    first = MultinomialCD(tol=1e-10).solve(problem)
+    again = MultinomialCD(tol=1e-8).solve(problem, first.coef, first.intercept)
+    assert again.n_iter == 0 and again.converged
+    assert again.objective == pytest.approx(first.objective, rel=1e-12)
+
+
+def test_working_sets_and_full_passes_reach_the_same_optimum():
+    rng = np.random.default_rng(10)
+    X = sp.random(300, 400, density=0.05, format="csr", random_state=10)
+    y = rng.integers(0, 4, 300)
+    problem = MultinomialProblem(X, y, lam_ratio=0.1)
+    with_ws = MultinomialCD(tol=1e-11).solve(problem)
+    without = MultinomialCD(tol=1e-11, working_set=False).solve(problem)
+    assert with_ws.objective == pytest.approx(without.objective, rel=1e-10)
+    assert min(with_ws.history.active) < 400  # the working sets left features out
+
+
+def test_bad_input_names_the_parameter():
+    X, y = _small()
+    with pytest.raises(ValueError, match="only one class"):
+        MultinomialProblem(X, np.zeros(X.shape[0]), 0.1)
+    with pytest.raises(ValueError, match="labels but X has"):
+        MultinomialProblem(X, y[:-1], 0.1)
+    s = np.where(y == 2, 0.0, 1.0)
+    with pytest.raises(ValueError, match="sample_weight: class 2 has zero total weight"):
+        MultinomialProblem(X, y, 0.1, sample_weight=s)
+    problem = MultinomialProblem(X, y, 0.1)
+    with pytest.raises(ValueError, match="coef must have shape"):
+        problem.objective(np.zeros((X.shape[1], 3)))
+    with pytest.raises(ValueError, match="give exactly one of lam and lam_ratio"):
+        MultinomialProblem(X, y)
+    with pytest.raises(ValueError, match="l1_ratio"):
+        MultinomialProblem(X, y, 0.1, l1_ratio=0.0)
