@@ -885,11 +885,12 @@ def test_two_stage_flag(files):
 
 
 def test_path_command_table_json_and_plot(files, tmp_path):
-    out = ok("path", files["train"], "--n-lams", "6", "--cv", "3")
-    assert out.stdout.count("\n") == 7 and "<- chosen" in out.stdout
+    out = ok("path", files["train"], "--n-lams", "6", "--cv", "3", "-q")
+    rows = [line for line in out.stdout.splitlines() if line[:1] == " "]
+    assert len(rows) == 6 and sum(line.endswith(" *") for line in rows) == 1
     doc = json.loads(ok("path", files["train"], "--n-lams", "6", "--cv", "0", "--json").stdout)
     assert len(doc["path"]) == 6 and doc["chosen_lam"] is None and doc["path"][0]["nnz"] == 0
     pytest.importorskip("matplotlib")
     png = tmp_path / "p.png"
-    ok("path", files["train"], "--n-lams", "5", "--cv", "2", "-o", png)
+    ok("path", files["train"], "--n-lams", "5", "--cv", "2", "--plot", png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
