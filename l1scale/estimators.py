@@ -47,8 +47,14 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         1 is pure L1; below 1 adds the ridge part of the elastic net.
     fit_intercept : bool, default True
         Fit an unpenalised intercept.
-    solver : {"auto", "cd"}, default "auto"
-        "auto" picks the certified coordinate-descent solver for in-memory data.
+    solver : str or Solver, default "auto"
+        A registered solver (:mod:`l1scale.solvers.registry`) or a solver instance. In memory:
+        "cd" (newGLMNET coordinate descent on working sets, certified; what "auto" picks),
+        "cgd", "ista", "fista", "multiscale_fista" (certified batch solvers), "scd", "detcd"
+        (stochastic and greedy coordinate descent), "multinomial_cd" (softmax loss). In passes
+        over a file, a Stream or a DaskDataset: "mp", "rmmp" (certified; "auto" picks "rmmp"),
+        "online", "truncated_gradient", "sgd_cumulative", "smidas". Over a generated feature
+        space (``features``): "fcl" ("auto"), "dcl_sgd".
     tol : float, default 1e-6
         Stop when the duality gap <= tol * objective (KKT violation <= tol * lam for probit).
     max_iter : int, default 200

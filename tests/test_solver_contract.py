@@ -50,6 +50,13 @@ def test_the_registry_is_what_solvers_and_the_command_line_offer():
 
 
 @BY_NAME
+def test_the_estimators_docstring_names_the_solver(entry):
+    """``solver`` in the estimator's parameters lists every registered solver (issue 15; the
+    regressor and the CV estimator refer to it)."""
+    assert f'"{entry.name}"' in SparseLogisticRegression.__doc__, f"the docstring does not name {entry.name!r}"
+
+
+@BY_NAME
 def test_the_entry_says_what_the_class_does(entry):
     from l1scale.distributed.solve import distributed_solver
 
