@@ -157,6 +157,7 @@ def test_a_csv_file_says_svmlight_or_vw_was_expected(files, tmp_path):
     error(run("info", tmp_path / "table.csv"), 1, "label is not a number", "svmlight text was expected")
     error(run("train", tmp_path / "plain.txt", "-q"), 1, "svmlight text was expected", "LABEL INDEX:VALUE")
     error(run("train", tmp_path / "table.csv", "--format", "vw", "-q"), 1, "Vowpal Wabbit text was expected")
+    error(run("train", tmp_path / "table.csv", "--solver", "rmmp", "-q"), 1, "svmlight text was expected")
     ok("train", files["dir"] / "train.svm", "-q", "-o", tmp_path / "m.l1m")
     error(run("evaluate", tmp_path / "m.l1m", tmp_path / "table.csv"), 1, "svmlight text was expected")
 

@@ -16,6 +16,7 @@ from ._data import (
     check_output,
     check_vw_flags,
     data_format,
+    expected_format,
     is_stdin,
     read_data,
     too_wide,
@@ -410,7 +411,8 @@ def _train(data, dataset, f, resolved, streamed):
             from ._stream import StdinCache
 
             spool = StdinCache(f.cache_dir)  # the pipe, spooled: a pipe can be read only once
-        _train_and_report(data, dataset, f, resolved, streamed, params, iterations, fmt, spool)
+        with expected_format(data, fmt):  # streamed data too: a CSV file says svmlight was expected
+            _train_and_report(data, dataset, f, resolved, streamed, params, iterations, fmt, spool)
     finally:
         if spool is not None:
             spool.close()
