@@ -66,13 +66,13 @@ def state_at(Z, y, c, P, CP, R, D, lv):
 
 @njit(cache=True, nogil=True)
 def trial_losses(Z, dZ, step, y, c, lv, Z_new, lv_new, p):
-    """Z_new = Z + step dZ and its losses lv_new; returns sum_i c_i (lv_new_i - lv_i), summed
-    term by term so that it stays accurate when the change is tiny. Shapes: Z, dZ, Z_new (n, K);
-    y, c, lv, lv_new (n,); p (K,) scratch."""
+    """Z_new = Z + step dZ^T and its losses lv_new; returns sum_i c_i (lv_new_i - lv_i), summed
+    term by term so that it stays accurate when the change is tiny. Shapes: Z, Z_new (n, K);
+    dZ (K, n) (class-major, as the model sweeps keep it); y, c, lv, lv_new (n,); p (K,) scratch."""
     change = 0.0
     for i in range(Z.shape[0]):
         for k in range(Z.shape[1]):
-            Z_new[i, k] = Z[i, k] + step * dZ[i, k]
+            Z_new[i, k] = Z[i, k] + step * dZ[k, i]
         lv_new[i] = softmax_row(Z_new[i], p) - Z_new[i, y[i]]
         change += c[i] * (lv_new[i] - lv[i])
     return change
@@ -141,8 +141,9 @@ def model_sweep(data, indices, indptr, dense, active, m, G, H, W, Wpd, dZ, S, P,
     S_i = p_i . dz_i, so a coordinate's model gradient is G + sum_i x_ij CP_ik (dZ_ik - S_i).
     Inner shrinking (liblinear's): a coordinate at zero whose model gradient is inside
     (-lam1 + shrink_at, lam1 - shrink_at) is marked in ``skip`` and passed over until the caller
-    clears ``skip``. Shapes: active (k,); G, H, W, Wpd (d, K); dZ, P, CP (n, K); S (n,);
-    skip (d, K) bool.
+    clears ``skip``. dZ, P and CP are class-major (K, n): a coordinate's pass over its column
+    then reads them in row order. Shapes: active (k,); G, H, W, Wpd (d, K); dZ, P, CP (K, n);
+    S (n,); skip (d, K) bool.
     Returns (largest violation, sum of violations, nonzeros read)."""
     for s in range(m - 1):
         t = s + np.random.randint(m - s)
@@ -156,10 +157,11 @@ def model_sweep(data, indices, indptr, dense, active, m, G, H, W, Wpd, dZ, S, P,
             if skip[j, k]:
                 continue
             x = Wpd[j, k]
+            CPk, dZk, Pk = CP[k], dZ[k], P[k]
             g = G[j, k] + (lam2 + NU) * (x - W[j, k])
             for p in range(rows.shape[0]):
                 i = rows[p]
-                g += vals[p] * CP[i, k] * (dZ[i, k] - S[i])
+                g += vals[p] * CPk[i] * (dZk[i] - S[i])
             reads += rows.shape[0]
             h = H[j, k]
             gp, gn = g + lam1, g - lam1
@@ -183,8 +185,8 @@ def model_sweep(data, indices, indptr, dense, active, m, G, H, W, Wpd, dZ, S, P,
                 for p in range(rows.shape[0]):
                     i = rows[p]
                     dv = delta * vals[p]
-                    dZ[i, k] += dv
-                    S[i] += P[i, k] * dv
+                    dZk[i] += dv
+                    S[i] += Pk[i] * dv
     return vmax, vsum, reads
 
 
@@ -192,18 +194,18 @@ def model_sweep(data, indices, indptr, dense, active, m, G, H, W, Wpd, dZ, S, P,
 def intercept_sweep(gb, Hb, db, dZ, S, P, CP):
     """One CD sweep over the K intercepts of the model (unpenalised): for each class k the
     exact minimiser along db_k, gradient gb_k + sum_i CP_ik (dZ_ik - S_i), curvature Hb_k;
-    dZ and S updated. Shapes: gb, Hb, db (K,); dZ, P, CP (n, K); S (n,).
+    dZ and S updated. Shapes: gb, Hb, db (K,); dZ, P, CP (K, n) (class-major); S (n,).
     Returns the largest absolute model gradient met."""
-    n, K = dZ.shape
+    K, n = dZ.shape
     vmax = 0.0
     for k in range(K):
         g = gb[k]
         for i in range(n):
-            g += CP[i, k] * (dZ[i, k] - S[i])
+            g += CP[k, i] * (dZ[k, i] - S[i])
         vmax = max(vmax, abs(g))
         delta = -g / Hb[k]
         db[k] += delta
         for i in range(n):
-            dZ[i, k] += delta
-            S[i] += P[i, k] * delta
+            dZ[k, i] += delta
+            S[i] += P[k, i] * delta
     return vmax
