@@ -96,13 +96,16 @@ def L1(lam: float) -> ElasticNet:
 
 
 def _outside_the_package():
-    """``warnings.warn`` keywords that point a warning at the caller's code, not at l1scale's."""
+    """``warnings.warn`` keywords that point a warning at the first caller outside l1scale (the
+    user's code), however deep in the package it was raised."""
     import os
     import sys
 
-    if sys.version_info >= (3, 12):
-        return {"skip_file_prefixes": (os.path.dirname(os.path.abspath(__file__)),)}
-    return {"stacklevel": 4}  # Regularization <- Problem <- the estimator's fit, on Python 3.11
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(2), 2  # level 1: the function that warns; 2: its caller
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return {"stacklevel": level}
 
 
 class Regularization:
