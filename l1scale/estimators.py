@@ -11,6 +11,8 @@ attributes ending in ``_``. Multiclass classification is one-vs-rest.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from scipy.special import expit, ndtr
 from sklearn.base import ClassifierMixin, RegressorMixin
@@ -20,7 +22,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from . import _generated_fit
+from . import _generated_fit, _multinomial_fit
 from ._linear_model import STREAMING_SOLVERS, SparseLinearModel, is_dask_dataset, label_scan
 from .data.stream import Stream
 from .data.validation import validate_data
@@ -95,6 +97,15 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         every n_jobs. ``callback`` and ``verbose`` output then come from the threads, interleaved.
         Streamed data, a DaskDataset and ``features`` fits solve the problems one after the
         other and ignore it (with a warning).
+    multi_class : {"auto", "multinomial", "ovr"}, default "auto"
+        More than two classes: "multinomial" fits one softmax model, minimising
+        sum_i c_i [log sum_k exp(x_i . w_k + b_k) - (x_i . w_{y_i} + b_{y_i})]
+        + lam (l1_ratio ||W||_1 + (1 - l1_ratio)/2 ||W||_F^2) over every class's weights at once
+        (solver "multinomial_cd", certified by its duality gap; logistic loss, data in memory);
+        "ovr" one binary problem per class; "auto" multinomial where the solver fits it ("auto"
+        in memory with the logistic loss and neither ``checkpoint`` nor ``two_stage``, or
+        "multinomial_cd"), one-vs-rest otherwise. Two classes: the binary model in every case
+        (the two-class softmax has the same optimum).
 
     Attributes
     ----------
@@ -108,6 +119,9 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         The solver's Result (with its History) per binary problem.
     solver_ : str
         The solver "auto" resolved to.
+    multi_class_ : {"multinomial", "ovr"}
+        What ``multi_class`` resolved to. A multinomial model has one Result (``result_``) and
+        its ``lam_`` and ``n_iter_`` repeat one value per row.
     features_ : FeatureSpace
         Only with ``features``: the space fitted on X (``coef_`` has its p columns;
         ``features_.describe(j)`` names column j).
@@ -142,6 +156,7 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         features=None,
         cache_bytes=None,
         n_jobs=None,
+        multi_class="auto",
     ):
         self.loss = loss
         self.lam = lam
@@ -162,6 +177,7 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         self.features = features
         self.cache_bytes = cache_bytes
         self.n_jobs = n_jobs
+        self.multi_class = multi_class
 
     def fit(self, X, y=None, sample_weight=None, classes=None):
         """Fit on X (dense or sparse) and labels y (any two or more values).
@@ -178,11 +194,13 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         With ``features`` set, X is the raw input of the feature space (e.g. DNA
         sequences) and the model is fitted over the generated features phi(X).
         """
+        stream = self._stream_for(X, y, sample_weight) if self.features is None else None
+        _multinomial_fit.check(self, streamed=stream is not None)
+        self.multi_class_ = "ovr"  # until a multinomial fit says otherwise
         if self.features is not None:
             self.solver_ = self._check_params()
             self._ignore_n_jobs("features= fits", stacklevel=2)
             return _generated_fit.fit(self, X, y, sample_weight, classifier=True)
-        stream = self._stream_for(X, y, sample_weight)
         if classes is not None and (stream is None or is_dask_dataset(stream)):
             raise ValueError(
                 "classes= declares the labels of a Stream or path X (no label pass); arrays and "
@@ -204,6 +222,8 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         if stream is not None:
             return self._fit_classifier_stream(stream)
         X, y, classes, sample_weight = self._classification_data(X, y, sample_weight)
+        if _multinomial_fit.wanted(self, classes.shape[0]):
+            return _multinomial_fit.fit(self, X, y, classes, sample_weight)
         targets = [classes[1]] if classes.shape[0] == 2 else list(classes)
         coef_init, intercept_init = self._warm(len(targets), X.shape[1])
         # One-vs-rest: the binary problems in threads over n_jobs.
@@ -332,8 +352,11 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
     @available_if(_has_proba)
     def predict_proba(self, X):
         """Class probabilities: expit (logistic) or Phi (probit) of the margins;
-        one-vs-rest probabilities are normalised to sum to one."""
+        one-vs-rest probabilities are normalised to sum to one; a multinomial model's are the
+        softmax of its margins."""
         scores = self.decision_function(X)
+        if getattr(self, "multi_class_", "ovr") == "multinomial":
+            return _multinomial_fit.softmax(scores)
         link = expit if self.loss == "logistic" else ndtr
         if scores.ndim == 1:
             p = link(scores)
@@ -546,6 +569,10 @@ def load(path):
         raise ModelFormatError(
             f"{where}: unreadable n_iter, result or feature_names ({type(exc).__name__}: {exc})"
         ) from None
+    if name == "SparseLogisticRegression":  # a multinomial model: softmax probabilities, one Result
+        est.multi_class_ = "multinomial" if meta.get("multi_class") == "multinomial" else "ovr"
+        if est.multi_class_ == "multinomial" and isinstance(getattr(est, "result_", None), list):
+            est.result_ = dataclasses.replace(est.result_[0], coef=est.coef_, intercept=est.intercept_)
     return est
 
 

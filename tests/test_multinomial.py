@@ -297,3 +297,56 @@ def test_bad_input_names_the_parameter():
         MultinomialProblem(X, y)
     with pytest.raises(ValueError, match="l1_ratio"):
         MultinomialProblem(X, y, 0.1, l1_ratio=0.0)
+
+
+# --------------------------------------------------------------------------- the estimator
+def test_the_estimator_fits_the_multinomial_model_for_more_than_two_classes():
+    from l1scale import SparseLogisticRegression
+
+    X, y = _wine()
+    labels = np.array(["a", "b", "c"])[y]
+    model = SparseLogisticRegression(lam_ratio=0.02, tol=1e-10).fit(X, labels)
+    assert model.multi_class_ == "multinomial" and model.solver_ == "multinomial_cd"
+    problem = MultinomialProblem(X, labels, lam_ratio=0.02)
+    assert model.result_.objective == pytest.approx(_tight(problem).objective, rel=1e-9)
+    assert model.coef_.shape == (3, X.shape[1]) and model.intercept_.shape == (3,)
+    # softmax probabilities of the margins, the predicted class the most probable one
+    proba = model.predict_proba(X)
+    scores = X @ model.coef_.T + model.intercept_
+    expected = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(proba, expected, rtol=1e-10)
+    np.testing.assert_array_equal(model.predict(X), model.classes_[np.argmax(proba, axis=1)])
+    ovr = SparseLogisticRegression(lam_ratio=0.02, tol=1e-10, multi_class="ovr").fit(X, labels)
+    assert ovr.multi_class_ == "ovr" and ovr.solver_ == "cd" and len(ovr.result_) == 3
+    # a solver that fits binary problems only keeps one-vs-rest under "auto"
+    assert SparseLogisticRegression(solver="cd", lam_ratio=0.02).fit(X, labels).multi_class_ == "ovr"
+    # two classes: the binary model whatever multi_class says
+    two = SparseLogisticRegression(lam_ratio=0.05, multi_class="multinomial").fit(X[y < 2], labels[y < 2])
+    assert two.coef_.shape == (1, X.shape[1]) and two.multi_class_ == "ovr"
+
+
+def test_multi_class_errors_name_the_parameter():
+    from l1scale import SparseLogisticRegression
+
+    X, y = _wine()
+    with pytest.raises(ValueError, match="multi_class must be one of"):
+        SparseLogisticRegression(multi_class="softmax").fit(X, y)
+    with pytest.raises(ValueError, match="multi_class='multinomial' does not apply: solver='cd'"):
+        SparseLogisticRegression(solver="cd", multi_class="multinomial").fit(X, y)
+    with pytest.raises(ValueError, match="not loss='probit'"):
+        SparseLogisticRegression(loss="probit", multi_class="multinomial").fit(X, y)
+
+
+def test_a_saved_multinomial_model_loads_with_its_probabilities(tmp_path):
+    from l1scale import SparseLogisticRegression, load
+
+    X, y = _wine()
+    model = SparseLogisticRegression(lam_ratio=0.02, warm_start=True).fit(X, y)
+    path = tmp_path / "wine.l1m"
+    model.save(path)
+    loaded = load(path)
+    assert loaded.multi_class_ == "multinomial"
+    np.testing.assert_allclose(loaded.predict_proba(X), model.predict_proba(X), rtol=1e-12)
+    assert loaded.result_.objective == model.result_.objective and loaded.result_.coef.shape == (3, X.shape[1])
+    # a warm start from the fitted model stops at once
+    assert model.fit(X, y).result_.n_iter == 0
