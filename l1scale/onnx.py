@@ -189,7 +189,9 @@ def _convert(scope, operator, container):
     else:
         index = node("ArgMax", [margins], axis=1, keepdims=0)
     node("Gather", [classes, index], operator.outputs[0].full_name, axis=0)
-    if est.loss == "logistic":
+    if getattr(est, "multi_class_", "ovr") == "multinomial":  # the softmax of the margins (sums to one)
+        p = node("Softmax", [margins], axis=1)
+    elif est.loss == "logistic":
         p = node("Sigmoid", [margins])
     elif est.loss == "probit":  # Phi(z) = (1 + erf(z / sqrt 2)) / 2
         scaled = node("Mul", [margins, constant("rsqrt2", [1.0 / math.sqrt(2.0)], [1])])

@@ -98,7 +98,8 @@ def test_logistic_matches_objective_of_problem(binary):
 
 def test_lam_ratio_one_gives_zero_model_and_intercept_only_probabilities(binary):
     X, y = binary
-    est = SparseLogisticRegression(lam_ratio=1.0).fit(X, y)
+    with pytest.warns(UserWarning, match="lam_ratio=1.0 >= 1"):
+        est = SparseLogisticRegression(lam_ratio=1.0).fit(X, y)
     assert np.count_nonzero(est.coef_) == 0
     np.testing.assert_allclose(est.predict_proba(X)[:, 1], np.mean(y == "spam"), rtol=1e-8)
 
@@ -119,7 +120,7 @@ def test_class_weight_equals_sample_weight(binary):
 
 def test_multiclass_one_vs_rest():
     X, y = make_classification(n_samples=400, n_features=20, n_informative=6, n_classes=3, random_state=1)
-    est = SparseLogisticRegression(lam_ratio=0.05, tol=1e-10).fit(X, y)
+    est = SparseLogisticRegression(lam_ratio=0.05, tol=1e-10, multi_class="ovr").fit(X, y)
     assert est.coef_.shape == (3, 20) and est.intercept_.shape == (3,) and len(est.result_) == 3
     proba = est.predict_proba(X)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
@@ -134,7 +135,7 @@ def test_multiclass_one_vs_rest():
 @pytest.mark.parametrize("case", ["dense", "csr", "solver instance"])
 def test_n_jobs_gives_the_same_one_vs_rest_fit(case):
     X, y = make_classification(n_samples=300, n_features=25, n_informative=8, n_classes=4, random_state=3)
-    params = {"lam_ratio": 0.05, "tol": 1e-8}
+    params = {"lam_ratio": 0.05, "tol": 1e-8, "multi_class": "ovr"}
     if case == "csr":
         X = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
     if case == "solver instance":  # per-solve state (its generator): each thread solves with its own copy

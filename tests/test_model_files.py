@@ -78,7 +78,7 @@ def test_a_format_1_file_written_before_these_changes_loads_and_refits():
 
 def test_n_iter_and_the_result_summary_are_kept(tmp_path):
     X, y = _data(n_classes=3)
-    clf = SparseLogisticRegression(lam_ratio=0.05).fit(X, y)
+    clf = SparseLogisticRegression(lam_ratio=0.05, multi_class="ovr").fit(X, y)
     clf.save(tmp_path / "m.l1m")
     model = load(tmp_path / "m.l1m")
     np.testing.assert_array_equal(model.n_iter_, clf.n_iter_)
