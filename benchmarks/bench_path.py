@@ -1,7 +1,7 @@
 """Regularisation-path benchmark: l1scale's warm-started path vs glmnet's, and n_jobs speed-ups.
 
 Path: a 50-lam grid from lam_max down to 1e-3 lam_max (``l1scale.path.lam_grid``; lam_max
-of ``Problem(X, y, lam_ratio=1.0, fit_intercept=...)``), the same grid given to
+of ``Problem(X, y, lam=1.0, fit_intercept=...)``), the same grid given to
 
 * ``l1scale.path.regularization_path(X, y, lams=grid, tol=tol, fit_intercept=..., max_iter=10000)``
   (each lam warm-started from the previous solution), and
@@ -138,7 +138,7 @@ class PathObjectives:
 def run_dataset(name, args, log):
     X, y = load_dataset(name, args.data_dir, args.cache_dir)
     intercept = PROTOCOL.get(name, True) if args.intercept == "protocol" else args.intercept == "yes"
-    lam_max = Problem(X, y, lam_ratio=1.0, fit_intercept=intercept).lam_max()
+    lam_max = Problem(X, y, lam=1.0, fit_intercept=intercept).lam_max()
     grid = lam_grid(lam_max, N_LAMS, LAM_MIN_RATIO)
     log(f"{name}: n={X.shape[0]} d={X.shape[1]} nnz={X.nnz} intercept={intercept} lam_max={lam_max:.4g}")
     objectives = PathObjectives(X, y, grid, intercept)

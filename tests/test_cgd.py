@@ -198,7 +198,7 @@ def test_max_iter_warns_and_says_so():
 
 def test_lam_max_gives_zero_and_warm_start_at_the_optimum_takes_no_step():
     X, y = _data("logistic", seed=7)
-    p = Problem(X, y, "logistic", lam_ratio=1.0)
+    p = Problem(X, y, "logistic", lam=Problem(X, y, "logistic", lam=1.0).lam_max())
     res = _solve(CoordinateGradientDescent(tol=1e-10), p)
     assert res.nnz == 0 and res.converged
     p = Problem(X, y, "logistic", lam_ratio=0.05)

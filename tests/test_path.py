@@ -59,7 +59,7 @@ def test_path_refuses_streaming_solvers():
 def test_cv_picks_a_lam_and_refits():
     X, y = _binary(n=400)
     labels = np.where(y > 0, "yes", "no")
-    for scoring in ("log_loss", "accuracy", "roc_auc", "average_precision"):
+    for scoring in ("neg_log_loss", "accuracy", "roc_auc", "average_precision"):
         cv = SparseLogisticRegressionCV(n_lams=8, cv=3, scoring=scoring, tol=1e-8).fit(X, labels)
         assert cv.scores_.shape == (3, 8)
         best = int(np.argmax(cv.scores_.mean(axis=0)))
@@ -78,7 +78,7 @@ def test_cv_chooses_the_lam_scikit_learn_chooses_on_a9a():
 
     X, y = _a9a()
     folds = StratifiedKFold(5)
-    lams = lam_grid(Problem(X, y, "logistic", lam_ratio=1.0).lam_max(), 8, 1e-3)
+    lams = lam_grid(Problem(X, y, "logistic", lam=1.0).lam_max(), 8, 1e-3)
     ours = SparseLogisticRegressionCV(lams=lams, cv=folds, tol=1e-8).fit(X, y)
     n_train = X.shape[0] * 4 // 5
     with warnings.catch_warnings():

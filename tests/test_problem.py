@@ -34,7 +34,8 @@ def _solve(problem, tol=1e-12, **kw):
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_lam_max_is_where_zero_stops_being_optimal(loss, fit_intercept):
     X, y = _data(loss)
-    at = Problem(X, y, loss, lam_ratio=1.0, fit_intercept=fit_intercept)
+    with pytest.warns(UserWarning, match="lam_ratio=1.0 >= 1"):  # w = 0 asked for: said so
+        at = Problem(X, y, loss, lam_ratio=1.0, fit_intercept=fit_intercept)
     assert at.lam == pytest.approx(lam_max(X, y, loss, fit_intercept=fit_intercept), rel=1e-14)
     res = _solve(at)
     assert res.nnz == 0 and res.n_iter <= 1
