@@ -124,7 +124,8 @@ def test_gap_bounds_suboptimality_along_the_solver_path(loss):
 
 def test_gap_is_zero_exactly_at_zero_for_large_lam():
     X, y = _data("logistic")
-    p = Problem(X, y, "logistic", lam_ratio=2.0, fit_intercept=False)
+    with pytest.warns(UserWarning, match="lam_ratio=2.0 >= 1"):
+        p = Problem(X, y, "logistic", lam_ratio=2.0, fit_intercept=False)
     cert = p.certificate(np.zeros(X.shape[1]))
     assert cert.value == pytest.approx(0.0, abs=1e-15)
     assert cert.objective == pytest.approx(np.log(2.0), rel=1e-15)
