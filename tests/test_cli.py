@@ -204,6 +204,7 @@ def test_flags_map_onto_estimator_parameters(files, tmp_path):
         "two_stage": None,
         "features": None,
         "cache_bytes": None,
+        "multi_class": "auto",
     }
     assert s["certificate_name"] == "kkt" and s["lam"] == 0.01 and s["solver"] == "cd"
     est = load(model)
@@ -246,7 +247,8 @@ def test_regression_train_predict_evaluate(files, tmp_path):
 
 def test_multiclass_one_vs_rest(files, tmp_path):
     model = tmp_path / "multi.bin"
-    s = json.loads(ok("train", files["multi"], "-o", model, "-q", "--json").stdout)
+    # --solver cd fits binary problems: one-vs-rest (the default, "auto", fits the multinomial model)
+    s = json.loads(ok("train", files["multi"], "--solver", "cd", "-o", model, "-q", "--json").stdout)
     assert s["classes"] == [0, 1, 2] and len(s["problems"]) == 3 and len(s["lam"]) == 3
     assert [p["class"] for p in s["problems"]] == [0, 1, 2]
     header, *lines = ok("predict", model, files["multi"], "--proba").stdout.splitlines()
