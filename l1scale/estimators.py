@@ -242,6 +242,7 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
             raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs at least two")
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
         if self.class_weight is not None:
+            _check_class_weight(self.class_weight)
             sample_weight = sample_weight * compute_sample_weight(self.class_weight, y)
         return X, y, classes, sample_weight
 
@@ -256,9 +257,8 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
                 f" {names[:1].tolist()}; a classifier needs at least two"
             )
         class_weight = self.class_weight
+        _check_class_weight(class_weight)
         if isinstance(class_weight, str):
-            if class_weight != "balanced":
-                raise ValueError(f"class_weight={class_weight!r}; give 'balanced', a dict or None")
             class_weight = dict(zip(classes.tolist(), (scan.n_samples / (classes.shape[0] * scan.counts)).tolist()))
         elif class_weight is not None:
             class_weight = {c: class_weight.get(name, 1.0) for c, name in zip(classes.tolist(), names.tolist())}
@@ -627,3 +627,10 @@ def _restore_fit_facts(est, meta, regression):
             est.feature_names_in_ = np.asarray(names, dtype=object)
         else:
             est.set_feature_names(names)
+
+
+def _check_class_weight(class_weight):
+    """class_weight is None, "balanced" or a dict (scikit-learn's own error names an internal
+    function)."""
+    if not (class_weight is None or class_weight == "balanced" or isinstance(class_weight, dict)):
+        raise ValueError(f"class_weight={class_weight!r}; give 'balanced', a dict {{class: weight}} or None")

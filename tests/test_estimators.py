@@ -111,6 +111,14 @@ def test_dense_and_sparse_fit_agree(binary):
     np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-7)
 
 
+@pytest.mark.parametrize("class_weight", ["foo", 3.0, ["balanced"]])
+def test_a_bad_class_weight_is_named(binary, class_weight):
+    """The error names class_weight and what to give (scikit-learn's names an internal function)."""
+    X, y = binary
+    with pytest.raises(ValueError, match=r"class_weight=.*'balanced', a dict"):
+        SparseLogisticRegression(class_weight=class_weight).fit(X, y)
+
+
 def test_class_weight_equals_sample_weight(binary):
     X, y = binary
     a = SparseLogisticRegression(lam=0.01, class_weight={"ham": 1.0, "spam": 3.0}, tol=1e-10).fit(X, y)
