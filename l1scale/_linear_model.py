@@ -321,6 +321,10 @@ class SparseLinearModel(BaseEstimator):
 
     def _partial_fit(self, X, y, sample_weight, positives_of):
         """Continue the Online algorithm with the rows of X (see ``partial_fit``)."""
+        if getattr(self, "standardize", False):
+            raise ValueError(
+                "standardize=True is not supported by partial_fit (the Online algorithm sees rows one by one)"
+            )
         first = not hasattr(self, "_online_states")
         if self.lam is not None:
             lam = float(self.lam)

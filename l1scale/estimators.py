@@ -22,7 +22,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from . import _generated_fit, _multinomial_fit
+from . import _generated_fit, _multinomial_fit, _standardize
 from ._linear_model import STREAMING_SOLVERS, SparseLinearModel, is_dask_dataset, label_scan
 from .data.stream import Stream
 from .data.validation import validate_data
@@ -106,6 +106,16 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         in memory with the logistic loss and neither ``checkpoint`` nor ``two_stage``, or
         "multinomial_cd"), one-vs-rest otherwise. Two classes: the binary model in every case
         (the two-class softmax has the same optimum).
+    standardize : bool, default False
+        Solve with each column scaled to unit variance (glmnet's ``standardize``): column j is
+        divided by sigma_j, its sample-weighted standard deviation (as ``StandardScaler``
+        computes it; a constant column keeps scale 1, so stays out of the model). The data are
+        never centred and sparse data are never densified: with an intercept the intercept
+        absorbs the means and the model equals a ``StandardScaler`` pipeline's; without one the
+        columns are scaled, not centred. ``lam``, ``lam_ratio`` and lam_max refer to the
+        standardised problem; ``coef_`` comes back on the original scale (w_j = w'_j / sigma_j,
+        the intercept unchanged), so predictions take raw X. Data in memory only (not streamed
+        data, a DaskDataset or ``features``).
 
     Attributes
     ----------
@@ -116,7 +126,8 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         The lam used for each binary problem.
     n_iter_ : ndarray of int
     result_ : Result or list of Result
-        The solver's Result (with its History) per binary problem.
+        The solver's Result (with its History) per binary problem; with ``standardize`` its
+        coefficients are on the standardised scale (``coef_`` on the original one).
     solver_ : str
         The solver "auto" resolved to.
     multi_class_ : {"multinomial", "ovr"}
@@ -157,6 +168,7 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         cache_bytes=None,
         n_jobs=None,
         multi_class="auto",
+        standardize=False,
     ):
         self.loss = loss
         self.lam = lam
@@ -178,6 +190,7 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         self.cache_bytes = cache_bytes
         self.n_jobs = n_jobs
         self.multi_class = multi_class
+        self.standardize = standardize
 
     def fit(self, X, y=None, sample_weight=None, classes=None):
         """Fit on X (dense or sparse) and labels y (any two or more values).
@@ -195,6 +208,7 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         sequences) and the model is fitted over the generated features phi(X).
         """
         stream = self._stream_for(X, y, sample_weight) if self.features is None else None
+        _standardize.check(self, streamed=stream is not None, features=self.features is not None)
         _multinomial_fit.check(self, streamed=stream is not None)
         self.multi_class_ = "ovr"  # until a multinomial fit says otherwise
         if self.features is not None:
@@ -207,6 +221,7 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
                 "DaskDatasets give their labels"
             )
         self.solver_ = self._check_params(streaming="dask" if is_dask_dataset(stream) else stream is not None)
+        _standardize.check(self, solver=self.solver_, streaming_solvers=STREAMING_SOLVERS)
         self.__dict__.pop("stream_scan_", None)  # set again by a streamed fit
         if classes is not None:
             return self._fit_declared(stream, classes)
@@ -222,8 +237,11 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         if stream is not None:
             return self._fit_classifier_stream(stream)
         X, y, classes, sample_weight = self._classification_data(X, y, sample_weight)
+        X, sigma = _standardize.begin(self, X, sample_weight)
         if _multinomial_fit.wanted(self, classes.shape[0]):
-            return _multinomial_fit.fit(self, X, y, classes, sample_weight)
+            _multinomial_fit.fit(self, X, y, classes, sample_weight)
+            _standardize.finish(self, sigma)
+            return self
         targets = [classes[1]] if classes.shape[0] == 2 else list(classes)
         coef_init, intercept_init = self._warm(len(targets), X.shape[1])
         # One-vs-rest: the binary problems in threads over n_jobs.
@@ -231,6 +249,7 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
             X, [np.where(y == positive, 1.0, -1.0) for positive in targets], sample_weight, coef_init, intercept_init
         )
         self._set_fitted(classes, [result for result, _ in fits], [lam for _, lam in fits])
+        _standardize.finish(self, sigma)
         return self
 
     def _classification_data(self, X, y, sample_weight):
@@ -383,7 +402,7 @@ class SparseLinearRegression(RegressorMixin, SparseLinearModel):
     Parameters
     ----------
     lam, lam_ratio, l1_ratio, fit_intercept, solver, tol, max_iter, warm_start, random_state,
-    verbose, callback, max_active, checkpoint, two_stage, features, cache_bytes
+    verbose, callback, max_active, checkpoint, two_stage, features, cache_bytes, standardize
         As for :class:`SparseLogisticRegression`.
 
     Attributes
@@ -393,6 +412,7 @@ class SparseLinearRegression(RegressorMixin, SparseLinearModel):
     lam_ : float
     n_iter_ : int
     result_ : Result
+        The solver's Result; with ``standardize``, on the standardised scale.
     solver_ : str
     stream_scan_ : StreamScan
         Only after a fit by a streaming solver: as for :class:`SparseLogisticRegression`
@@ -421,6 +441,7 @@ class SparseLinearRegression(RegressorMixin, SparseLinearModel):
         two_stage=None,
         features=None,
         cache_bytes=None,
+        standardize=False,
     ):
         self.lam = lam
         self.lam_ratio = lam_ratio
@@ -438,15 +459,19 @@ class SparseLinearRegression(RegressorMixin, SparseLinearModel):
         self.two_stage = two_stage
         self.features = features
         self.cache_bytes = cache_bytes
+        self.standardize = standardize
 
     def fit(self, X, y=None, sample_weight=None):
         """Fit on X (dense or sparse) and targets y; X may be a path or Stream (y=None),
         or raw inputs of ``features``, as for :meth:`SparseLogisticRegression.fit`."""
+        _standardize.check(self, features=self.features is not None)
         if self.features is not None:
             self.solver_ = self._check_params()
             return _generated_fit.fit(self, X, y, sample_weight, classifier=False)
         stream = self._stream_for(X, y, sample_weight)
+        _standardize.check(self, streamed=stream is not None)
         self.solver_ = self._check_params(streaming="dask" if is_dask_dataset(stream) else stream is not None)
+        _standardize.check(self, solver=self.solver_, streaming_solvers=STREAMING_SOLVERS)
         self.__dict__.pop("stream_scan_", None)  # set again by a streamed fit
         from_arrays = stream is None and self.solver_ in STREAMING_SOLVERS
         if from_arrays:
@@ -463,6 +488,7 @@ class SparseLinearRegression(RegressorMixin, SparseLinearModel):
             return self
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), y_numeric=True)
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        X, sigma = _standardize.begin(self, X, sample_weight)
         coef_init, intercept_init = self._warm(1, X.shape[1])
         result, lam = self._solve(
             X,
@@ -472,6 +498,7 @@ class SparseLinearRegression(RegressorMixin, SparseLinearModel):
             None if intercept_init is None else intercept_init[0],
         )
         self._set_fitted(result, lam)
+        _standardize.finish(self, sigma)
         return self
 
     def _set_fitted(self, result, lam):

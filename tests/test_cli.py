@@ -205,6 +205,7 @@ def test_flags_map_onto_estimator_parameters(files, tmp_path):
         "features": None,
         "cache_bytes": None,
         "multi_class": "auto",
+        "standardize": False,
     }
     assert s["certificate_name"] == "kkt" and s["lam"] == 0.01 and s["solver"] == "cd"
     est = load(model)

@@ -53,6 +53,7 @@ class TrainFlags:
     features: str | None
     two_stage: float | None
     intercept: bool
+    standardize: bool
     tol: float
     max_iter: int | None
     passes: int | None
@@ -147,6 +148,14 @@ class TrainFlags:
 )
 @click.option("--intercept/--no-intercept", default=True, show_default=True, help="Fit an unpenalised intercept.")
 @click.option(
+    "--standardize/--no-standardize",
+    default=False,
+    show_default=True,
+    help="In-memory solvers: scale each column to unit variance for the solve (never centred, sparse "
+    "data stay sparse); lam and --lam-ratio refer to the scaled problem, the model's weights to the "
+    "original columns.",
+)
+@click.option(
     "--tol",
     type=POSITIVE,
     default=1e-6,
@@ -235,6 +244,7 @@ def train(
     features,
     two_stage,
     intercept,
+    standardize,
     tol,
     max_iter,
     passes,
@@ -330,6 +340,7 @@ def _train_generated(data, f):
         "--max-active": f.max_active is not None,
         "--checkpoint": f.checkpoint is not None,
         "--two-stage": f.two_stage is not None,
+        "--standardize": f.standardize,
         "--passes": f.passes is not None,
         "--holdout": f.holdout is not None,
         "--learning-rate": f.learning_rate is not None,
@@ -378,6 +389,10 @@ def _train(data, dataset, f, resolved, streamed):
         raise click.BadParameter(
             f"re-solves on the support in memory; --solver {resolved} streams DATA", param_hint="--two-stage"
         )
+    if f.standardize and (streamed or dataset is not None):
+        raise click.BadParameter(
+            f"scales the columns in memory; --solver {resolved} streams DATA", param_hint="--standardize"
+        )
     fmt = "svmlight" if dataset is not None else data_format(data, f.file_format)
     if dataset is None:
         check_vw_flags(fmt, data, hash_bits=f.hash_bits, zero_based=f.zero_based, n_features=f.n_features)
@@ -401,6 +416,7 @@ def _train(data, dataset, f, resolved, streamed):
         "max_active": f.max_active,
         "checkpoint": f.checkpoint,
         "two_stage": f.two_stage,
+        "standardize": f.standardize,
     }
     if f.loss != "squared":
         params.update(loss=f.loss, class_weight=f.class_weight)
