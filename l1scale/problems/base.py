@@ -31,6 +31,7 @@ run on a Dask cluster (solvers registered ``distributed=True`` have a version fo
 
 from __future__ import annotations
 
+import copy
 from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
@@ -52,6 +53,29 @@ class Certificate(NamedTuple):
     value: float
     relative: float
     objective: float
+
+
+class PenalizedInMemory:
+    """``with_lam``, ``lam`` and ``l1_ratio`` of an in-memory problem holding ``penalty`` (an
+    :class:`~l1scale.penalties.ElasticNet`): shared by the binary and the multinomial problems."""
+
+    penalty: ElasticNet
+
+    def with_lam(self, lam):
+        """The same data, labels, weights and loss at another ``lam`` (same l1_ratio), sharing
+        every array: what a path or a warm-started refit needs, without validating or
+        converting X again."""
+        other = copy.copy(self)
+        other.penalty = ElasticNet(lam, self.penalty.l1_ratio)
+        return other
+
+    @property
+    def lam(self) -> float:
+        return self.penalty.lam
+
+    @property
+    def l1_ratio(self) -> float:
+        return self.penalty.l1_ratio
 
 
 @runtime_checkable

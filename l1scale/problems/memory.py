@@ -13,16 +13,14 @@ which the other problems share.
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import scipy.sparse as sp
 
 from ..data.memory import as_columns, column_dots_and_norms, column_norms, matrix_of
 from ..data.validation import check_sparse_structure
 from ..losses import get_loss, weighted_conjugate, weighted_derivatives, weighted_value
-from ..penalties import ElasticNet, Regularization
-from .base import Certificate
+from ..penalties import Regularization
+from .base import Certificate, PenalizedInMemory
 
 __all__ = [
     "Problem",
@@ -149,7 +147,7 @@ def lam_max(X, y, loss="logistic", *, l1_ratio=1.0, fit_intercept=True, sample_w
     return float(np.max(np.abs(v), initial=0.0)) / l1_ratio
 
 
-class Problem:
+class Problem(PenalizedInMemory):
     """Data + labels + loss + penalty + weights + intercept, validated once, held in memory.
 
     A :class:`~l1scale.problems.base.ProblemLike` of kind ``"memory"``: solvers read its columns
@@ -193,22 +191,6 @@ class Problem:
         self.penalty = reg.resolve(self.lam_max(l1_ratio)) if reg.needs_lam_max else reg.penalty()
 
     # ------------------------------------------------------------------ basics
-    def with_lam(self, lam) -> Problem:
-        """The same data, labels, weights and loss at another ``lam`` (same l1_ratio), sharing
-        every array: what a path or a warm-started refit needs, without validating or
-        converting X again."""
-        other = copy.copy(self)
-        other.penalty = ElasticNet(lam, self.penalty.l1_ratio)
-        return other
-
-    @property
-    def lam(self) -> float:
-        return self.penalty.lam
-
-    @property
-    def l1_ratio(self) -> float:
-        return self.penalty.l1_ratio
-
     def lam_max(self, l1_ratio=None) -> float:
         """lam_max for these data (see :func:`lam_max`)."""
         l1_ratio = self.penalty.l1_ratio if l1_ratio is None else l1_ratio

@@ -29,14 +29,12 @@ n_features) and ``intercept`` (n_classes,); solvers work on W = coef.T.
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 from ..data.memory import as_columns, column_norms, matrix_of
 from ..losses import Softmax, softmax_conjugate_sum, softmax_terms
-from ..penalties import ElasticNet, Regularization
-from .base import Certificate
+from ..penalties import Regularization
+from .base import Certificate, PenalizedInMemory
 from .memory import check_design, check_sample_weight
 
 __all__ = ["MultinomialProblem", "optimal_intercepts"]
@@ -87,7 +85,7 @@ def optimal_intercepts(Z_without_b, y, c, b=None, tol=1e-13, max_iter=100):
     return b - b.mean()
 
 
-class MultinomialProblem:
+class MultinomialProblem(PenalizedInMemory):
     """Data + class labels + elastic-net penalty + weights + intercepts, validated once, in memory.
 
     A :class:`~l1scale.problems.base.ProblemLike` of kind ``"memory"`` whose loss is the
@@ -143,20 +141,6 @@ class MultinomialProblem:
         self.penalty = reg.resolve(self.lam_max(l1_ratio)) if reg.needs_lam_max else reg.penalty()
 
     # ------------------------------------------------------------------ basics
-    def with_lam(self, lam) -> MultinomialProblem:
-        """The same data at another ``lam`` (same l1_ratio), sharing every array."""
-        other = copy.copy(self)
-        other.penalty = ElasticNet(lam, self.penalty.l1_ratio)
-        return other
-
-    @property
-    def lam(self) -> float:
-        return self.penalty.lam
-
-    @property
-    def l1_ratio(self) -> float:
-        return self.penalty.l1_ratio
-
     def null_intercepts(self):
         """The intercepts optimal at W = 0: log of the weighted class frequencies (centred);
         zeros without intercepts."""
