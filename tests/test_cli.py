@@ -16,10 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from click.testing import CliRunner
+from _cli_runner import ok, run
 
 from l1scale import load
-from l1scale.cli import main
 from l1scale.data import dump_svmlight, dump_vw, load_svmlight, load_vw
 from l1scale.metrics import classification_report
 
@@ -30,20 +29,6 @@ GOLDEN_ARGS = ["--lam-ratio", "0.05", "--tol", "1e-8", "--seed", "0", "--quiet",
 REGEN = os.environ.get("L1SCALE_REGEN_GOLDEN") == "1"
 VOLATILE = {"seconds", "versions", "path", "model"}
 CERTIFICATES = {"certificate", "relative_certificate"}
-
-
-def run(*args):
-    """Invoke the command in-process; stdout and stderr kept apart."""
-    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=True)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception  # a traceback the user would have seen: a bug
-    return result
-
-
-def ok(*args):
-    result = run(*args)
-    assert result.exit_code == 0, result.stderr
-    return result
 
 
 def _sparse_problem(n, d, seed, n_classes=2):

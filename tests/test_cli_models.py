@@ -6,24 +6,10 @@ import json
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from click.testing import CliRunner
+from _cli_runner import ok, run
 
 from l1scale import load
-from l1scale.cli import main
 from l1scale.data import dump_svmlight, hash_feature, load_svmlight
-
-
-def run(*args):
-    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=True)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result
-
-
-def ok(*args):
-    result = run(*args)
-    assert result.exit_code == 0, result.stderr
-    return result
 
 
 def error(result, code, *fragments):

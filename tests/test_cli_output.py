@@ -11,27 +11,21 @@ import json
 import math
 import re
 
+import _cli_runner as cli
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from click.testing import CliRunner
 
 from l1scale import SparseLogisticRegression, load
-from l1scale.cli import main
 from l1scale.data import dump_svmlight
 
 
 def run(*args, columns=80):
-    result = CliRunner(env={"COLUMNS": str(columns)}).invoke(main, [str(a) for a in args], catch_exceptions=True)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result
+    return cli.run(*args, env={"COLUMNS": str(columns)})
 
 
 def ok(*args, columns=80):
-    result = run(*args, columns=columns)
-    assert result.exit_code == 0, result.stderr
-    return result
+    return cli.ok(*args, env={"COLUMNS": str(columns)})
 
 
 def check_fits(text, columns):

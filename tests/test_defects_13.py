@@ -13,25 +13,13 @@ import json
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _cli_runner import ok, run
 from click.testing import CliRunner
 
 from l1scale import SparseLogisticRegression, load
 from l1scale.cli import main
 from l1scale.data import Stream, dump_svmlight, load_sequences, load_svmlight, load_vw
 from l1scale.exceptions import DataFormatError
-
-
-def run(*args):
-    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=True)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result
-
-
-def ok(*args):
-    result = run(*args)
-    assert result.exit_code == 0, result.stderr
-    return result
 
 
 def _problem(n=300, d=12, seed=0):
