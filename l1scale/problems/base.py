@@ -36,6 +36,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..data.memory import column_norms
 from ..losses import Loss
 from ..penalties import ElasticNet
 
@@ -55,9 +56,11 @@ class Certificate(NamedTuple):
     objective: float
 
 
-class PenalizedInMemory:
-    """``with_lam``, ``lam`` and ``l1_ratio`` of an in-memory problem holding ``penalty`` (an
-    :class:`~l1scale.penalties.ElasticNet`): shared by the binary and the multinomial problems."""
+class InMemoryProblemBase:
+    """What the in-memory problems (binary and multinomial) share: ``with_lam``, ``lam`` and
+    ``l1_ratio`` of their ``penalty`` (an :class:`~l1scale.penalties.ElasticNet`), and the
+    weighted column norms of their column layout ``columns`` (with weights ``c``), kept in
+    ``_derived`` (computed once per data set, shared by ``with_lam``'s copies)."""
 
     penalty: ElasticNet
 
@@ -76,6 +79,14 @@ class PenalizedInMemory:
     @property
     def l1_ratio(self) -> float:
         return self.penalty.l1_ratio
+
+    def column_norms(self):
+        """``sqrt(sum_i c_i x_ij^2)`` for every column j (computed once per data set)."""
+        if "column_norms" not in self._derived:
+            norms = np.empty(self.n_features)
+            column_norms(*self.columns.arrays, self.c, norms)
+            self._derived["column_norms"] = norms
+        return self._derived["column_norms"]
 
 
 @runtime_checkable

@@ -16,11 +16,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..data.memory import as_columns, column_dots_and_norms, column_norms, matrix_of
+from ..data.memory import as_columns, column_dots_and_norms, matrix_of
 from ..data.validation import check_sparse_structure
 from ..losses import get_loss, weighted_conjugate, weighted_derivatives, weighted_value
 from ..penalties import Regularization
-from .base import Certificate, PenalizedInMemory
+from .base import Certificate, InMemoryProblemBase
 
 __all__ = [
     "Problem",
@@ -147,7 +147,7 @@ def lam_max(X, y, loss="logistic", *, l1_ratio=1.0, fit_intercept=True, sample_w
     return float(np.max(np.abs(v), initial=0.0)) / l1_ratio
 
 
-class Problem(PenalizedInMemory):
+class Problem(InMemoryProblemBase):
     """Data + labels + loss + penalty + weights + intercept, validated once, held in memory.
 
     A :class:`~l1scale.problems.base.ProblemLike` of kind ``"memory"``: solvers read its columns
@@ -209,14 +209,6 @@ class Problem(PenalizedInMemory):
             self._derived["null_gradient"] = dots
             self._derived.setdefault("column_norms", norms)
         return self._derived["null_gradient"]
-
-    def column_norms(self):
-        """``sqrt(sum_i c_i x_ij^2)`` for every column j (computed once per data set)."""
-        if "column_norms" not in self._derived:
-            norms = np.empty(self.n_features)
-            column_norms(*self.columns.arrays, self.c, norms)
-            self._derived["column_norms"] = norms
-        return self._derived["column_norms"]
 
     def margins(self, w, b=0.0):
         return self.X @ w + b

@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data.memory import as_columns, column_norms, matrix_of
+from ..data.memory import as_columns, matrix_of
 from ..losses import Softmax, softmax_conjugate_sum, softmax_terms
 from ..penalties import Regularization
-from .base import Certificate, PenalizedInMemory
+from .base import Certificate, InMemoryProblemBase
 from .memory import check_design, check_sample_weight
 
 __all__ = ["MultinomialProblem", "optimal_intercepts"]
@@ -85,7 +85,7 @@ def optimal_intercepts(Z_without_b, y, c, b=None, tol=1e-13, max_iter=100):
     return b - b.mean()
 
 
-class MultinomialProblem(PenalizedInMemory):
+class MultinomialProblem(InMemoryProblemBase):
     """Data + class labels + elastic-net penalty + weights + intercepts, validated once, in memory.
 
     A :class:`~l1scale.problems.base.ProblemLike` of kind ``"memory"`` whose loss is the
@@ -164,14 +164,6 @@ class MultinomialProblem(PenalizedInMemory):
         """The smallest lam for which W = 0 is optimal: ``max_jk |X^T (c (P0 - Y))|_jk / l1_ratio``."""
         l1_ratio = self.penalty.l1_ratio if l1_ratio is None else l1_ratio
         return float(np.max(np.abs(self.null_gradient()), initial=0.0)) / l1_ratio
-
-    def column_norms(self):
-        """``sqrt(sum_i c_i x_ij^2)`` for every column j (computed once per data set)."""
-        if "column_norms" not in self._derived:
-            norms = np.empty(self.n_features)
-            column_norms(*self.columns.arrays, self.c, norms)
-            self._derived["column_norms"] = norms
-        return self._derived["column_norms"]
 
     def _coef(self, coef, intercept):
         """(W = coef.T, b) checked: coef (n_classes, n_features), intercept (n_classes,) or None."""
