@@ -17,7 +17,10 @@ test a little late (the final certificate sweep runs with the trainer stopped).
 The cache holds columns in an arena (``rows`` int32, ``vals`` float64, 12 bytes per
 nonzero) and one slot per cached column: ``start``, ``length``, ``feature`` (candidate
 index j), ``w`` (its weight). Slots 0 .. n_slots - 1 are live; evicting a slot moves the
-last slot into its place. ``slot_of`` (p,) maps a candidate to its slot, or -1.
+last slot into its place. ``slot_of`` (p,) maps a candidate to its slot (>= 0), to -1 (not
+cached, weight 0), or to -2 - k: not cached, with the nonzero weight ``parked_w[k]`` of the
+cache's side table of parked weights (a column evicted with its weight: its contribution
+stays in the margins, and the writer puts it back when it violates optimality).
 """
 
 from __future__ import annotations
@@ -47,33 +50,6 @@ def row_state(kind, y, c, z, r, D, lv):
 
 
 @njit(cache=True, nogil=True)
-def screen_block(indptr, rows, vals, r, lam1, threshold, slot_of, j0, keep):
-    """The writer's test on a block of generated columns j0 .. j0 + m - 1 (CSC: indptr (m+1,),
-    rows, vals): column m is kept (keep[:count] lists them) when it is not cached and its
-    gradient g = sum_i r_i x_ij violates optimality by more than ``threshold``:
-    |g| > lam1 + threshold (the paper's |grad_j| > 1 at liblinear's scale, with a margin
-    so that a column exactly on the boundary is not inserted and evicted forever).
-
-    Returns (count, the largest violation max(|g| - lam1, 0) over the uncached columns,
-    the largest |g| over all of them, nonzeros read).
-    """
-    count, worst, gmax = 0, 0.0, 0.0
-    for m in range(indptr.shape[0] - 1):
-        g = 0.0
-        for p in range(indptr[m], indptr[m + 1]):
-            g += vals[p] * r[rows[p]]
-        gmax = max(gmax, abs(g))
-        if slot_of[j0 + m] >= 0:
-            continue
-        violation = abs(g) - lam1
-        worst = max(worst, violation)
-        if violation > threshold:
-            keep[count] = m
-            count += 1
-    return count, worst, gmax, indptr[indptr.shape[0] - 1]
-
-
-@njit(cache=True, nogil=True)
 def column_gradient(rows, vals, start, length, r, D):
     """(sum_i r_i x_ij, sum_i D_i x_ij^2) over one cached column."""
     g, h = 0.0, 0.0
@@ -92,6 +68,43 @@ def violation(g, w, lam1):
     if w < 0.0:
         return abs(g - lam1)
     return max(abs(g) - lam1, 0.0)
+
+
+@njit(cache=True, nogil=True)
+def screen_block(indptr, rows, vals, r, lam1, threshold, slot_of, parked_w, j0, keep):
+    """The writer's test on a block of generated columns j0 .. j0 + m - 1 (CSC: indptr (m+1,),
+    rows, vals): column m is kept (keep[:count] lists them) when it is not cached and its
+    gradient g = sum_i r_i x_ij violates optimality by more than ``threshold``. For a weight
+    of 0 that is |g| > lam1 + threshold (the paper's |grad_j| > 1 at liblinear's scale, with
+    a margin so that a column exactly on the boundary is not inserted and evicted forever);
+    for a parked nonzero weight w (``slot_of`` -2 - k, w = ``parked_w[k]``) it is
+    |g + lam1 sign(w)| > threshold: the column is regenerated so that its weight can move.
+
+    ``parked_w`` may be a side table that another thread has since replaced by a longer one:
+    an index past its end reads as weight 0 (a screening test a little off; the final
+    certificate sweep runs with the other threads stopped).
+
+    Returns (count, the largest KKT violation over the uncached columns, the largest |g|
+    over all of them, nonzeros read).
+    """
+    count, worst, gmax = 0, 0.0, 0.0
+    for m in range(indptr.shape[0] - 1):
+        g = 0.0
+        for p in range(indptr[m], indptr[m + 1]):
+            g += vals[p] * r[rows[p]]
+        gmax = max(gmax, abs(g))
+        s = slot_of[j0 + m]
+        if s >= 0:
+            continue
+        w = 0.0
+        if s <= -2 and -2 - s < parked_w.shape[0]:
+            w = parked_w[-2 - s]
+        v = violation(g, w, lam1)
+        worst = max(worst, v)
+        if v > threshold:
+            keep[count] = m
+            count += 1
+    return count, worst, gmax, indptr[indptr.shape[0] - 1]
 
 
 @njit(cache=True, nogil=True)
@@ -170,8 +183,8 @@ def intercept_update(kind, y, c, z, r, D, lv):
 
 @njit(cache=True, nogil=True)
 def evict(slot, n_slots, start, length, feature, w, slot_of):
-    """Drop a slot (its weight must be 0): the last live slot moves into its place.
-    Returns the new n_slots and the nonzeros freed."""
+    """Drop a slot: the last live slot moves into its place. A nonzero weight is the caller's
+    to keep (``FeatureCache.park`` it first). Returns the new n_slots and the nonzeros freed."""
     freed = length[slot]
     slot_of[feature[slot]] = -1
     last = n_slots - 1
@@ -240,14 +253,14 @@ def compact(rows, vals, start, length, n_slots):
 
 
 @njit(cache=True, nogil=True)
-def insert(rows, vals, start, length, feature, w, slot_of, counts, at, col_rows, col_vals, j):
-    """Append one column (candidate j, weight 0) at arena position ``at`` as slot n_slots."""
+def insert(rows, vals, start, length, feature, w, slot_of, counts, at, col_rows, col_vals, j, wj):
+    """Append one column (candidate j, weight wj) at arena position ``at`` as slot n_slots."""
     s = counts[0]
     m = col_rows.shape[0]
     for p in range(m):
         rows[at + p] = col_rows[p]
         vals[at + p] = col_vals[p]
-    start[s], length[s], feature[s], w[s] = at, m, j, 0.0
+    start[s], length[s], feature[s], w[s] = at, m, j, wj
     slot_of[j] = s
     counts[0] = s + 1
     counts[1] += m

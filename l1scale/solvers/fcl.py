@@ -7,9 +7,10 @@ Two kinds of threads share the row state (margins z and the per-row loss terms, 
 - **writers** sweep the candidate features block by block: generate the block's
   columns over all n examples (``FeatureSpace.column_block``), compute each gradient
   g_j = sum_i c_i loss'(y_i, z_i) phi_j(x_i) from the shared state, and insert the
-  columns that would become nonzero (|g_j| > lam, the paper's |grad_j| > 1 at
-  liblinear's scale) into the cache; when the cache is over budget, random cached
-  columns with weight 0 are evicted to make room;
+  columns that violate optimality (weight 0 and |g_j| > lam, the paper's |grad_j| > 1
+  at liblinear's scale, or an evicted column's nonzero weight off its optimum) into the
+  cache; when the cache is over budget, random cached columns are evicted to make room
+  (those of weight 0 first);
 - a **trainer** runs CDN updates (one-variable Newton step, Armijo backtracking) on
   cached columns drawn at random, and evicts a column whose weight is 0 and whose
   gradient is inside the optimality band after its update.
@@ -25,14 +26,22 @@ every candidate outside it. If that sweep inserts nothing, the solution is optim
 the **whole feature space** to ``tol`` (the certificate is the largest KKT violation over
 all p candidates, relative to lam); otherwise the loops resume.
 
-Weights are never lost: only columns whose weight is 0 are evicted (the paper's writer
-evicts any random column; evicting a nonzero one would freeze its weight or drop it from
-the margins). If the nonzeros alone fill the budget, a violator cannot be inserted and the
-solver stops with ``stop_reason="cache_full"`` and a warning.
+Any column may be evicted, as the paper's writer does, and a weight survives the eviction
+of its column: it stays in the cache's side table of *parked* weights (``FeatureCache.park``),
+its contribution stays in the margins, it counts in the model and the penalty, and the
+writer screens it like any other candidate, with its KKT condition for a nonzero weight
+(|g_j + lam sign(w_j)| <= tol lam): a parked weight that is off its optimum is inserted
+again, weight and all, and the trainer moves it. So the support need not fit in
+``cache_bytes``: a smaller cache cycles the support's columns through it (slower, since
+evicted columns are generated again) and still reaches the certified optimum. A column too
+long for even an emptied cache is updated by the writer in place, from the generated block
+(CDN steps under the cache's lock), and its weight parked.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
 import warnings
@@ -46,7 +55,9 @@ from . import _fcl_kernels as K
 from ._fcl_cache import FeatureCache, parse_bytes
 from .base import History, Result, Solver, compiled_once
 
-__all__ = ["FeatureCache", "FeatureCachedLoops", "parse_bytes"]
+__all__ = ["FeatureCache", "FeatureCachedLoops", "default_writers", "parse_bytes"]
+
+_NO_LOCK = contextlib.nullcontext()
 
 
 @njit(cache=True)
@@ -65,14 +76,25 @@ def _warm_up():
     args = (0, y, c, z, r, D, lv)
     K.row_state(*args)
     indptr, rows, vals = np.array([0, 2], dtype=np.int64), np.array([0, 1], dtype=np.int32), np.ones(2)
-    K.screen_block(indptr, rows, vals, r, 0.0, 0.0, cache.slot_of, 0, np.empty(1, dtype=np.int64))
+    K.screen_block(indptr, rows, vals, r, 0.0, 0.0, cache.slot_of, cache.parked_w, 0, np.empty(1, dtype=np.int64))
     cache.add(0, indptr, rows, vals, [0])
+    K.cdn_update(*args, rows, vals, 0, 2, 0.0, 0.1)
     K.train(*args, *cache.arrays()[:-1], cache.counts, 0.1, 1, True)
     K.cache_violation(cache.rows, cache.vals, cache.start, cache.length, cache.w, 1, r, D, 0.1)
     K.intercept_update(*args)
     K.compact(cache.rows, cache.vals, cache.start, cache.length, 1)
     K.evict(0, 1, cache.start, cache.length, cache.feature, cache.w, cache.slot_of)
     _seed_thread(0)
+
+
+def default_writers() -> int:
+    """Writer threads by default: the paper's 5 where the machine has the cores, one core
+    left to the trainer (at least one writer)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return min(5, max(1, cores - 1))
 
 
 class _Shared:
@@ -132,12 +154,12 @@ class FeatureCachedLoops(Solver):
         Memory budget of the column cache (12 bytes per cached nonzero).
     tol : float, default 1e-6
         Stop when every candidate's KKT violation is at most tol * lam.
-    max_sweeps : int, default 100
+    max_sweeps : int, default 1000
         Writer sweeps over the whole space before giving up (``max_iter`` is an alias).
     max_time : float, optional
         Seconds before giving up.
-    n_writers : int, default 1
-        Writer threads.
+    n_writers : int, optional
+        Writer threads; default min(5, cores - 1), at least 1 (the paper ran 5).
     threads : bool, default True
         False: one thread alternates a block of writing and a round of training (reproducible
         for a seed; the reference of the thread-safety test).
@@ -151,7 +173,9 @@ class FeatureCachedLoops(Solver):
     ----------
     progress_ : list of dict
         Per History row: seconds, objective, KKT violation on the cache, nnz, cached columns
-        and bytes, inserted, evicted (by the trainer, and for room), dropped, complete sweeps.
+        and bytes, parked weights (nonzero, column evicted), inserted, evicted (by the trainer,
+        for room, and of those for room the nonzero ones), dropped (violators too long for an
+        emptied cache, updated in place), complete sweeps.
     """
 
     name = "fcl"
@@ -174,11 +198,11 @@ class FeatureCachedLoops(Solver):
         self,
         cache_bytes="1GB",
         tol=1e-6,
-        max_sweeps=100,
+        max_sweeps=1000,
         *,
         max_iter=None,
         max_time=None,
-        n_writers=1,
+        n_writers=None,
         threads=True,
         report_every=0.5,
         random_state=None,
@@ -194,7 +218,7 @@ class FeatureCachedLoops(Solver):
             raise ValueError(f"max_sweeps must be >= 1, got {self.max_sweeps}")
         self.max_iter = self.max_sweeps
         self.max_time = None if max_time is None else float(max_time)
-        self.n_writers = int(n_writers)
+        self.n_writers = default_writers() if n_writers is None else int(n_writers)
         if self.n_writers < 1:
             raise ValueError(f"n_writers must be >= 1, got {n_writers!r}")
         self.threads, self.report_every = bool(threads), float(report_every)
@@ -246,13 +270,8 @@ class FeatureCachedLoops(Solver):
             self._record(shared)
             if inserted == 0:
                 self.certificate = max(self._cache_violation(), worst, self._intercept_violation())
-                if self.certificate <= self.threshold:
-                    self.stop_reason = "kkt"
-                else:  # violators left out for want of room, or the cache itself not solved
-                    self.stop_reason = "cache_full" if worst > self.threshold else "max_iter"
-                return
-            if self.cache.dropped and self._sweeps_done(shared) >= self.max_sweeps:
-                self.stop_reason = "cache_full"
+                # Otherwise the cache itself was not solved in _converge_on_cache's rounds.
+                self.stop_reason = "kkt" if self.certificate <= self.threshold else "max_iter"
                 return
             self.stop_reason = "max_iter"
 
@@ -358,16 +377,43 @@ class FeatureCachedLoops(Solver):
     def _write_one(self, shared):
         """Generate block k, screen it against the shared state, insert its violators."""
         k, sweep = shared.take_block()
+        inserted, worst, reads = self._write_block(k, lock=True)
+        shared.block_done(sweep, inserted, worst, reads)
+
+    def _write_block(self, k, lock):
+        """Generate block k, screen it, insert its violators (under the cache's lock when
+        ``lock``); returns (columns inserted or updated in place, the largest KKT violation
+        outside the cache before insertion, nonzeros read)."""
         j0, indptr, rows, vals = self.problem.space.column_block(self.problem.raw, k)
         keep = np.empty(indptr.shape[0] - 1, dtype=np.int64)
+        cache = self.cache
         count, worst, _, reads = K.screen_block(
-            indptr, rows, vals, self.r, self.lam1, self.threshold, self.cache.slot_of, j0, keep
+            indptr, rows, vals, self.r, self.lam1, self.threshold, cache.slot_of, cache.parked_w, j0, keep
         )
-        inserted = 0
+        changed = 0
         if count:
-            with self.cache.lock:
-                inserted = self.cache.add(j0, indptr, rows, vals, keep[:count].tolist())
-        shared.block_done(sweep, inserted, worst, reads)
+            with cache.lock if lock else _NO_LOCK:
+                inserted, dropped = cache.add(j0, indptr, rows, vals, keep[:count].tolist())
+                if dropped:
+                    self._update_in_place(j0, indptr, rows, vals, dropped)
+            changed = inserted + len(dropped)
+        return changed, worst, reads
+
+    def _update_in_place(self, j0, indptr, rows, vals, chosen):
+        """CDN steps on violators too long for even an emptied cache, on the generated block
+        itself (hold the lock): their weights move and are parked."""
+        cache = self.cache
+        for m in chosen:
+            j, a = j0 + m, int(indptr[m])
+            size = int(indptr[m + 1]) - a
+            w = cache.weight(j)
+            for _ in range(10):  # a few Newton steps: the column is in hand only now
+                w, before, _, moved = K.cdn_update(*self.kernel_args, rows, vals, a, size, w, self.lam1)
+                cache.counts[2] += 1
+                cache.counts[4] += 2 * size
+                if not moved or before <= self.threshold:
+                    break
+            cache.set_uncached_weight(j, w)
 
     def _train_round(self, shared):
         """About one pass of random CDN updates over the cache, an intercept step, and the
@@ -404,21 +450,15 @@ class FeatureCachedLoops(Solver):
         the largest KKT violation outside the cache before insertion)."""
         inserted, worst = 0, 0.0
         for k in range(self.problem.space.n_blocks_):
-            j0, indptr, rows, vals = self.problem.space.column_block(self.problem.raw, k)
-            keep = np.empty(indptr.shape[0] - 1, dtype=np.int64)
-            count, w, _, reads = K.screen_block(
-                indptr, rows, vals, self.r, self.lam1, self.threshold, self.cache.slot_of, j0, keep
-            )
+            changed, w, reads = self._write_block(k, lock=False)
             self.shared.writer_reads += int(reads)
             worst = max(worst, w)
-            if count:
-                inserted += self.cache.add(j0, indptr, rows, vals, keep[:count].tolist())
+            inserted += changed
         return inserted, worst
 
     # ------------------------------------------------------------------ reporting
     def objective(self) -> float:
-        n = self.cache.n_slots
-        return float(self.lv.sum() + self.lam1 * np.abs(self.cache.w[:n]).sum())
+        return float(self.lv.sum() + self.lam1 * self.cache.l1())
 
     def _record(self, shared):
         c = self.cache
@@ -428,12 +468,14 @@ class FeatureCachedLoops(Solver):
                 "seconds": time.perf_counter() - self.t0,
                 "objective": self.objective(),
                 "violation": shared.cache_violation,
-                "nnz": int(np.count_nonzero(c.w[:n])),
+                "nnz": int(np.count_nonzero(c.w[:n])) + c.n_parked,
                 "cached_columns": n,
                 "cached_bytes": c.nbytes,
+                "parked": c.n_parked,
                 "inserted": c.inserted,
                 "evicted": int(c.counts[3]),
                 "evicted_for_room": c.evicted_for_room,
+                "evicted_nonzero": c.evicted_nonzero,
                 "dropped": c.dropped,
                 "sweeps": self._sweeps_done(shared),
             }
@@ -465,8 +507,6 @@ class FeatureCachedLoops(Solver):
         if not converged:
             cert = max(self.shared.cache_violation, self._intercept_violation())
             why = {
-                "cache_full": "the nonzero columns fill cache_bytes: columns that should enter could not "
-                "(raise cache_bytes)",
                 "max_time": f"max_time={self.max_time} s ran out",
                 "max_iter": f"max_sweeps={self.max_sweeps} writer sweeps ran out",
             }[self.stop_reason]
