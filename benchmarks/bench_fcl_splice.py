@@ -66,6 +66,8 @@ FULL = dict(
     report_every=2.0,
     dcl_snapshots=20,
     dcl_eta_factors=(1.0, 0.1, 10.0),
+    small_cache=0.5,
+    small_cache_time=600.0,
 )
 QUICK = dict(
     n=3000,
@@ -81,6 +83,8 @@ QUICK = dict(
     report_every=0.5,
     dcl_snapshots=10,
     dcl_eta_factors=(1.0, 0.1, 10.0),
+    small_cache=0.5,
+    small_cache_time=120.0,
 )
 GAP_LEVELS = (1e-1, 1e-2, 1e-3)
 # How lam_ratio = 0.1 was chosen (full setting; a pilot run of this script's run_fcl / run_cd_random, not part
@@ -200,7 +204,7 @@ def time_to(curve, best, level):
 
 
 # ============================================================================ methods
-def run_fcl(problem, cfg, seed):
+def run_fcl(problem, cfg, seed, budget=None):
     from l1scale.exceptions import ConvergenceWarning
     from l1scale.solvers.fcl import FeatureCachedLoops
 
@@ -210,7 +214,9 @@ def run_fcl(problem, cfg, seed):
         cache = solver.cache
         with cache.lock:  # a consistent (feature, w) pair: the trainer swaps slots when it evicts
             n = cache.n_slots
-            feat, w, b = cache.feature[:n].copy(), cache.w[:n].copy(), float(solver.intercept)
+            pj, pw = cache.parked  # weights whose columns were evicted (a cache smaller than the support)
+            feat = np.concatenate([cache.feature[:n], pj])
+            w, b = np.concatenate([cache.w[:n], pw]), float(solver.intercept)
         keep = w != 0
         order = np.argsort(feat[keep])
         snaps.append(
@@ -218,9 +224,10 @@ def run_fcl(problem, cfg, seed):
         )
 
     solver = FeatureCachedLoops(
-        cache_bytes=cfg["budget"],
+        cache_bytes=cfg["budget"] if budget is None else budget,
         tol=cfg["tol"],
-        max_time=cfg["max_time"],
+        max_time=cfg["max_time"] if budget is None else cfg["small_cache_time"],
+        max_sweeps=100_000,
         n_writers=1,
         report_every=cfg["report_every"],
         random_state=seed,
@@ -373,7 +380,42 @@ def run(cfg, args):
     fcl["auprc"] = fcl["auprc_curve"][-1][1]
     z_final_fcl = Zt[:, -1]
     fcl["objective_recomputed"] = problem.objective(res.coef, res.intercept)
+    support_bytes = int(column_lengths(space, codes)[np.flatnonzero(res.coef)].sum()) * ENTRY
     del res, solver
+
+    # --- FCL with a cache smaller than the support's columns (issue 16): evicted weights are parked
+    small_budget = int(cfg["small_cache"] * support_bytes)
+    sres, ssolver, ssnaps, sprog = run_fcl(problem, cfg, args.seed, budget=small_budget)
+    small = {
+        "budget": small_budget,
+        "support_bytes": support_bytes,
+        "fraction_of_support": cfg["small_cache"],
+        "seconds": sres.timings["solve"],
+        "objective": float(sres.objective),
+        "converged": bool(sres.converged),
+        "stop_reason": sres.stop_reason,
+        "relative_certificate": float(sres.relative_certificate),
+        "nnz": int(sres.nnz),
+        "max_cached_bytes": max(r["cached_bytes"] for r in sprog),
+        "max_cached_columns": max(r["cached_columns"] for r in sprog),
+        "max_parked": max(r["parked"] for r in sprog),
+        "sweeps": sprog[-1]["sweeps"],
+        "inserted": sprog[-1]["inserted"],
+        "evicted_nonzero": sprog[-1]["evicted_nonzero"],
+        "trainer_updates": int(ssolver.cache.counts[2]),
+        "objective_recomputed": problem.objective(sres.coef, sres.intercept),
+    }
+    models = [(s["idx"], s["vals"], s["b"]) for s in ssnaps]
+    objs = objective_from_margins(problem, margins_many(space, codes, models), models)
+    small["curve"] = [[s["seconds"], o] for s, o in zip(ssnaps, objs)]
+    small["auprc"] = auprcs(y_test, margins_many(space, test_codes, models[-1:]))[0]
+    print(
+        f"fcl small cache {small_budget / 1e6:.2f} MB ({cfg['small_cache']:.0%} of the support's "
+        f"{support_bytes / 1e6:.2f} MB): {sres.stop_reason} after {small['seconds']:.1f} s, objective "
+        f"{small['objective']:.8g}, {small['sweeps']} sweeps, {small['evicted_nonzero']} nonzero columns evicted",
+        flush=True,
+    )
+    del sres, ssolver, ssnaps
 
     # --- CD on randomly sampled features of the same memory
     cdr = run_cd_random(space, codes, y, lam, cfg["budget"], args.seed, sw)
@@ -424,7 +466,7 @@ def run(cfg, args):
 
     data["auprc_diff_fcl_cd_ci"] = bootstrap_diff(y_test, z_final_fcl, z_cd)
     data["positive_rate_test"] = float((y_test > 0).mean())
-    results = {"data": data, "fcl": fcl, "cd_random": cdr, "dcl_sgd": dcl, "dcl_runs": runs}
+    results = {"data": data, "fcl": fcl, "fcl_small": small, "cd_random": cdr, "dcl_sgd": dcl, "dcl_runs": runs}
     summarise(results)
     return results
 
@@ -441,9 +483,10 @@ def summarise(results):
     data["best_objective"] = best
     data["best_is_fcl_certified"] = bool(fcl["converged"])
     data["lowest_other_objective"] = lowest
-    for m in [fcl, cdr, dcl] + runs:
+    small = [results["fcl_small"]] if "fcl_small" in results else []
+    for m in [fcl, cdr, dcl] + runs + small:
         m["gap"] = (m["objective"] - best) / best
-    for m in [fcl, dcl] + runs:
+    for m in [fcl, dcl] + runs + small:
         m["time_to_gap"] = {str(level): time_to(m["curve"], best, level) for level in GAP_LEVELS}
 
 
@@ -571,6 +614,14 @@ def render(doc) -> str:
         f"| FCL | {f['seconds']:.1f} | {f['objective']:.8g} | {f['gap']:.1e} | **{f['auprc']:.4f}** | {f['nnz']} | "
         f"{f['max_cached_bytes'] / 1e6:.2f} MB cache peak ({f['max_cached_columns']:,} columns) |"
     )
+    sm = r.get("fcl_small")
+    if sm is not None:
+        L.append(
+            f"| FCL, cache {sm['fraction_of_support']:.0%} of the support's columns | {sm['seconds']:.1f} | "
+            f"{sm['objective']:.8g} | {sm['gap']:.1e} | {sm['auprc']:.4f} | {sm['nnz']} | "
+            f"{sm['budget'] / 1e6:.2f} MB cache ({sm['max_cached_columns']:,} columns at most, up to "
+            f"{sm['max_parked']:,} weights parked) |"
+        )
     L.append(
         f"| CD, random features | {c['seconds_build']:.1f} build + {c['seconds_solve']:.1f} solve | "
         f"{c['objective']:.8g} | {c['gap']:.1e} | {c['auprc']:.4f} | {c['nnz']} | {c['bytes'] / 1e6:.1f} MB "
@@ -590,6 +641,31 @@ def render(doc) -> str:
         f"objective recomputed from scratch {f['objective_recomputed']:.10g}. DCL-SGD: {s['steps']:,} steps "
         f"({s['epochs']:.1f} epochs); best snapshot objective {s['best_objective']:.8g}. CD on random features: "
         f"{c['stop_reason']} after {c['n_iter']} iterations.\n"
+        + (
+            f"\nSmall cache (issue 16): FCL again with `cache_bytes` = {sm['fraction_of_support']:.0%} of the bytes of "
+            f"the certified support's columns ({sm['budget'] / 1e6:.2f} of {sm['support_bytes'] / 1e6:.2f} MB), so "
+            f"the support cannot be cached at once: random columns are evicted, nonzero weights parked (they stay "
+            f"in the margins) and their columns regenerated when they violate optimality. It ended {sm['stop_reason']} "
+            f"(KKT/lam {sm['relative_certificate']:.2g}) at relative gap {sm['gap']:.1e}"
+            + (" (below P_best: both runs are certified to tol only)" if sm["gap"] < 0 else "")
+            + f" after {sm['seconds']:.1f} s, "
+            f"**{sm['seconds'] / f['seconds']:.1f}x the time** of the full-budget run ({sm['sweeps']} writer sweeps "
+            f"against {f['sweeps']}, {sm['evicted_nonzero']:,} nonzero columns evicted, {sm['trainer_updates']:,} "
+            f"CDN updates); time to a relative gap of "
+            + ", ".join(
+                f"{lv:g}: {'-' if m['time_to_gap'][str(lv)] is None else format(m['time_to_gap'][str(lv)], '.1f') + ' s'}"
+                for m in (sm,)
+                for lv in GAP_LEVELS
+            )
+            + " (full budget: "
+            + ", ".join(
+                f"{lv:g}: {'-' if f['time_to_gap'][str(lv)] is None else format(f['time_to_gap'][str(lv)], '.1f') + ' s'}"
+                for lv in GAP_LEVELS
+            )
+            + f"); objective recomputed from scratch {sm['objective_recomputed']:.10g}.\n"
+            if sm is not None
+            else ""
+        )
     )
     L.append(
         "FCL's objective curve is recomputed off the clock from model snapshots taken under the cache's lock in "
