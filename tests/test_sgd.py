@@ -96,7 +96,8 @@ def test_lazy_kernel_equals_dense_algorithm(loss, fit_intercept, average):
     Algorithm 4 clipping every coordinate every step, over 2 passes and chunk boundaries."""
     X, y = _data(loss=loss)
     lam = 0.01
-    res = CumulativePenaltySGD(max_iter=2, holdout=0, average_gradient=average).solve(
+    # The paper's rule (eta0 = 0.5, a = 2), as _sgd_c_dense takes it.
+    res = CumulativePenaltySGD(max_iter=2, holdout=0, average_gradient=average, schedule="paper").solve(
         _stream_problem(X, y, loss, lam, fit_intercept=fit_intercept)
     )
     w, b = _sgd_c_dense(X, y, lam, 2, loss=loss, fit_intercept=fit_intercept, average=average)
@@ -112,7 +113,7 @@ def test_lazy_kernel_with_weights_holdout_and_shuffle():
     X, y = _data(seed=3)
     s = np.random.default_rng(1).uniform(0.2, 3.0, size=X.shape[0])
     lam, chunk = 0.005, 64
-    solver = CumulativePenaltySGD(max_iter=2, holdout=3, shuffle=True, random_state=7)
+    solver = CumulativePenaltySGD(max_iter=2, holdout=3, shuffle=True, random_state=7, schedule="paper")
     res = solver.solve(_stream_problem(X, y, "logistic", lam, chunk_rows=chunk, s=s))
     rng = np.random.default_rng(7)
     orders = [
@@ -129,12 +130,13 @@ def test_lazy_kernel_with_weights_holdout_and_shuffle():
 
 
 def test_partial_fit_continues_like_solve():
-    """partial_fit chunk by chunk with N given is one pass of solve."""
+    """partial_fit chunk by chunk with N given is one pass of solve (at the same rates: the paper's;
+    a calibrated rate comes from all the rows in solve, from the first chunk in partial_fit)."""
     X, y = _data(seed=5)
     lam = 0.01
     problem = _stream_problem(X, y, "logistic", lam)
-    res = CumulativePenaltySGD(max_iter=1).solve(problem)
-    solver = CumulativePenaltySGD(n_per_pass=X.shape[0])
+    res = CumulativePenaltySGD(max_iter=1, schedule="paper").solve(problem)
+    solver = CumulativePenaltySGD(n_per_pass=X.shape[0], schedule="paper")
     state = solver.new_state(X.shape[1], True)
     for rows, yc, s, first in problem.chunks():
         solver.partial_fit(state, rows, yc, s, kind=problem.loss.kernel_id, l1=lam, l2=0.0, first_row=first)
@@ -221,7 +223,7 @@ def test_dense_and_float32_rows_give_the_same_model():
     """Dense rows (every entry read, zeros included) and float32 input give the CSR float64 model."""
     X, y = _data(seed=8)
     fit = [
-        CumulativePenaltySGD(max_iter=2, holdout=0).solve(_stream_problem(Xv, y, "logistic", 0.01))
+        CumulativePenaltySGD(max_iter=2, holdout=0, schedule="paper").solve(_stream_problem(Xv, y, "logistic", 0.01))
         for Xv in (X, X.toarray(), X.astype(np.float32))
     ]
     for res in fit[1:]:

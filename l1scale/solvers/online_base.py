@@ -25,12 +25,27 @@ A subclass defines ``new_state(n_features, fit_intercept)`` (an object with ``co
 holdout rows, ``(first_row + i) % holdout == holdout - 1``, scored but not learned from;
 returns the :data:`STATS` sums) and ``_catch_up(state)``
 (applies penalties still owed lazily, so the weights are exact at the end of a pass).
+
+**Rates picked from the data** (``schedule="auto"``, the default, when the solver's rate is
+not given): before the first pass, one pass over the data measures the rows' scale
+(max_i ||x_i||^2, and what a solver's geometry needs) and draws a sample of up to
+``CALIBRATION_ROWS`` rows; the reference rate is the solver's curvature bound (for SGD,
+1 / (beta (max_i ||x_i||^2 + 1)), beta the loss's curvature bound), and Bottou's calibration
+(``sgd``'s ``determineEta0``) tries it and its multiples by 2^k on the sample, one epoch each
+from w = 0, keeping the rate with the lowest objective on the sample. The rate then decays
+geometrically across passes, constant within a pass, to 1 / ``AUTO_FINAL_FRACTION`` of itself at
+the last of ``max_iter`` passes. A solver's subclass says what its reference rate is
+(``_reference_rate``), which copy of itself runs one calibration epoch at a rate (``_trial``)
+and how the resolved rate enters its kernel (``state.rate``). ``partial_fit`` with no rate
+calibrates on its first chunk. ``schedule="paper"`` takes the papers' (or VW's) fixed rules.
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
+import warnings
 from queue import Empty, Queue
 from typing import NamedTuple
 
@@ -38,7 +53,7 @@ import numpy as np
 from numba import njit
 
 from ..checkpoint import Checkpoint, problem_fingerprint, solver_fingerprint
-from ..exceptions import DivergenceError
+from ..exceptions import ConvergenceWarning, DivergenceError
 from ..losses import loss_value
 from ..penalties import ElasticNet
 from ..problems.base import ProblemLike
@@ -84,7 +99,36 @@ def prefetched(chunks, depth: int = _PREFETCH):
                 thread.join(0.01)
 
 
-__all__ = ["STATS", "Examples", "OnlineSolver", "OnlineState", "prefetched", "score_example"]
+__all__ = [
+    "AUTO_FINAL_FRACTION",
+    "CALIBRATION_ROWS",
+    "SCHEDULES",
+    "STATS",
+    "Examples",
+    "OnlineSolver",
+    "OnlineState",
+    "RowScale",
+    "prefetched",
+    "score_example",
+]
+
+#: Rows of the sample on which ``schedule="auto"`` calibrates the rate (Bottou's sgd takes 1,000).
+CALIBRATION_ROWS = 1000
+#: ``schedule="auto"``: the rate of the last pass is the calibrated rate divided by this.
+AUTO_FINAL_FRACTION = 1000.0
+#: Calibration tries the reference rate times 2^k for |k| <= this.
+_CALIBRATION_OCTAVES = 16
+SCHEDULES = ("auto", "paper")
+
+
+class RowScale(NamedTuple):
+    """What the automatic rates read from the data: rows read, max_i ||x_i||_2^2 and, for a
+    solver that asks for it (SMIDAS), max_i ||x_i||_p^2 (nan otherwise)."""
+
+    n: int
+    max_sq: float
+    max_p_sq: float
+
 
 # What a kernel call adds up, in this order.
 STATS = ("progressive_loss", "progressive_weight", "holdout_loss", "holdout_weight", "examples", "accesses")
@@ -150,6 +194,7 @@ class OnlineState:
         self.n_features, self.fit_intercept = int(n_features), bool(fit_intercept)
         self.scal = np.zeros(n_scalars)
         self.rng = np.random.default_rng(random_state)
+        self.rate = None  # the rate schedule="auto" calibrated (kept in checkpoints); None: not yet
 
     @property
     def intercept(self) -> float:
@@ -181,6 +226,19 @@ class OnlineSolver(Solver):
         Seed of the shuffling.
     compute_objective : bool, default False
         Evaluate P(w, b) on all the rows after the last pass (one more pass).
+    schedule : {"auto", "paper"}, default "auto"
+        Where the rates the user leaves out (None) come from. "auto": the base rate is
+        calibrated on the data (one pass for the rows' scale and a sample of
+        ``CALIBRATION_ROWS`` rows; Bottou's search around the curvature bound, see the module
+        docstring) and decays geometrically across passes to 1/100 of itself at the last pass;
+        a rate given explicitly keeps the solver's fixed rules for what is left out. "paper":
+        the paper's (or VW's) fixed rules and rates, as each solver documents.
+    tol : float, optional
+        After the last pass, one more pass computes the problem's certificate (a StreamProblem's:
+        the KKT violation relative to lam, :meth:`~l1scale.problems.StreamProblem.certificate`)
+        and the objective; ``converged`` is whether it is <= tol, and a ConvergenceWarning says
+        when not. None (default): no certificate pass; ``converged`` is False unless the
+        holdout stopped the passes early.
     checkpoint : str or path-like, optional
         File holding the state after each pass (weights, lazy-update book-keeping, random
         generator, History; written atomically): an existing one is resumed, and the resumed
@@ -210,8 +268,9 @@ class OnlineSolver(Solver):
 
     @classmethod
     def from_estimator(cls, settings):
-        """``max_iter`` passes at the solver's own default rates, no tolerance (tune the rates by
-        giving an instance, e.g. ``solver=TruncatedGradient(eta0=...)``)."""
+        """``max_iter`` passes at the solver's default rates (``schedule="auto"``: calibrated on the
+        data), no tolerance (give an instance for other rates, e.g.
+        ``solver=TruncatedGradient(eta0=...)``)."""
         return cls(
             max_iter=settings.max_iter,
             checkpoint=settings.checkpoint,
@@ -228,11 +287,18 @@ class OnlineSolver(Solver):
         compute_objective=False,
         shuffle=False,
         random_state=None,
+        schedule="auto",
+        tol=None,
         checkpoint=None,
         checkpoint_interval=0.0,
         callback=None,
         verbose=0,
     ):
+        if schedule not in SCHEDULES:
+            raise ValueError(f"schedule={schedule!r}; choose one of {list(SCHEDULES)}")
+        if tol is not None and not tol > 0:
+            raise ValueError(f"tol must be > 0 or None, got {tol!r}")
+        self.schedule, self.tol = schedule, None if tol is None else float(tol)
         if int(max_iter) < 1:
             raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
         if holdout is not None and int(holdout) < 0:
@@ -254,6 +320,111 @@ class OnlineSolver(Solver):
 
     def _catch_up(self, state):
         """Apply what lazy updates still owe (default: nothing)."""
+
+    # -- rates picked from the data (schedule="auto")
+    def _auto_rate(self) -> bool:
+        """Whether the base rate is calibrated on the data (schedule "auto" and no rate given)."""
+        return False
+
+    def _reference_rate(self, scale: RowScale, state, fit_intercept: bool, beta: float) -> float:  # pragma: no cover
+        """The rate the calibration starts from (the solver's curvature bound; ``beta`` the loss's
+        curvature bound, 1 for a loss without one)."""
+        raise NotImplementedError
+
+    def _norm_p(self, state):
+        """The p of the row norm the reference rate needs besides ||x||_2 (None: none)."""
+        return None
+
+    def _trial(self, rate):  # pragma: no cover - interface
+        """A copy of the solver that learns at the constant base rate ``rate`` (calibration)."""
+        raise NotImplementedError
+
+    def auto_pass_decay(self) -> float:
+        """``schedule="auto"``: the factor of the rate per pass, AUTO_FINAL_FRACTION^(-1/(max_iter - 1))."""
+        return AUTO_FINAL_FRACTION ** (-1.0 / (self.max_iter - 1)) if self.max_iter > 1 else 1.0
+
+    def _calibrate(self, state, X, y, s, scale, *, loss, l1, l2):
+        """Bottou's calibration: one epoch on the sample (X, y, s) from ``state`` at the reference
+        rate times 2^k, k = 0, 1, 2, ... while the sample's objective falls, else k = -1, -2, ...;
+        sets ``state.rate`` to the best and returns the objectives tried ({k: P_sample})."""
+        from ..data.memory import as_rows
+
+        beta = float(getattr(loss, "curvature_bound", None) or 1.0)
+        ref = float(self._reference_rate(scale, state, state.fit_intercept, beta))
+        if not (np.isfinite(ref) and ref > 0):
+            ref = 1.0
+        rows, y = as_rows(X), np.ascontiguousarray(y, dtype=np.float64)
+        s = np.ascontiguousarray(s, dtype=np.float64)
+        W = float(s.sum())
+        tried = {}
+        seed = 0 if self.random_state is None else self.random_state
+
+        def value(k):
+            trial = self._trial(ref * 2.0**k)
+            # The state's own copy, sharing what is not data (a solver it refers to: callbacks, files).
+            st = copy.deepcopy(state, {id(v): v for v in vars(state).values() if isinstance(v, Solver)})
+            st.rng = np.random.default_rng(seed)  # every trial takes the sample in the same order
+            try:
+                with np.errstate(all="ignore"):
+                    trial._learn(st, rows, y, s, 0, 0, kind=loss.kernel_id, l1=l1, l2=l2, holdout=0)
+                    trial._catch_up(st)
+                    w, b = st.coef, st.intercept
+                    z = np.asarray(X @ w, dtype=np.float64).reshape(-1) + b
+                    f = float(np.sum(s * loss.value(y, z))) / W + l1 * float(np.abs(w).sum()) + 0.5 * l2 * float(w @ w)
+            except (ZeroDivisionError, FloatingPointError, OverflowError):
+                f = np.inf
+            tried[k] = f if np.isfinite(f) else np.inf
+            return tried[k]
+
+        best_k, best = 0, value(0)
+        step = 1 if value(1) < best else -1
+        k = 0
+        while abs(k) < _CALIBRATION_OCTAVES:
+            k += step
+            f = tried[k] if k in tried else value(k)
+            if not f < best:
+                break
+            best_k, best = k, f
+        state.rate = ref * 2.0**best_k
+        return tried
+
+    def _scan_for_rate(self, problem, state):
+        """One pass: the rows' scale (:class:`RowScale`) and a Bernoulli sample of about
+        ``CALIBRATION_ROWS`` rows (X, y, s with the weights scaled to mean 1)."""
+        p = self._norm_p(state)
+        n_total = problem.n_samples
+        q = 1.0 if not n_total else min(1.0, CALIBRATION_ROWS / n_total)
+        rng = np.random.default_rng(0 if self.random_state is None else self.random_state)
+        mean_scale = 1.0 if problem.n_samples is None else problem.n_samples / problem.weight_sum
+        n, max_sq, max_p = 0, 0.0, 0.0
+        parts = []
+        for rows, y, s, _ in problem.chunks():
+            X = _chunk_matrix(rows)
+            with np.errstate(over="ignore"):  # rows of 1e300: an infinite scale, a rate of 0 (then 1)
+                sq, pn = _row_norms(X, p)
+            n += y.shape[0]
+            max_sq = max(max_sq, float(np.max(sq, initial=0.0)))
+            max_p = max(max_p, float(np.max(pn, initial=0.0)))
+            taken = np.flatnonzero(rng.random(y.shape[0]) < q)
+            if n_total is None:  # declared classes: the first rows
+                have = sum(part[1].shape[0] for part in parts)
+                taken = np.arange(min(y.shape[0], max(CALIBRATION_ROWS - have, 0)))
+            if taken.size:
+                parts.append((X[taken], y[taken], s[taken] * mean_scale))
+        X, y, s = _stack(parts, problem.n_features)
+        return RowScale(n, max_sq, max_p if p is not None else np.nan), X, y, s
+
+    def _rate_from_chunk(self, state, rows, y, s, *, kind, l1, l2, loss):
+        """partial_fit with no rate yet: calibrate on (a sample of) this chunk."""
+        X = _chunk_matrix(rows)
+        with np.errstate(over="ignore"):
+            sq, pn = _row_norms(X, self._norm_p(state))
+        scale = RowScale(y.shape[0], float(np.max(sq, initial=0.0)), float(np.max(pn, initial=0.0)))
+        if y.shape[0] > CALIBRATION_ROWS:
+            rng = np.random.default_rng(0 if self.random_state is None else self.random_state)
+            taken = np.sort(rng.choice(y.shape[0], CALIBRATION_ROWS, replace=False))
+            X, y, s = X[taken], y[taken], s[taken]
+        self._calibrate(state, X, y, s, scale, loss=loss, l1=l1, l2=l2)
 
     def _final_weights(self, state, coef):
         """The coefficients ``solve`` returns, from the weights after the last (or best) pass
@@ -284,6 +455,11 @@ class OnlineSolver(Solver):
         """Learn from one chunk (no holdout); the weights are brought up to date after it."""
         if self.pure_l1 and l2 > 0:
             raise ValueError(f"solver {self.name!r} minimises the pure L1 problem: l1_ratio must be 1")
+        if self._auto_rate() and getattr(state, "rate", None) is None and y.shape[0] > 0:
+            from ..losses import LOSSES, get_loss
+
+            loss = get_loss(next(name for name, cls in LOSSES.items() if cls.kernel_id == kind))
+            self._rate_from_chunk(state, rows, y, s, kind=kind, l1=l1, l2=l2, loss=loss)
         out = self._learn(state, rows, y, s, first_row, pass_index, kind=kind, l1=l1, l2=l2, holdout=0)
         self._catch_up(state)
         return out
@@ -322,6 +498,11 @@ class OnlineSolver(Solver):
         if saved is not None:
             first_pass, best, waited, totals = self._restore(saved, state, history, problem)
             t0 -= saved.scalar("elapsed", float, 0.0)
+        if self._auto_rate() and getattr(state, "rate", None) is None:
+            scale, Xs, ys, ss = self._scan_for_rate(problem, state)
+            self._calibrate(state, Xs, ys, ss, scale, loss=problem.loss, l1=pen.l1, l2=pen.l2)
+            if self.verbose:
+                print(f"{self.name}: rate {state.rate:.4g} calibrated on {ys.shape[0]} rows", flush=True)
         zero_loss = _zero_model_loss(problem)
         last_pass = self.max_iter
         if saved is not None and self.holdout > 0 and waited >= self.n_iter_no_change:
@@ -387,19 +568,36 @@ class OnlineSolver(Solver):
         if stop_reason == "early_stopping":
             coef, intercept = best[1], best[2]  # the weights of the pass with the best holdout loss
         coef = self._final_weights(state, coef)
-        objective = problem.objective(coef, intercept) if self.compute_objective else np.nan
-        if self.compute_objective and len(history):
+        converged, cert = stop_reason == "early_stopping", None
+        if self.tol is not None:
+            cert = problem.certificate(coef, intercept)  # one pass: the certificate and P(w, b)
+            objective = cert.objective
+            converged = bool(cert.relative <= self.tol)
+            if converged:
+                stop_reason = cert.name
+            else:
+                warnings.warn(
+                    f"{self.name} did not reach tol={self.tol:g} in {z} passes (relative {cert.name} "
+                    f"{cert.relative:.2e}, objective {cert.objective:.8g}); increase max_iter or give a rate",
+                    ConvergenceWarning,
+                    stacklevel=2,
+                )
+        else:
+            objective = problem.objective(coef, intercept) if self.compute_objective else np.nan
+        if (self.compute_objective or cert is not None) and len(history):
             history.objective[-1] = objective
+            if cert is not None:
+                history.certificate[-1] = cert.value
         return Result(
             coef=coef,
             intercept=float(intercept),
             objective=float(objective),
             n_iter=int(z),
-            converged=stop_reason == "early_stopping",
+            converged=converged,
             stop_reason=stop_reason,
-            certificate_name="none",
-            certificate=np.nan,
-            relative_certificate=np.nan,
+            certificate_name="none" if cert is None else cert.name,
+            certificate=np.nan if cert is None else float(cert.value),
+            relative_certificate=np.nan if cert is None else float(cert.relative),
             history=history,
             timings={"solve": time.perf_counter() - t0, "compile": 0.0},
         )
@@ -494,3 +692,49 @@ def _zero_model_loss(problem):
     if scan is None or scan.classes.shape[0] == 0 or problem.weight_sum <= 0:
         return None
     return float(np.sum(scan.weights * scan.classes.astype(np.float64) ** 2) / 2.0 / problem.weight_sum)
+
+
+def _chunk_matrix(rows):
+    """A row-layout Matrix as a matrix over its arrays (scipy CSR or a C-ordered array)."""
+    import scipy.sparse as sp
+
+    if rows.dense:
+        return rows.data.reshape(rows.shape)
+    return sp.csr_matrix((rows.data, rows.indices, rows.indptr), shape=rows.shape)
+
+
+def _row_norms(X, p=None):
+    """(||x_i||_2^2, ||x_i||_p^2 or zeros) of every row of X (CSR or dense)."""
+    import scipy.sparse as sp
+
+    if sp.issparse(X):
+        A = abs(X).tocsr()
+        sq = np.asarray(A.multiply(A).sum(axis=1), dtype=np.float64).reshape(-1)
+        if p is None:
+            return sq, np.zeros_like(sq)
+        top = np.zeros(A.shape[0])
+        nonempty = np.diff(A.indptr) > 0
+        top[nonempty] = np.maximum.reduceat(A.data, A.indptr[:-1][nonempty]) if A.nnz else 0.0
+        inv = np.divide(1.0, top, out=np.zeros_like(top), where=top > 0)
+        R = sp.diags(inv) @ A
+        R.data = R.data**p
+        sums = np.asarray(R.sum(axis=1), dtype=np.float64).reshape(-1)
+        return sq, (top * sums ** (1.0 / p)) ** 2
+    A = np.abs(np.asarray(X, dtype=np.float64))
+    sq = np.einsum("ij,ij->i", A, A)
+    if p is None:
+        return sq, np.zeros_like(sq)
+    top = A.max(axis=1, initial=0.0)
+    inv = np.divide(1.0, top, out=np.zeros_like(top), where=top > 0)
+    return sq, (top * np.sum((A * inv[:, None]) ** p, axis=1) ** (1.0 / p)) ** 2
+
+
+def _stack(parts, n_features):
+    """The sampled rows of every chunk as one matrix (CSR when any part is sparse), y and s."""
+    import scipy.sparse as sp
+
+    if not parts:
+        return sp.csr_matrix((0, n_features)), np.zeros(0), np.zeros(0)
+    Xs = [part[0] for part in parts]
+    X = sp.vstack([sp.csr_matrix(x) for x in Xs]).tocsr() if any(sp.issparse(x) for x in Xs) else np.vstack(Xs)
+    return X, np.concatenate([part[1] for part in parts]), np.concatenate([part[2] for part in parts])

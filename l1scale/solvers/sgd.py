@@ -42,6 +42,7 @@ Examples are taken in stream order (Tsuruoka and Qin sample at random from memor
 
 from __future__ import annotations
 
+import copy
 from typing import NamedTuple
 
 import numpy as np
@@ -192,14 +193,23 @@ class CumulativePenaltySGD(OnlineSolver):
     Minimises P(w, b) = (1/W) sum_i s_i loss(y_i, x_i . w + b) + lam ||w||_1 (see the module
     docstring for the update; lam = the problem's lam, the paper's lambda / n).
 
+    With the defaults (``schedule="auto"``, no ``eta0``) eta0 is calibrated on the data
+    (:mod:`~l1scale.solvers.online_base`: Bottou's search around 1 / (beta (max_i ||x_i||^2 + 1)),
+    beta the loss's curvature bound) and ``a`` = 100^(1/(max_iter - 1)), so that the rate falls
+    to eta0 / 100 at the last pass (the paper's a = 2 halves it every pass: sum_k eta_k =
+    eta0 N / ln 2 is finite and the iterates stall short of the optimum). A given ``eta0`` (or
+    ``schedule="paper"``) takes the paper's rule for what is left out: eta0 = 0.5, a = 2.
+
     Parameters
     ----------
-    eta0 : float, default 0.5
-        Initial learning rate (the paper's). A stable step needs roughly
-        eta loss'' ||x_i||^2 < 2: lower it for the squared loss on unnormalised rows.
-    a : float, default 2.0
-        Decay base: eta_k = eta0 * a^(-k/N), k counting the examples learned over all passes
-        (the rate halves every pass with the default).
+    eta0 : float, optional
+        Initial learning rate. Default: calibrated (``schedule="auto"``), 0.5 with
+        ``schedule="paper"`` (the paper's). A stable step needs roughly eta loss'' ||x_i||^2 < 2.
+        After a calibrated solve, ``eta0`` reads the rate it chose.
+    a : float, optional
+        Decay base: eta_k = eta0 * a^(-k/N), k counting the examples learned over all passes.
+        Default 100^(1/(max_iter - 1)) with a calibrated rate, else 2 (the paper's: the rate
+        halves every pass).
     n_per_pass : int, optional
         N. Default: the StreamProblem's n in :meth:`solve`; in ``partial_fit`` without it,
         the rows seen so far (this chunk's included).
@@ -207,24 +217,60 @@ class CumulativePenaltySGD(OnlineSolver):
         Qin et al.'s eq. 11 gradient averaging; makes each step O(d).
     **kw
         ``max_iter``, ``holdout``, ``n_iter_no_change``, ``compute_objective``, ``shuffle`` (take the
-        rows of each chunk in a random order), ``random_state``, ``checkpoint``, ``callback``,
-        ``verbose``: see :class:`~l1scale.solvers.online_base.OnlineSolver`.
+        rows of each chunk in a random order), ``random_state``, ``schedule``, ``tol``,
+        ``checkpoint``, ``callback``, ``verbose``: see :class:`~l1scale.solvers.online_base.OnlineSolver`.
     """
 
     name = "sgd_cumulative"
     pure_l1 = True
 
-    def __init__(self, *, eta0=0.5, a=2.0, n_per_pass=None, average_gradient=False, **kw):
+    def __init__(self, *, eta0=None, a=None, n_per_pass=None, average_gradient=False, **kw):
         super().__init__(**kw)
-        if not eta0 > 0:
+        if eta0 is not None and not eta0 > 0:
             raise ValueError(f"eta0 must be > 0, got {eta0!r}")
-        if not a >= 1:
+        if a is not None and not a >= 1:
             raise ValueError(f"a must be >= 1, got {a!r}")
         if n_per_pass is not None and int(n_per_pass) < 1:
             raise ValueError(f"n_per_pass must be >= 1, got {n_per_pass!r}")
-        self.eta0, self.a = float(eta0), float(a)
+        self.eta0_given = None if eta0 is None else float(eta0)
+        self.a = None if a is None else float(a)
+        self._eta0_resolved = None
         self.n_per_pass = None if n_per_pass is None else int(n_per_pass)
         self.average_gradient = bool(average_gradient)
+
+    # -- the rates: given, calibrated (schedule="auto") or the paper's (schedule="paper")
+    @property
+    def eta0(self):
+        """The initial rate: as given, else the one the last calibrated solve chose (None before)."""
+        return self.eta0_given if self.eta0_given is not None else self._eta0_resolved
+
+    @eta0.setter
+    def eta0(self, value):
+        self.eta0_given = None if value is None else float(value)
+
+    def _auto_rate(self) -> bool:
+        return self.schedule == "auto" and self.eta0_given is None
+
+    def _eta0_of(self, state) -> float:
+        if self.eta0_given is not None:
+            return self.eta0_given
+        if self._auto_rate() and state.rate is not None:  # None: nothing learned yet (an empty chunk)
+            return state.rate
+        return 0.5
+
+    def _a(self) -> float:
+        if self.a is not None:
+            return self.a
+        return 1.0 / self.auto_pass_decay() if self._auto_rate() else 2.0
+
+    def _reference_rate(self, scale, state, fit_intercept, beta):
+        return 1.0 / (beta * (scale.max_sq + float(fit_intercept))) if scale.max_sq > 0 else 1.0
+
+    def _trial(self, rate):
+        trial = copy.copy(self)
+        trial.eta0_given, trial.a = float(rate), 1.0
+        trial.holdout, trial.shuffle, trial.random_state, trial.checkpoint = 0, True, 0, None
+        return trial
 
     def new_state(self, n_features, fit_intercept) -> CumulativePenaltyState:
         return CumulativePenaltyState(n_features, fit_intercept, self.random_state)
@@ -239,7 +285,9 @@ class CumulativePenaltySGD(OnlineSolver):
         n_pass = self.n_per_pass or state.n_per_pass or state.n_seen
         order = self._order(state, n)
         examples = Examples.of(rows, y, s, order, first_row, holdout)
-        rule = _Rule(l1, self.eta0, self.a, float(n_pass), self.average_gradient, state.fit_intercept)
+        if self._auto_rate() and state.rate is not None:
+            self._eta0_resolved = state.rate
+        rule = _Rule(l1, self._eta0_of(state), self._a(), float(n_pass), self.average_gradient, state.fit_intercept)
         weights = _Weights(state.w, state.q, state.h, state.scal)
         return _sgd_c_rows(kind, examples, rule, weights, np.zeros(len(STATS)))
 

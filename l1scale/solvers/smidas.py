@@ -53,6 +53,7 @@ zeta_j = (|theta_j| / c)^(p-1) and w_j = sign(theta_j) zeta_j c (c / ||theta||_p
 
 from __future__ import annotations
 
+import copy
 from typing import NamedTuple
 
 import numpy as np
@@ -197,6 +198,8 @@ class SMIDASState(OnlineState):
         self.active = np.zeros(n_features, dtype=np.int64)
         self.where = np.full(n_features, -1, dtype=np.int64)
         self.counts = np.zeros(2, dtype=np.int64)
+        # schedule="auto": the reference rates of theta and of the intercept (set with the rate)
+        self.rate_ref = self.intercept_ref = None
 
     @property
     def coef(self) -> np.ndarray:
@@ -227,38 +230,98 @@ class SMIDAS(OnlineSolver):
     Minimises P(w, b) = (1/W) sum_i s_i loss(y_i, x_i . w + b) + lam ||w||_1; see the module
     docstring for the update and its cost, O(nnz(x_i) + nnz(theta)) per example.
 
+    With the defaults (``schedule="auto"``, no ``eta``) the rates are calibrated on the data
+    (:mod:`~l1scale.solvers.online_base`): the reference rate of theta is the curvature bound of
+    the p-norm geometry, (q - 1) / (beta max_i ||x_i||_p^2) (the link is (q - 1)-strongly convex
+    in the q-norm, the loss beta ||x_i||_p^2-smooth in it), that of the intercept
+    1 / (beta (max_i ||x_i||_2^2 + 1)); Bottou's search scales both by the same 2^k. Both then
+    decay geometrically across passes to 1/100 at the last pass. A given ``eta`` keeps the
+    fixed rules for what is left out (eta_intercept = 0.03, eta_decay = 1); ``schedule="paper"``
+    is the paper's constant rate (eta = 0.1, eta_decay = 0, eta_intercept = 0.03).
+
     Parameters
     ----------
-    eta : float, default 0.1
-        Learning rate of theta (the paper's eta; tune it, as the paper does).
-    eta_intercept : float, default 0.03
-        Learning rate of the intercept (a plain SGD step).
-    eta_decay : float, default 1.0
-        Both rates are divided by 1 + eta_decay z at pass z = 0, 1, ... (0: the paper's constant rate).
+    eta : float, optional
+        Learning rate of theta (the paper's eta). Default: calibrated (``schedule="auto"``),
+        0.1 with ``schedule="paper"`` (tune it, as the paper does). After a calibrated solve,
+        ``eta`` reads the rate it chose.
+    eta_intercept : float, optional
+        Learning rate of the intercept (a plain SGD step). Default: calibrated with eta, else 0.03.
+    eta_decay : float, optional
+        Both rates are divided by 1 + eta_decay z at pass z = 0, 1, ... (0: the paper's constant
+        rate). Default: the geometric decay to 1/100 with calibrated rates, 1 with a given
+        ``eta``, 0 with ``schedule="paper"``.
     p : float, optional
         The link's p; default 2 ln d (2 when d < 3).
     **kw
         ``max_iter``, ``holdout``, ``n_iter_no_change``, ``compute_objective``, ``shuffle`` (take the
         rows of each chunk in a random order: the paper samples uniformly with replacement from
-        the whole data set; a stream gives them in order), ``random_state``, ``checkpoint``,
-        ``callback``, ``verbose``: see :class:`~l1scale.solvers.online_base.OnlineSolver`.
+        the whole data set; a stream gives them in order), ``random_state``, ``schedule``, ``tol``,
+        ``checkpoint``, ``callback``, ``verbose``: see :class:`~l1scale.solvers.online_base.OnlineSolver`.
     """
 
     name = "smidas"
     pure_l1 = True
 
-    def __init__(self, *, eta=0.1, eta_intercept=0.03, eta_decay=1.0, p=None, **kw):
+    def __init__(self, *, eta=None, eta_intercept=None, eta_decay=None, p=None, **kw):
         super().__init__(**kw)
-        if not eta > 0:
+        if eta is not None and not eta > 0:
             raise ValueError(f"eta must be > 0, got {eta!r}")
-        if not eta_decay >= 0:
+        if eta_decay is not None and not eta_decay >= 0:
             raise ValueError(f"eta_decay must be >= 0, got {eta_decay!r}")
         if p is not None and not p >= 2:
             raise ValueError(f"p must be >= 2, got {p!r}")
-        if not eta_intercept >= 0:
+        if eta_intercept is not None and not eta_intercept >= 0:
             raise ValueError(f"eta_intercept must be >= 0, got {eta_intercept!r}")
-        self.eta, self.eta_decay, self.p = float(eta), float(eta_decay), p
-        self.eta_intercept = float(eta_intercept)
+        self.eta_given = None if eta is None else float(eta)
+        self.eta_decay, self.p = (None if eta_decay is None else float(eta_decay)), p
+        self.eta_intercept = None if eta_intercept is None else float(eta_intercept)
+        self._eta_resolved = None
+
+    # -- the rates: given, calibrated (schedule="auto") or fixed (a given eta, schedule="paper")
+    @property
+    def eta(self):
+        """The rate of theta: as given, else the one the last calibrated solve chose (None before)."""
+        return self.eta_given if self.eta_given is not None else self._eta_resolved
+
+    @eta.setter
+    def eta(self, value):
+        self.eta_given = None if value is None else float(value)
+
+    def _auto_rate(self) -> bool:
+        return self.schedule == "auto" and self.eta_given is None
+
+    def _rates(self, state, pass_index):
+        """(eta, eta_intercept) of pass ``pass_index`` (0-based)."""
+        if self._auto_rate() and state.rate is not None:  # None: nothing learned yet (an empty chunk)
+            eta = state.rate
+            eta_b = self.eta_intercept if self.eta_intercept is not None else _intercept_rate(eta, state)
+            decay = 1.0 / self.auto_pass_decay() ** pass_index if self.eta_decay is None else None
+        else:
+            eta = self.eta_given if self.eta_given is not None else 0.1
+            eta_b = self.eta_intercept if self.eta_intercept is not None else 0.03
+            decay = None
+        if decay is None:
+            rule = self.eta_decay if self.eta_decay is not None else (1.0 if self.eta_given is not None else 0.0)
+            decay = 1.0 + rule * pass_index
+        return eta / decay, eta_b / decay
+
+    def _norm_p(self, state):
+        return state.p
+
+    def _reference_rate(self, scale, state, fit_intercept, beta):
+        q_minus_1 = 1.0 / (state.p - 1.0)
+        ref = q_minus_1 / (beta * scale.max_p_sq) if scale.max_p_sq > 0 else 1.0
+        ref = ref if np.isfinite(ref) and ref > 0 else 1.0  # rows of 1e300: the calibration finds out
+        state.rate_ref, state.intercept_ref = ref, 1.0 / (beta * (scale.max_sq + 1.0))
+        return ref
+
+    def _trial(self, rate):
+        trial = copy.copy(self)
+        trial.eta_given, trial.eta_decay = float(rate), 0.0
+        trial.holdout, trial.shuffle, trial.random_state, trial.checkpoint = 0, True, 0, None
+        trial._trial_intercept_ratio = True
+        return trial
 
     def new_state(self, n_features, fit_intercept) -> SMIDASState:
         return SMIDASState(n_features, fit_intercept, self.p, self.random_state)
@@ -284,9 +347,21 @@ class SMIDAS(OnlineSolver):
     def _learn(self, state, rows, y, s, first_row, pass_index, *, kind, l1, l2, holdout):
         n = y.shape[0]
         order = self._order(state, n)
-        decay = 1.0 + self.eta_decay * pass_index
-        eta_b = self.eta_intercept / decay
+        if getattr(self, "_trial_intercept_ratio", False):  # calibration: both rates scaled together
+            eta = self.eta_given
+            eta_b = self.eta_intercept if self.eta_intercept is not None else _intercept_rate(eta, state)
+        else:
+            if self._auto_rate() and state.rate is not None:
+                self._eta_resolved = state.rate
+            eta, eta_b = self._rates(state, pass_index)
         examples = Examples.of(rows, y, s, order, first_row, holdout)
-        rule = _Rule(l1, self.eta / decay, eta_b if state.fit_intercept else 0.0, state.p)
+        rule = _Rule(l1, eta, eta_b if state.fit_intercept else 0.0, state.p)
         weights = _Weights(state.theta, state.zeta, state.active, state.where, state.scal, state.counts)
         return _smidas_rows(kind, examples, rule, weights, np.zeros(len(STATS)))
+
+
+def _intercept_rate(eta, state):
+    """schedule="auto": the intercept's rate for the rate ``eta`` of theta, the reference
+    intercept rate scaled as eta is scaled from its reference, but never above it (the
+    curvature bound of a plain SGD step on b)."""
+    return state.intercept_ref * min(eta / state.rate_ref, 1.0)

@@ -34,6 +34,7 @@ infeasible at scale.
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import NamedTuple
 
@@ -293,6 +294,7 @@ class TruncatedState:
         self.rng = np.random.default_rng(solver.random_state)  # for shuffle
         self.gravity = 0.0  # g, set by the solver's first chunk
         self.rate_scale = 1.0  # pass_decay ** pass of the current pass
+        self.rate = None  # eta0 as schedule="auto" calibrated it (None: not yet, or eta0 given)
 
     def _layout(self, soft_threshold: bool):
         self.soft_threshold = bool(soft_threshold)
@@ -320,9 +322,9 @@ class TruncatedState:
             SPARSIFIERS[sv.sparsifier],
             sv.K,
             sv._theta,
-            sv.eta0 * self.rate_scale,
+            sv._eta0_of(self) * self.rate_scale,
             sv.t0,
-            sv.power_t,
+            sv._power_t,
             self.gravity * sv.K,
             self.fit_intercept,
         )
@@ -389,14 +391,22 @@ class TruncatedGradient(OnlineSolver):
     do not minimise P exactly (rounding is a heuristic; the subgradient leaves weights
     oscillating around 0 with amplitude eta_t g instead of exact zeros).
 
-    Learning rate (VW's schedule, t counting the learning steps over all passes,
-    holdout examples excluded; ``pass_decay`` is VW's ``--decay_learning_rate``, the
-    paper's "decay of the learning rate across passes"):
+    Learning rate, t counting the learning steps over all passes (holdout examples excluded),
+    p = pass - 1 (``pass_decay`` is VW's ``--decay_learning_rate``, the paper's "decay of the
+    learning rate across passes"):
 
     .. math::
 
         \eta_t = \eta_0 \, \mathrm{pass\_decay}^{p} \, \left(\frac{t_0}{t_0 + t - 1}\right)^{\mathrm{power\_t}},
-        \quad t = 1, 2, \dots,\ p = \text{pass} - 1.
+        \quad t = 1, 2, \dots
+
+    With the defaults (``schedule="auto"``, no ``eta0``) eta0 is calibrated on the data
+    (:mod:`~l1scale.solvers.online_base`: Bottou's search around 1 / (beta (max_i ||x_i||^2 + 1)),
+    beta the loss's curvature bound), the rate is constant within a pass (power_t = 0) and
+    decays across passes by ``pass_decay`` = 100^(-1/(max_iter - 1)): the paper's multiple-pass
+    mode, with the rate and decay taken from the data and the number of passes. A given
+    ``eta0`` (or ``schedule="paper"``) takes VW's schedule for what is left out: eta0 = 0.5,
+    power_t = 0.5, t0 = 1, pass_decay = 1.
 
     Parameters
     ----------
@@ -408,29 +418,31 @@ class TruncatedGradient(OnlineSolver):
     theta : float, optional
         Threshold of T1 (default inf: every weight is truncated) and of rounding (required
         there: it has no sensible default); the L1 subgradient ignores it.
-    eta0 : float, default 0.5
-        Initial learning rate (for data with rows of norm about 1).
-    power_t : float, default 0.5
-        Decay exponent (0: constant rate).
+    eta0 : float, optional
+        Initial learning rate. Default: calibrated (``schedule="auto"``), 0.5 with
+        ``schedule="paper"`` (VW's, for rows of norm about 1). After a calibrated solve,
+        ``eta0`` reads the rate it chose.
+    power_t : float, optional
+        Decay exponent within the passes (0: constant rate). Default 0 with a calibrated rate,
+        else 0.5 (VW's).
     t0 : float, default 1.0
         Offset of the step count (VW's initial_t): the rate is eta0 at t = 1 and starts to
         decay after about t0 steps.
-    pass_decay : float, default 1.0
-        Multiplies the rate once per pass.
+    pass_decay : float, optional
+        Multiplies the rate once per pass. Default 100^(-1/(max_iter - 1)) with a calibrated
+        rate, else 1.
     **kw
         ``max_iter``, ``holdout``, ``n_iter_no_change``, ``compute_objective``, ``shuffle``,
-        ``random_state``, ``checkpoint``, ``callback``, ``verbose``: see
+        ``random_state``, ``schedule``, ``tol``, ``checkpoint``, ``callback``, ``verbose``: see
         :class:`~l1scale.solvers.online_base.OnlineSolver`.
 
     Notes
     -----
-    The default schedule (VW's) makes a good online learner. To approach the batch optimum
-    use the paper's multiple-pass mode: a constant rate within a pass (``power_t=0``)
-    decayed across passes (``pass_decay < 1``). On Reuters earn (rows of unit norm, lam =
-    9.5e-4) ``eta0=5, pass_decay=0.85`` reaches 1e-4 of the batch objective in 60 passes;
-    on a9a (binary rows of 14 ones, lam = 9.5e-4) ``eta0=0.3, pass_decay=0.8`` 3e-5 in 40.
-    The last weights touched keep a dust of size eta_t (the penalty owed since has not yet
-    caught up with their gradient step): the final model is sparse, but not the batch support.
+    VW's schedule makes a good online learner in one pass; to approach the batch optimum
+    the default (or the paper's multiple-pass mode, a constant rate within a pass decayed
+    across passes) is the one to use. The last weights touched keep a dust of size eta_t
+    (the penalty owed since has not yet caught up with their gradient step): the final model
+    is sparse, but not the batch support.
 
     Only the pure L1 penalty (l1_ratio = 1) is supported: the L2 part of an elastic net
     would scale every weight at every step, which the lazy updates do not carry.
@@ -448,10 +460,10 @@ class TruncatedGradient(OnlineSolver):
         gravity=None,
         K=1,
         theta=None,
-        eta0=0.5,
-        power_t=0.5,
+        eta0=None,
+        power_t=None,
         t0=1.0,
-        pass_decay=1.0,
+        pass_decay=None,
         **kw,
     ):
         super().__init__(**kw)
@@ -466,13 +478,55 @@ class TruncatedGradient(OnlineSolver):
         if sparsifier == "rounding" and (theta is None or not np.isfinite(theta)):
             raise ValueError("sparsifier='rounding' needs a finite theta (the rounding threshold)")
         for what, v, low in (("eta0", eta0, 0.0), ("t0", t0, 0.0), ("pass_decay", pass_decay, 0.0)):
-            if not (np.isfinite(v) and v > low):
+            if v is not None and not (np.isfinite(v) and v > low):
                 raise ValueError(f"{what} must be a finite number > 0, got {v!r}")
-        if not (np.isfinite(power_t) and power_t >= 0):
+        if power_t is not None and not (np.isfinite(power_t) and power_t >= 0):
             raise ValueError(f"power_t must be a finite number >= 0, got {power_t!r}")
         self.sparsifier, self.gravity, self.K, self.theta = sparsifier, gravity, int(K), theta
-        self.eta0, self.power_t, self.t0, self.pass_decay = float(eta0), float(power_t), float(t0), float(pass_decay)
+        self.eta0_given = None if eta0 is None else float(eta0)
+        self.power_t = None if power_t is None else float(power_t)
+        self.t0 = float(t0)
+        self.pass_decay = None if pass_decay is None else float(pass_decay)
         self._theta = math.inf if theta is None else float(theta)
+        self._eta0_resolved = None
+
+    # -- the rates: given, calibrated (schedule="auto") or VW's (schedule="paper")
+    @property
+    def eta0(self):
+        """The initial rate: as given, else the one the last calibrated solve chose (None before)."""
+        return self.eta0_given if self.eta0_given is not None else self._eta0_resolved
+
+    @eta0.setter
+    def eta0(self, value):
+        self.eta0_given = None if value is None else float(value)
+
+    def _auto_rate(self) -> bool:
+        return self.schedule == "auto" and self.eta0_given is None
+
+    def _eta0_of(self, state) -> float:
+        if self.eta0_given is not None:
+            return self.eta0_given
+        if self._auto_rate() and state.rate is not None:  # None: nothing learned yet (an empty chunk)
+            return state.rate
+        return 0.5
+
+    @property
+    def _power_t(self) -> float:
+        return self.power_t if self.power_t is not None else (0.0 if self._auto_rate() else 0.5)
+
+    def _pass_decay(self) -> float:
+        if self.pass_decay is not None:
+            return self.pass_decay
+        return self.auto_pass_decay() if self._auto_rate() else 1.0
+
+    def _reference_rate(self, scale, state, fit_intercept, beta):
+        return 1.0 / (beta * (scale.max_sq + float(fit_intercept))) if scale.max_sq > 0 else 1.0
+
+    def _trial(self, rate):
+        trial = copy.copy(self)
+        trial.eta0_given, trial.power_t, trial.pass_decay = float(rate), 0.0, 1.0
+        trial.holdout, trial.shuffle, trial.random_state, trial.checkpoint = 0, True, 0, None
+        return trial
 
     @property
     def soft_threshold(self) -> bool:
@@ -484,7 +538,9 @@ class TruncatedGradient(OnlineSolver):
 
     def _learn(self, state, rows, y, s, first_row, pass_index, *, kind, l1, l2, holdout):
         gravity = float(l1) if self.gravity is None else float(self.gravity)
-        scale = self.pass_decay**pass_index
+        scale = self._pass_decay() ** pass_index
+        if self._auto_rate() and state.rate is not None:
+            self._eta0_resolved = state.rate
         if (gravity != state.gravity or scale != state.rate_scale) and state.steps > 0:
             state.settle()  # the owed penalties were accrued at the old gravity and rate
         state.relayout(self.soft_threshold)
@@ -512,6 +568,6 @@ class TruncatedGradient(OnlineSolver):
             threshold = self._theta
         else:
             t = max(int(state.clock[0]), 1)
-            eta = self.eta0 * state.rate_scale * (self.t0 / (self.t0 + t - 1)) ** self.power_t
+            eta = self._eta0_of(state) * state.rate_scale * (self.t0 / (self.t0 + t - 1)) ** self._power_t
             threshold = eta * self.K * state.gravity
         return np.where(np.abs(coef) <= threshold, 0.0, coef)

@@ -1,0 +1,123 @@
+"""The online solvers' default rates (issue 16, "defaults that converge"): with ``schedule="auto"``
+the rate is calibrated on the data (Bottou's search around the curvature bound on a sample) and
+decays geometrically across passes; the papers' fixed rules stay available by name.
+
+Measured (benchmarks/results/stochastic_defaults.md): the defaults reach 1e-3 relative
+suboptimality in 50 passes on Reuters earn at 0.1 lam_max and on a9a at 0.1 lam_max; they no
+longer diverge on unscaled UCI data (spambase, magic04, madelon, arcene), where one scalar rate for
+features of very different scales still stops short (there SCD's per-column curvature does better).
+The issue's full target (1e-3 on every shared set at 0.01 lam_max too) is NOT met: see the table.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from _shared_data import load_svmlight_pm
+
+from l1scale.data.stream import Stream
+from l1scale.data.synthetic import make_sparse_text
+from l1scale.exceptions import ConvergenceWarning
+from l1scale.problems import Problem, StreamProblem
+from l1scale.solvers.cd import CoordinateDescent
+from l1scale.solvers.sgd import CumulativePenaltySGD
+from l1scale.solvers.smidas import SMIDAS
+from l1scale.solvers.truncated import TruncatedGradient
+
+ONLINE = {"truncated_gradient": TruncatedGradient, "sgd_cumulative": CumulativePenaltySGD, "smidas": SMIDAS}
+
+
+def _suboptimality(solver, X, y, ratio, fit_intercept):
+    batch = Problem(X, y, "logistic", lam_ratio=ratio, fit_intercept=fit_intercept)
+    p_star = CoordinateDescent(tol=1e-10, max_iter=1000).solve(batch).objective
+    res = solver.solve(StreamProblem(Stream.from_arrays(X, y), "logistic", batch.lam, fit_intercept=fit_intercept))
+    return (batch.objective(res.coef, res.intercept) - p_star) / p_star, res
+
+
+@pytest.fixture(scope="module")
+def text():
+    return make_sparse_text(2000, 5000, nnz_per_row=30, random_state=0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ONLINE))
+def test_defaults_reach_1e3_on_earn(name):
+    """Reuters earn (rows of unit norm), 3,000 rows, 0.1 lam_max with intercept."""
+    X, y = load_svmlight_pm("earn", "reuters21578/modapte_earn_train.svm.bz2", 27901)
+    X, y = X[:3000], y[:3000]
+    gap, _ = _suboptimality(ONLINE[name](max_iter=50, holdout=0), X, y, 0.1, True)
+    assert -1e-9 <= gap <= 1e-3, f"{name}: {gap:.3g}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ONLINE))
+def test_defaults_do_not_diverge_on_unscaled_features(name):
+    """spambase (row norms^2 up to 2.5e8): the old default rates diverged or ended 10-2,500 times
+    above the optimum; the calibrated rate is bounded by the rows' curvature and ends within 0.2."""
+    X, y = load_svmlight_pm("spambase", "spambase/spambase.svm.bz2", 57)
+    gap, res = _suboptimality(ONLINE[name](max_iter=20, holdout=0), X, y, 0.1, False)
+    assert np.isfinite(res.coef).all()
+    assert 0 <= gap < 0.2, f"{name}: {gap:.3g}"
+
+
+@pytest.mark.parametrize("name", list(ONLINE))
+def test_calibration_is_reproducible_and_layout_free(text, name):
+    """The calibrated rate depends on the data only (the same on CSR, dense and another run),
+    and the solver reports it as its rate after the solve."""
+    X, y = text
+    X, y = X[:300, :400], y[:300]
+    rates = []
+    for Xv in (X, X.toarray(), X):
+        solver = ONLINE[name](max_iter=2, holdout=0)
+        solver.solve(StreamProblem(Stream.from_arrays(Xv, y), "logistic", 1e-3))
+        rates.append(solver.eta if name == "smidas" else solver.eta0)
+    assert rates[0] > 0 and rates[0] == rates[1] == rates[2]
+
+
+@pytest.mark.parametrize("name", list(ONLINE))
+def test_paper_schedule_is_the_fixed_rule(text, name):
+    """schedule="paper" is the papers' (VW's) fixed rates: the same iterates as giving them."""
+    X, y = text
+    X, y = X[:300], y[:300]
+    fixed = {
+        "truncated_gradient": {"eta0": 0.5, "power_t": 0.5, "pass_decay": 1.0},
+        "sgd_cumulative": {"eta0": 0.5, "a": 2.0},
+        "smidas": {"eta": 0.1, "eta_intercept": 0.03, "eta_decay": 0.0},
+    }[name]
+    a = ONLINE[name](max_iter=2, holdout=0, schedule="paper").solve(StreamProblem(Stream.from_arrays(X, y), lam=1e-3))
+    b = ONLINE[name](max_iter=2, holdout=0, **fixed).solve(StreamProblem(Stream.from_arrays(X, y), lam=1e-3))
+    np.testing.assert_array_equal(a.coef, b.coef)
+    with pytest.raises(ValueError, match="schedule"):
+        ONLINE[name](schedule="tuned")
+
+
+@pytest.mark.parametrize("name", list(ONLINE))
+def test_partial_fit_calibrates_on_its_first_chunk(name):
+    rng = np.random.default_rng(0)
+    X = sp.random(400, 30, density=0.2, random_state=1, format="csr") * 1000.0  # far from unit scale
+    y = np.where(X @ rng.normal(size=30) > 0, 1.0, -1.0)
+    solver = ONLINE[name]()
+    state = solver.new_state(30, True)
+    from l1scale.data.memory import as_rows
+
+    for _ in range(3):
+        solver.partial_fit(state, as_rows(X), y, np.ones(400), kind=0, l1=1e-3, l2=0.0)
+    assert state.rate is not None and state.rate < 1e-3  # bounded by the rows' curvature
+    assert np.isfinite(state.coef).all()
+
+
+def test_tol_certifies_or_warns(text):
+    """tol: one more pass for the problem's certificate (KKT for a stream); a run that stops short
+    says so with a ConvergenceWarning, converged False and the certificate it reached."""
+    X, y = text
+    X, y = X[:500], y[:500]
+    problem = StreamProblem(Stream.from_arrays(X, y), "logistic", lam_ratio=0.01)
+    with pytest.warns(ConvergenceWarning, match="relative kkt"):
+        res = TruncatedGradient(max_iter=2, holdout=0, tol=1e-8).solve(problem)
+    assert not res.converged and res.certificate_name == "kkt" and res.relative_certificate > 1e-8
+    assert np.isfinite(res.objective)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        res = TruncatedGradient(max_iter=2, holdout=0, tol=1e6).solve(problem)
+    assert res.converged and res.stop_reason == "kkt"
