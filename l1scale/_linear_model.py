@@ -417,9 +417,8 @@ class SparseLinearModel(BaseEstimator):
             meta["result"] = [_result_summary(r) for r in (results if isinstance(results, list) else [results])]
         if getattr(self, "features_", None) is not None:
             meta["features"] = _generated_fit.space_spec(self.features_)
-        if getattr(self, "multi_class_", "ovr") == "multinomial":  # one softmax problem for all rows
+        if getattr(self, "multi_class_", "ovr") == "multinomial":  # one softmax problem: one result summary
             meta["multi_class"] = "multinomial"
-            meta["result"] = meta.get("result", [])[:1] * len(meta["lam"])  # the file keeps one per row
         save_model(path, coef=coef, intercept=self.intercept_, metadata=meta)
 
     # ------------------------------------------------------------ names, sparse coef_, ONNX

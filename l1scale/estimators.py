@@ -598,8 +598,10 @@ def load(path):
         ) from None
     if name == "SparseLogisticRegression":  # a multinomial model: softmax probabilities, one Result
         est.multi_class_ = "multinomial" if meta.get("multi_class") == "multinomial" else "ovr"
-        if est.multi_class_ == "multinomial" and isinstance(getattr(est, "result_", None), list):
-            est.result_ = dataclasses.replace(est.result_[0], coef=est.coef_, intercept=est.intercept_)
+        result = getattr(est, "result_", None)  # one summary (older files: one per row, the same)
+        if est.multi_class_ == "multinomial" and result is not None:
+            first = result[0] if isinstance(result, list) else result
+            est.result_ = dataclasses.replace(first, coef=est.coef_, intercept=est.intercept_)
     return est
 
 

@@ -11,7 +11,9 @@ Estimators (:meth:`~l1scale.SparseLogisticRegression.save`) add to the metadata:
 ``feature_names`` (with ``feature_names_source``: "columns" of a DataFrame or a
 "vocabulary"), ``class_weight_items`` (``[[class, weight], ...]``, the class keys with
 their JSON types), ``n_iter`` and ``result`` (objective, certificate, stop reason and
-iterations per binary problem). Older files without them still load.
+iterations per binary problem: one per row of coefficients, or, for a multinomial model
+(``"multi_class": "multinomial"``, one softmax problem for every row), one). Older files
+without them still load, as do multinomial files that repeat the one summary per row.
 
 Arrays are plain ``.npy`` (read with ``allow_pickle=False``), so a model file
 never runs code when loaded and any numpy can read it.  Writes are atomic
@@ -86,7 +88,8 @@ def check_consistency(coef, metadata, where=""):
     """Raise ModelFormatError where the metadata contradict the coefficients of shape
     ``coef.shape``: the classes and the rows (one row for two classes, one per class
     otherwise), n_features and the width, feature names and the width, one n_iter and lam
-    per row. Keys that are absent are not checked (older files)."""
+    per row (a multinomial model, ``multi_class`` "multinomial", may have one ``result``
+    summary: its one problem). Keys that are absent are not checked (older files)."""
     rows = 1 if len(coef.shape) == 1 else coef.shape[0]
     width = coef.shape[-1]
     n_features = metadata.get("n_features")
@@ -108,10 +111,13 @@ def check_consistency(coef, metadata, where=""):
             raise ModelFormatError(f"{where}feature_names must be a list of strings")
         if len(names) != width:
             raise ModelFormatError(f"{where}{len(names)} feature names for {width} features (coef's width)")
+    multinomial = metadata.get("multi_class") == "multinomial"
     for key in ("n_iter", "lam", "result"):
         value = metadata.get(key)
-        if value is not None and classes is not None and isinstance(value, list) and len(value) != rows:
-            raise ModelFormatError(f"{where}{len(value)} values of {key} for {rows} rows of coefficients")
+        allowed = (1, rows) if key == "result" and multinomial else (rows,)
+        if value is not None and classes is not None and isinstance(value, list) and len(value) not in allowed:
+            one = " (one for a multinomial model)" if key == "result" and multinomial else ""
+            raise ModelFormatError(f"{where}{len(value)} values of {key} for {rows} rows of coefficients{one}")
 
 
 def save_model(path, *, coef, intercept, metadata=None):

@@ -255,3 +255,31 @@ def test_registered_converter_converts_a_pipeline():
     label, proba = session.run(None, {"X": X * 10 + 3})
     np.testing.assert_array_equal(label, pipe.predict(X * 10 + 3))
     np.testing.assert_allclose(proba, pipe.predict_proba(X * 10 + 3), atol=1e-6)
+
+
+def test_a_multinomial_model_file_keeps_one_result_summary(tmp_path):
+    """One softmax problem: one summary written and read back; files that repeat it per row
+    (written before) still load; an ovr model still needs one per row."""
+    X, y = _data(n_classes=3)
+    model = SparseLogisticRegression(lam_ratio=0.05, multi_class="multinomial").fit(X, y)
+    model.save(tmp_path / "m.l1m")
+    meta = load_model(tmp_path / "m.l1m")[2]
+    assert meta["multi_class"] == "multinomial" and len(meta["result"]) == 1 and len(meta["lam"]) == 3
+    loaded = load(tmp_path / "m.l1m")
+    assert loaded.result_.objective == model.result_.objective and loaded.result_.coef.shape == (3, 8)
+    # the layout written before: the one summary once per row
+    _rewrite(tmp_path / "m.l1m", tmp_path / "old.l1m", lambda m: m.update(result=m["result"] * 3))
+    old = load(tmp_path / "old.l1m")
+    assert old.result_.objective == model.result_.objective and old.result_.coef.shape == (3, 8)
+    np.testing.assert_array_equal(old.predict_proba(X), model.predict_proba(X))
+    _rewrite(tmp_path / "m.l1m", tmp_path / "two.l1m", lambda m: m.update(result=m["result"] * 2))
+    with pytest.raises(
+        ModelFormatError, match="2 values of result for 3 rows of coefficients \\(one for a multinomial"
+    ):
+        load(tmp_path / "two.l1m")
+    ovr = SparseLogisticRegression(lam_ratio=0.05, multi_class="ovr").fit(X, y)
+    ovr.save(tmp_path / "ovr.l1m")
+    assert len(load_model(tmp_path / "ovr.l1m")[2]["result"]) == 3
+    _rewrite(tmp_path / "ovr.l1m", tmp_path / "ovr1.l1m", lambda m: m.update(result=m["result"][:1]))
+    with pytest.raises(ModelFormatError, match="1 values of result for 3 rows"):
+        load(tmp_path / "ovr1.l1m")
