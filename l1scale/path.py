@@ -11,13 +11,17 @@ k-fold by default), scores every lam on the held-out fold (negative log-loss, ac
 AUC or AUPRC, or any callable; larger is better), keeps the mean and standard error of
 the score per lam, picks the lam with the best mean score (``rule="min"``) or the largest
 lam within one standard error of it (``rule="1se"``, glmnet's lambda.1se), and refits on
-all the data along the path down to it (one-vs-rest for more than two classes, a lam per
-class). A chosen lam at the edge of the grid warns (:class:`GridEdgeWarning`). With
-``n_jobs`` the paths of every (fold, class) and the refits run in threads.
+all the data along the path down to it: for more than two classes the multinomial (softmax)
+model along one path (``multi_class``, as the estimator resolves it), or one-vs-rest with a lam
+per class. A chosen lam at the edge of the grid warns (:class:`GridEdgeWarning`). With
+``n_jobs`` the paths of every (fold, class) and the refits run in threads. With
+``standardize=True`` each fold's path is solved on the columns scaled by that fold's training
+rows only (no held-out row enters its scales), and the refit by all the data.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import numbers
 import threading
@@ -26,14 +30,16 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.utils.validation import check_is_fitted
 
-from . import metrics
+from . import _multinomial_fit, _standardize, metrics
 from .data.memory import column_matrix
 from .estimators import SparseLogisticRegression
 from .problems.memory import Problem
+from .problems.multinomial import MultinomialProblem
 from .solvers import SOLVERS
 
 __all__ = ["GridEdgeWarning", "PathResult", "SparseLogisticRegressionCV", "lam_grid", "regularization_path"]
@@ -66,8 +72,8 @@ class PathResult(NamedTuple):
     Attributes
     ----------
     lams : ndarray (K,)
-    coefs : ndarray (K, n_features)
-    intercepts : ndarray (K,)
+    coefs : ndarray (K, n_features), or (K, n_classes, n_features) for ``loss="multinomial"``
+    intercepts : ndarray (K,), or (K, n_classes) for ``loss="multinomial"``
     objectives, certificates : ndarray (K,)
     n_iter : ndarray of int (K,)
     seconds : ndarray (K,)
@@ -84,7 +90,8 @@ class PathResult(NamedTuple):
 
     @property
     def nnz(self) -> np.ndarray:
-        return np.count_nonzero(self.coefs, axis=1)
+        """Nonzero weights per lam (of n_features, or n_classes x n_features)."""
+        return np.count_nonzero(self.coefs.reshape(self.coefs.shape[0], -1), axis=1)
 
 
 def regularization_path(
@@ -103,6 +110,7 @@ def regularization_path(
     max_iter=200,
     warm_start=True,
     callback=None,
+    standardize=False,
 ) -> PathResult:
     """Solve at every lam of a decreasing grid, warm-starting each solve from the previous one.
 
@@ -110,64 +118,115 @@ def regularization_path(
     ----------
     X, y, loss, l1_ratio, fit_intercept, sample_weight
         As :class:`~l1scale.problems.Problem` (y in {-1, +1} for classification losses).
+        ``loss="multinomial"``: the softmax model of
+        :class:`~l1scale.problems.multinomial.MultinomialProblem` (y any labels, at least two
+        classes), solved by ``"multinomial_cd"``; the coefficients of each lam are then
+        (n_classes, n_features), rows in sorted label order.
     lams : array, optional
         The grid (sorted decreasing); default :func:`lam_grid` of the data's lam_max.
     n_lams, lam_min_ratio
         The default grid.
     solver : str
-        A solver over columns (``"cd"``, ``"cgd"``, ``"fista"``, ...).
+        A solver over columns (``"cd"``, ``"cgd"``, ``"fista"``, ...); for
+        ``loss="multinomial"`` ``"cd"`` (the default) or ``"auto"`` mean ``"multinomial_cd"``.
     tol, max_iter
         Of each solve.
     warm_start : bool, default True
         False solves every lam from zero (for comparison).
     callback : callable, optional
         ``callback(k, result)`` after the solve at ``lams[k]`` (its
-        :class:`~l1scale.solvers.base.Result`): progress, or an early look at the path.
+        :class:`~l1scale.solvers.base.Result`, on the standardised scale with
+        ``standardize``): progress, or an early look at the path.
+    standardize : bool, default False
+        Solve with each column divided by its sample-weighted standard deviation (as
+        :class:`~l1scale.SparseLogisticRegression` does with ``standardize=True``): the grid,
+        lam_max and the objectives refer to the standardised problem, the returned
+        coefficients are on the original scale.
 
     Returns
     -------
     PathResult
     """
-    base = Problem(X, y, loss, lam=1.0, l1_ratio=l1_ratio, fit_intercept=fit_intercept, sample_weight=sample_weight)
+    sigma = None
+    if standardize:
+        if standardize is not True:
+            raise ValueError(f"standardize must be True or False, got standardize={standardize!r}")
+        X = _float_matrix(X)
+        weights = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        sigma = _standardize.column_scales(X, weights)
+        X = _standardize.scaled(X, sigma)
+    multinomial = loss == "multinomial"
+    penalty = dict(l1_ratio=l1_ratio, fit_intercept=fit_intercept, sample_weight=sample_weight)
+    if multinomial:
+        if solver not in ("cd", "auto", _multinomial_fit.AUTO_SOLVER):
+            raise ValueError(
+                f"solver={solver!r}: loss='multinomial' is solved by {_multinomial_fit.AUTO_SOLVER!r} "
+                "(give solver='cd', 'auto' or that name)"
+            )
+        base = MultinomialProblem(X, y, lam=1.0, **penalty)
+    else:
+        base = Problem(X, y, loss, lam=1.0, **penalty)
     if lams is None:
         lams = lam_grid(base.lam_max(), n_lams, lam_min_ratio)
     lams = np.sort(np.asarray(lams, dtype=np.float64))[::-1]
     if lams.size == 0 or not (lams > 0).all():
         raise ValueError("lams must be a non-empty array of numbers > 0")
-    if SOLVERS[solver].data_access != "columns":
+    if not multinomial and SOLVERS[solver].data_access != "columns":
         raise ValueError(
             f"solver={solver!r} reads data in passes; a path needs a solver over columns "
             f"(one of {sorted(k for k, v in SOLVERS.items() if v.data_access == 'columns')})"
         )
-    coefs, intercepts = np.zeros((lams.size, base.n_features)), np.zeros(lams.size)
+    shape = (base.n_classes,) if multinomial else ()
+    coefs, intercepts = np.zeros((lams.size, *shape, base.n_features)), np.zeros((lams.size, *shape))
     out = {k: np.zeros(lams.size) for k in ("objectives", "certificates", "seconds")}
     n_iter = np.zeros(lams.size, dtype=np.int64)
-    if solver == "cd" and warm_start:
+    if solver == "cd" and warm_start and not multinomial:
         # CD carries its iterate and its screening from one lam to the next.
         results = SOLVERS["cd"](tol=tol, max_iter=max_iter).solve_path(base, lams)
-        for k, result in enumerate(results):
+        seconds = None
+    else:
+        results = _warm_started(base, lams, solver, tol, max_iter, warm_start, multinomial)
+        seconds = out["seconds"]
+    t0 = time.perf_counter()
+    for k, result in enumerate(results):
+        if seconds is None:
             out["seconds"][k] = result.timings["solve"]
-            coefs[k], intercepts[k], n_iter[k] = result.coef, result.intercept, result.n_iter
-            out["objectives"][k], out["certificates"][k] = result.objective, result.relative_certificate
-            if callback is not None:
-                callback(k, result)
-        return PathResult(lams, coefs, intercepts, out["objectives"], out["certificates"], n_iter, out["seconds"])
-    coef, intercept, gradient = None, None, None
-    for k, lam in enumerate(lams):
-        problem = base.with_lam(lam)  # X validated and in the column layout once for the whole path
-        t0 = time.perf_counter()
-        # CD starts each lam from the last one's gradient (its first working set, glmnet's
-        # strong rules' role) and certifies with one pass at the end.
-        extra = {"gradient_init": gradient} if solver == "cd" and gradient is not None else {}
-        result = SOLVERS[solver](tol=tol, max_iter=max_iter).solve(problem, coef, intercept, **extra)
-        out["seconds"][k] = time.perf_counter() - t0
+        else:
+            out["seconds"][k], t0 = time.perf_counter() - t0, time.perf_counter()
         coefs[k], intercepts[k], n_iter[k] = result.coef, result.intercept, result.n_iter
         out["objectives"][k], out["certificates"][k] = result.objective, result.relative_certificate
-        if warm_start:
-            coef, intercept, gradient = result.coef, result.intercept, result.loss_gradient
         if callback is not None:
             callback(k, result)
+            t0 = time.perf_counter()
+    if sigma is not None:  # back on the original scale (the intercepts are unchanged)
+        coefs /= sigma
     return PathResult(lams, coefs, intercepts, out["objectives"], out["certificates"], n_iter, out["seconds"])
+
+
+def _warm_started(base, lams, solver, tol, max_iter, warm_start, multinomial):
+    """The Results of each lam's solve in turn, each started from the last (with
+    ``warm_start``), the problem validated once for the whole path."""
+    make = SOLVERS[_multinomial_fit.AUTO_SOLVER if multinomial else solver]
+    coef, intercept, gradient = None, None, None
+    for lam in lams:
+        problem = base.with_lam(lam)  # X validated and in the column layout once for the whole path
+        # CD starts each lam from the last one's gradient (its first working set, glmnet's
+        # strong rules' role) and certifies with one pass at the end.
+        extra = {"gradient_init": gradient} if solver == "cd" and gradient is not None and not multinomial else {}
+        result = make(tol=tol, max_iter=max_iter).solve(problem, coef, intercept, **extra)
+        if warm_start:
+            coef, intercept = result.coef, result.intercept
+            gradient = None if multinomial else result.loss_gradient
+        yield result
+
+
+def _float_matrix(X):
+    """X as a float matrix (sparse kept sparse, CSR or CSC) that can be scaled in place."""
+    if sp.issparse(X):
+        X = X if X.format in ("csr", "csc") else X.tocsr()
+        return X if X.dtype.kind == "f" else X.astype(np.float64)
+    X = np.asarray(X)
+    return X if X.dtype.kind == "f" else X.astype(np.float64)
 
 
 _SCORERS = {
@@ -175,6 +234,11 @@ _SCORERS = {
     "accuracy": lambda y, p: metrics.accuracy(y, np.where(p >= 0.5, 1.0, -1.0)),
     "roc_auc": metrics.roc_auc,
     "average_precision": metrics.auprc,
+}
+#: The scorers of a multinomial model: (labels, probabilities (n, n_classes) in the classes' order).
+_MULTINOMIAL_SCORERS = {
+    "neg_log_loss": lambda y, proba, classes: -metrics.log_loss(y, proba, labels=classes),
+    "accuracy": lambda y, proba, classes: metrics.accuracy(y, classes[np.argmax(proba, axis=1)]),
 }
 #: Names the scorers had before, and what they are now (scikit-learn's names).
 _RENAMED_SCORERS = {"log_loss": "neg_log_loss"}
@@ -197,8 +261,12 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         An int is stratified k-fold (no shuffling).
     scoring : {"neg_log_loss", "accuracy", "roc_auc", "average_precision"} or callable, default "neg_log_loss"
         Larger is better, as scikit-learn's scorers: ``"neg_log_loss"`` is minus the mean
-        log-loss. A callable is ``scoring(y_true in {-1, +1}, p_positive)``. (``"log_loss"``,
-        this estimator's former name of ``"neg_log_loss"``, still works with a FutureWarning.)
+        log-loss. A callable is ``scoring(y_true in {-1, +1}, p_positive)`` for a binary
+        problem (and each one-vs-rest one), ``scoring(y_true, proba)`` for a multinomial model
+        (``y_true`` the labels, ``proba`` (n, n_classes) in the order of ``classes_``); a
+        multinomial model takes ``"neg_log_loss"``, ``"accuracy"`` or a callable.
+        (``"log_loss"``, this estimator's former name of ``"neg_log_loss"``, still works with
+        a FutureWarning.)
     rule : {"min", "1se"}, default "min"
         Which lam is refitted: ``"min"`` the one with the best mean score (``lam_min_``),
         ``"1se"`` the largest lam whose mean score is within one standard error of the best
@@ -206,6 +274,18 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         tell apart from the best).
     loss, l1_ratio, fit_intercept, solver, tol, max_iter, class_weight, random_state, verbose
         As :class:`~l1scale.SparseLogisticRegression` (``solver`` must work over columns).
+    multi_class : {"auto", "multinomial", "ovr"}, default "auto"
+        As :class:`~l1scale.SparseLogisticRegression`: for more than two classes "auto" (with
+        the logistic loss and ``solver="auto"``) and "multinomial" cross-validate one softmax
+        model along one warm-started path ("multinomial_cd"), one lam for all classes; "ovr"
+        one binary problem per class, a lam per class.
+    standardize : bool, default False
+        As :class:`~l1scale.SparseLogisticRegression`: solve with the columns divided by their
+        sample-weighted standard deviations. Each fold's scales come from its training rows
+        only (the held-out rows never enter them, as a ``StandardScaler`` inside each fold's
+        pipeline); the grid's lam_max and the refit use those of all the data. ``coef_`` and
+        ``path_`` are on the original scale; lams, lam_max and the objectives refer to the
+        standardised problem.
     n_jobs : int, optional
         Threads (joblib's conventions: None is 1 unless inside a ``joblib.parallel_backend``
         context, -1 every core) for the path of every (fold, class) and the refit of every
@@ -221,13 +301,16 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
     ----------
     lam_ : ndarray (1,) or (n_classes,)
         The refitted lam: ``lam_min_`` or ``lam_1se_`` as ``rule`` says (per class for more
-        than two classes: one-vs-rest, each lam chosen apart on the same folds).
+        than two classes: one-vs-rest, each lam chosen apart on the same folds; a multinomial
+        model's one lam repeated per row, as the estimator's ``lam_``).
     lam_min_, lam_1se_ : ndarray (1,) or (n_classes,)
         The lam of the best mean score, and the largest lam whose mean score is at least the
-        best minus its standard error.
+        best minus its standard error (shaped as ``lam_``).
     lams_ : ndarray (K,) or (n_classes, K)
+        The grid ((n_classes, K) for one-vs-rest only: a multinomial model has one grid).
     scores_ : ndarray (n_folds, K) or (n_classes, n_folds, K)
-        Held-out score of every lam on every fold.
+        Held-out score of every lam on every fold (a class axis first for one-vs-rest; so are
+        ``cv_mean_``, ``cv_se_`` and ``cv_results_``).
     cv_mean_, cv_se_ : ndarray (K,) or (n_classes, K)
         Mean held-out score per lam over the folds, and its standard error
         (``std(ddof=1) / sqrt(n_folds)``, glmnet's ``cvsd``).
@@ -237,7 +320,10 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         the best) and ``split{i}_test_score``; each (K,), or (n_classes, K) for more than two
         classes.
     path_ : PathResult or list of PathResult
-        The refit path on all the data, down to the chosen lam.
+        The refit path on all the data, down to the chosen lam (a list for one-vs-rest; a
+        multinomial path's coefficients are (K, n_classes, n_features)).
+    multi_class_ : {"multinomial", "ovr"}
+        What ``multi_class`` resolved to.
 
     Warns
     -----
@@ -265,6 +351,8 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         verbose=0,
         n_jobs=None,
         progress=None,
+        multi_class="auto",
+        standardize=False,
     ):
         self.loss = loss
         self.lams = lams
@@ -283,6 +371,8 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         self.verbose = verbose
         self.n_jobs = n_jobs
         self.progress = progress
+        self.multi_class = multi_class
+        self.standardize = standardize
 
     # parameters of the parent that the CV estimator fixes
     lam = None
@@ -300,7 +390,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         ----------
         X : array or sparse matrix (n_samples, n_features)
         y : array (n_samples,)
-            Two classes or more (one-vs-rest).
+            Two classes or more (multinomial or one-vs-rest, as ``multi_class`` resolves).
         sample_weight : array (n_samples,), optional
 
         Returns
@@ -308,6 +398,8 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         self
         """
         solver = self._check_params()
+        _standardize.check(self)
+        _multinomial_fit.check(self)
         if self.loss not in ("logistic", "probit"):
             raise ValueError(f"loss={self.loss!r}: cross-validation scores probabilities (logistic or probit)")
         if self.rule not in _RULES:
@@ -321,28 +413,43 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
                 FutureWarning,
                 stacklevel=2,
             )
-        scorer = scoring if callable(scoring) else _SCORERS.get(scoring)
-        if scorer is None:
-            raise ValueError(f"scoring={self.scoring!r}; choose one of {sorted(_SCORERS)} or a callable")
         X, y, classes, sample_weight = self._classification_data(X, y, sample_weight)
+        multinomial = _multinomial_fit.wanted(self, classes.shape[0])  # sets solver_ if so
+        scorer = scoring if callable(scoring) else (_MULTINOMIAL_SCORERS if multinomial else _SCORERS).get(scoring)
+        if multinomial and scorer is not None and not callable(scoring):
+            scorer = functools.partial(scorer, classes=classes)
+        if scorer is None:
+            if multinomial and scoring in _SCORERS:
+                raise ValueError(
+                    f"scoring={self.scoring!r} scores a binary problem; a multinomial model takes "
+                    f"{sorted(_MULTINOMIAL_SCORERS)} or a callable scoring(y_true, proba) (or give multi_class='ovr')"
+                )
+            raise ValueError(f"scoring={self.scoring!r}; choose one of {sorted(_SCORERS)} or a callable")
         splitter = (
             check_cv(self.cv, y, classifier=True)
             if not isinstance(self.cv, numbers.Integral)
             else StratifiedKFold(n_splits=self.cv)
         )
         folds = list(splitter.split(X, y))  # the same folds for every one-vs-rest problem
-        positives = [classes[1]] if classes.shape[0] == 2 else list(classes)
-        fits = self._cross_validate(
-            X, [np.where(y == positive, 1.0, -1.0) for positive in positives], sample_weight, folds, solver, scorer
-        )
+        if multinomial:
+            solver = _multinomial_fit.AUTO_SOLVER if self.solver == "auto" else solver
+            targets, loss = [y], "multinomial"
+            evaluate = _MultinomialScores(classes, scorer)
+        else:
+            positives = [classes[1]] if classes.shape[0] == 2 else list(classes)
+            targets, loss = [np.where(y == positive, 1.0, -1.0) for positive in positives], self.loss
+            evaluate = _BinaryScores(get_link(self.loss), scorer)
+        fits = self._cross_validate(X, targets, loss, sample_weight, folds, solver, evaluate)
         self.solver_ = solver
         self.classes_ = classes
+        self.multi_class_ = "multinomial" if multinomial else "ovr"
+        rows = classes.shape[0] if multinomial else 1  # a multinomial model's one lam, once per row
         self.coef_ = np.vstack([fit.path.coefs[-1] for fit in fits])
-        self.intercept_ = np.array([fit.path.intercepts[-1] for fit in fits])
-        self.lam_ = np.array([fit.lams[fit.chosen] for fit in fits])
-        self.lam_min_ = np.array([fit.lams[fit.best] for fit in fits])
-        self.lam_1se_ = np.array([fit.lams[fit.one_se] for fit in fits])
-        self.n_iter_ = np.array([fit.path.n_iter[-1] for fit in fits])
+        self.intercept_ = np.hstack([fit.path.intercepts[-1] for fit in fits])
+        self.lam_ = np.repeat([fit.lams[fit.chosen] for fit in fits], rows)
+        self.lam_min_ = np.repeat([fit.lams[fit.best] for fit in fits], rows)
+        self.lam_1se_ = np.repeat([fit.lams[fit.one_se] for fit in fits], rows)
+        self.n_iter_ = np.repeat([fit.path.n_iter[-1] for fit in fits], rows)
         stack = (lambda arrays: arrays[0]) if len(fits) == 1 else np.stack  # one-vs-rest: a class axis first
         self.lams_ = stack([fit.lams for fit in fits])
         self.scores_ = stack([fit.scores for fit in fits])
@@ -351,8 +458,8 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         self.path_ = fits[0].path if len(fits) == 1 else [fit.path for fit in fits]
         self.cv_results_ = _cv_results(self.lams_, self.scores_, self.cv_se_)
         self.result_ = None
-        for fit, positive in zip(fits, positives):
-            self._warn_at_edge(fit, None if len(fits) == 1 else positive)
+        for fit, positive in zip(fits, classes if len(fits) > 1 else [None]):
+            self._warn_at_edge(fit, positive)
         return self
 
     def _warn_at_edge(self, fit, positive):
@@ -399,7 +506,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         """
         check_is_fitted(self)
         params = {k: v for k, v in self.get_params().items() if k in SparseLogisticRegression().get_params()}
-        if np.size(self.lam_) == 1:
+        if np.size(self.lam_) == 1 or self.multi_class_ == "multinomial":  # one lam
             params["lam"] = float(self.lam_[0])
         model = SparseLogisticRegression(**params)
         for name, value in vars(self).items():
@@ -407,10 +514,11 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
                 setattr(model, name, value)
         model.save(path, metadata=metadata)
 
-    def _cross_validate(self, X, targets, sample_weight, folds, solver, scorer):
-        """The binary problems (y_pm in ``targets``, one per class) on the same folds: a
-        :class:`_CVFit` per problem (its grid, scores (n_folds, K), the best, 1se and chosen
-        lams' indices, and the refit path down to the chosen lam).
+    def _cross_validate(self, X, targets, loss, sample_weight, folds, solver, evaluate):
+        """The problems (y in ``targets``: one per class for one-vs-rest, y_pm in {-1, +1}; one
+        of labels for ``loss="multinomial"``) on the same folds: a :class:`_CVFit` per problem
+        (its grid, scores (n_folds, K), the best, 1se and chosen lams' indices, and the refit
+        path down to the chosen lam). ``evaluate(path, X_test, y_test)``: the held-out scores.
 
         The paths of every (fold, class) run in threads over n_jobs. X is converted to the
         column layout once, each fold's training rows once for all classes (as the folds are
@@ -420,31 +528,37 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         first instead, alongside the folds, over the whole grid, and are cut at the chosen lam
         (the path of a grid's first lams is the first rows of its path: the same numbers), at
         the cost of the lams past the chosen one (5 folds and a refit on 2 cores: 3 rounds,
-        not 4)."""
+        not 4).
+
+        With ``standardize`` each fold's path scales its training rows by their own standard
+        deviations (``regularization_path(standardize=True)``); the grid and the refits use the
+        scales of all the data."""
         X_columns = column_matrix(X)
+        sigma = None
+        if self.standardize:  # all the data's scales: the grid's lam_max and the refits
+            sigma = _standardize.column_scales(X_columns, sample_weight)
+            X_all = column_matrix(_standardize.scaled(X_columns, sigma))
+        else:
+            X_all = X_columns
+        penalty = dict(l1_ratio=self.l1_ratio, fit_intercept=self.fit_intercept, sample_weight=sample_weight)
         if self.lams is None:
             grids = [
                 lam_grid(
-                    Problem(
-                        X_columns,
-                        y_pm,
-                        self.loss,
-                        lam=1.0,  # any lam: lam_max does not depend on it
-                        l1_ratio=self.l1_ratio,
-                        fit_intercept=self.fit_intercept,
-                        sample_weight=sample_weight,
+                    (
+                        MultinomialProblem(X_all, y, lam=1.0, **penalty)
+                        if loss == "multinomial"
+                        else Problem(X_all, y, loss, lam=1.0, **penalty)  # any lam: lam_max does not depend on it
                     ).lam_max(),
                     self.n_lams,
                     self.lam_min_ratio,
                 )
-                for y_pm in targets
+                for y in targets
             ]
         else:
             grids = [np.sort(np.asarray(self.lams, dtype=np.float64))[::-1]] * len(targets)
         n = len(targets)
         ahead = n < effective_n_jobs(self.n_jobs)  # refits alongside the folds, the longest first
         counter = _Counter(self.progress, sum(g.size for g in grids) * (len(folds) + 1))
-        link = get_link(self.loss)
         kw = dict(
             l1_ratio=self.l1_ratio,
             fit_intercept=self.fit_intercept,
@@ -455,25 +569,30 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         )
 
         def refit(k, n_lams=None):
-            return delayed(regularization_path)(
-                X_columns, targets[k], self.loss, lams=grids[k][:n_lams], sample_weight=sample_weight, **kw
+            return delayed(_refit_path)(
+                X_all, targets[k], loss, sigma, lams=grids[k][:n_lams], sample_weight=sample_weight, **kw
             )
 
         def fold_jobs():  # fold by fold, so that a fold's matrices are dropped once its paths are done
-            for train, test in folds:
+            for i, (train, test) in enumerate(folds):
                 X_train, X_test = column_matrix(X[train]), X[test]
-                for y_pm, lams in zip(targets, grids):
+                for y, lams in zip(targets, grids):
+                    if loss == "multinomial" and np.unique(y[train]).shape[0] != evaluate.classes.shape[0]:
+                        missing = np.setdiff1d(evaluate.classes, y[train])
+                        raise ValueError(
+                            f"cv: fold {i}'s training rows lack class {missing[0]!r}: a multinomial model needs "
+                            "every class in every training fold (fewer folds, or stratified ones)"
+                        )
                     yield delayed(_fold_scores)(
                         X_train,
-                        y_pm[train],
+                        y[train],
                         sample_weight[train],
                         X_test,
-                        y_pm[test],
+                        y[test],
                         lams,
-                        self.loss,
-                        link,
-                        scorer,
-                        kw,
+                        loss,
+                        evaluate,
+                        dict(kw, standardize=bool(self.standardize)),
                     )
 
         with Parallel(n_jobs=self.n_jobs, prefer="threads") as parallel:
@@ -557,11 +676,45 @@ def _cv_results(lams, scores, se):
     return results
 
 
-def _fold_scores(X_train, y_train, sample_weight, X_test, y_test, lams, loss, link, scorer, kw):
-    """The path on one training fold of one binary problem, and the held-out score of every lam."""
+def _refit_path(X, y, loss, sigma, **kw):
+    """The path on all the data (X already scaled by ``sigma`` with standardize), its
+    coefficients put back on the original scale."""
+    path = regularization_path(X, y, loss, **kw)
+    if sigma is not None:
+        path.coefs[...] /= sigma
+    return path
+
+
+def _fold_scores(X_train, y_train, sample_weight, X_test, y_test, lams, loss, evaluate, kw):
+    """The path on one training fold of one problem (standardised, with ``kw["standardize"]``,
+    by the fold's training rows alone), and the held-out score of every lam."""
     path = regularization_path(X_train, y_train, loss, lams=lams, sample_weight=sample_weight, **kw)
-    margins = np.asarray(X_test @ path.coefs.T) + path.intercepts
-    return [scorer(y_test, link(margins[:, k])) for k in range(lams.size)]
+    return evaluate(path, X_test, y_test)
+
+
+class _BinaryScores(NamedTuple):
+    """Held-out scores of a binary path: ``scorer(y_pm, P(y = +1))`` per lam."""
+
+    link: object
+    scorer: object
+
+    def __call__(self, path, X_test, y_test):
+        margins = np.asarray(X_test @ path.coefs.T) + path.intercepts
+        return [self.scorer(y_test, self.link(margins[:, k])) for k in range(path.lams.size)]
+
+
+class _MultinomialScores(NamedTuple):
+    """Held-out scores of a multinomial path: ``scorer(labels, softmax probabilities)`` per lam."""
+
+    classes: np.ndarray
+    scorer: object
+
+    def __call__(self, path, X_test, y_test):
+        out = []
+        for coef, intercept in zip(path.coefs, path.intercepts):
+            proba = _multinomial_fit.softmax(np.asarray(X_test @ coef.T) + intercept)
+            out.append(self.scorer(y_test, proba))
+        return out
 
 
 def _first_lams(path, n):

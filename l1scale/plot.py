@@ -71,6 +71,7 @@ def plot_path(path, *, ax=None, lam_min=None, lam_1se=None):
     """
     ax = _new_axes()[0] if ax is None else ax
     lams, coefs = np.asarray(path.lams), np.asarray(path.coefs)
+    coefs = coefs.reshape(coefs.shape[0], -1)  # a multinomial path: a line per (class, feature)
     used = np.flatnonzero(np.any(coefs != 0, axis=0))
     if used.size:
         ax.plot(lams, coefs[:, used], lw=0.9)

@@ -168,3 +168,64 @@ def test_multiclass_proba_names_the_class_order(files, tmp_path):
     ok("train", d / "train.svm", "-q", "-o", tmp_path / "m.l1m")
     binary = ok("predict", tmp_path / "m.l1m", d / "train.svm", "--proba").stdout.splitlines()
     assert not binary[0].startswith("#")  # two classes: one column, P(classes_[1]), as before
+
+
+# ------------------------------------------------------------------ issue 15: multinomial and the CLI
+def test_train_multi_class_flag_and_the_multinomial_summary(files, tmp_path):
+    from l1scale.model_io import load_model
+
+    model = tmp_path / "multi.l1m"
+    out = ok(
+        "train",
+        files["dir"] / "three.svm",
+        "--lam-ratio",
+        "0.05",
+        "--multi-class",
+        "multinomial",
+        "-o",
+        model,
+        "--json",
+    )
+    s = json.loads(out.stdout)
+    assert s["multi_class"] == "multinomial" and s["params"]["multi_class"] == "multinomial"
+    assert isinstance(s["lam"], float)  # one problem, one lam
+    est = load(model)
+    assert est.multi_class_ == "multinomial" and est.coef_.shape == (3, 6)
+    assert s["nnz"] == np.count_nonzero(est.coef_)
+    # the table counts the nonzeros out of d x K
+    table = ok("train", files["dir"] / "three.svm", "--lam-ratio", "0.05", "--multi-class", "multinomial", "-q").stdout
+    assert f"{s['nnz']} of 18" in " ".join(table.split())
+    # the file keeps the one problem's one summary (and n_iter, lam once per row)
+    meta = load_model(model)[2]
+    assert meta["multi_class"] == "multinomial" and len(meta["result"]) == 1 and len(meta["lam"]) == 3
+    assert est.result_.objective == pytest.approx(s["objective"]) and est.result_.coef.shape == (3, 6)
+    info = ok("info", model).stdout
+    assert info.count("objective") == 1
+    ovr = json.loads(
+        ok("train", files["dir"] / "three.svm", "--lam-ratio", "0.05", "--multi-class", "ovr", "--json").stdout
+    )
+    assert "multi_class" not in ovr and len(ovr["problems"]) == 3
+    error(
+        run("train", files["dir"] / "three.svm", "--multi-class", "multinomial", "--loss", "probit"), 1, "multi_class"
+    )
+    error(run("train", files["dir"] / "train.svm", "--loss", "squared", "--multi-class", "ovr"), 2, "--multi-class")
+
+
+def test_path_fits_the_multinomial_model_and_standardizes(files, tmp_path):
+    from l1scale.path import SparseLogisticRegressionCV
+
+    model = tmp_path / "chosen.l1m"
+    args = ("path", files["dir"] / "three.svm", "--n-lams", "8", "--cv", "3", "-q")
+    doc = json.loads(ok(*args, "--standardize", "-o", model, "--json").stdout)
+    assert doc["multi_class"] == "multinomial" and doc["classes"] == [0, 1, 2] and doc["standardize"] is True
+    X, y = load_svmlight(files["dir"] / "three.svm")[:2]
+    cv = SparseLogisticRegressionCV(n_lams=8, cv=3, standardize=True).fit(X, y)
+    assert doc["chosen_lam"] == pytest.approx(cv.lam_[0], rel=1e-12)
+    assert [r["cv_mean"] for r in doc["path"]] == pytest.approx(cv.cv_mean_.tolist(), rel=1e-9)
+    loaded = load(model)
+    assert loaded.multi_class_ == "multinomial" and loaded.standardize is True
+    np.testing.assert_allclose(loaded.coef_, cv.coef_, atol=1e-10)
+    table = ok(*args, "--standardize").stdout
+    assert "multinomial (3 classes), standardised" in table
+    error(run(*args, "--multi-class", "ovr"), 1, "--multi-class ovr")
+    error(run(*args, "--scoring", "roc_auc"), 2, "neg_log_loss or accuracy")

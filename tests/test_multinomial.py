@@ -350,3 +350,95 @@ def test_a_saved_multinomial_model_loads_with_its_probabilities(tmp_path):
     assert loaded.result_.objective == model.result_.objective and loaded.result_.coef.shape == (3, X.shape[1])
     # a warm start from the fitted model stops at once
     assert model.fit(X, y).result_.n_iter == 0
+
+
+# --------------------------------------------------------------------------- path and CV
+def test_the_multinomial_path_gives_each_lams_cold_optimum():
+    from l1scale.path import regularization_path
+
+    X, y = _wine()
+    path = regularization_path(X, y, "multinomial", n_lams=10, tol=1e-10)
+    assert path.coefs.shape == (10, 3, X.shape[1]) and path.intercepts.shape == (10, 3)
+    assert path.nnz[0] == 0 and path.nnz[-1] > path.nnz[1]
+    base = MultinomialProblem(X, y, lam=1.0)
+    assert path.lams[0] == pytest.approx(base.lam_max(), rel=1e-12)
+    for k, lam in enumerate(path.lams):
+        problem = base.with_lam(lam)
+        cold = _tight(problem).objective
+        assert path.objectives[k] == pytest.approx(cold, rel=1e-6, abs=0)
+        assert problem.objective(path.coefs[k], path.intercepts[k]) == pytest.approx(path.objectives[k], rel=1e-12)
+        assert path.certificates[k] <= 1e-10
+    # warm starts: later lams start close to their optimum
+    cold_iters = regularization_path(X, y, "multinomial", lams=path.lams, tol=1e-10, warm_start=False).n_iter
+    assert path.n_iter[1:].sum() < cold_iters[1:].sum()
+    with pytest.raises(ValueError, match="multinomial_cd"):
+        regularization_path(X, y, "multinomial", solver="fista")
+
+
+def test_the_cv_estimator_cross_validates_the_multinomial_model(tmp_path):
+    from sklearn.model_selection import StratifiedKFold
+
+    from l1scale import load
+    from l1scale.path import SparseLogisticRegressionCV, regularization_path
+
+    X, y = _wine()
+    labels = np.array(["a", "b", "c"])[y]
+    folds = list(StratifiedKFold(4).split(X, y))
+    cv = SparseLogisticRegressionCV(n_lams=15, cv=folds, tol=1e-9).fit(X, labels)
+    assert cv.multi_class_ == "multinomial" and cv.solver_ == "multinomial_cd"
+    assert cv.lams_.shape == (15,) and cv.scores_.shape == (4, 15) and cv.cv_mean_.shape == (15,)
+    assert cv.coef_.shape == (3, X.shape[1]) and cv.intercept_.shape == (3,) and cv.lam_.shape == (3,)
+    # the chosen lam is the best mean held-out score, inside the grid (not an edge), and sensible
+    best = int(np.argmax(cv.cv_mean_))
+    assert 0 < best < 14 and (cv.lam_ == cv.lams_[best]).all() and (cv.lam_min_ == cv.lam_).all()
+    assert cv.cv_mean_[best] > -0.15 and cv.cv_mean_[0] < -1.0  # the intercept-only model scores badly
+    # a fold's scores are the held-out log-loss of that fold's path (the softmax probabilities)
+    train, test = folds[1]
+    fold = regularization_path(X[train], labels[train], "multinomial", lams=cv.lams_, tol=1e-9)
+    Z = X[test] @ fold.coefs[best].T + fold.intercepts[best]
+    proba = np.exp(Z - Z.max(axis=1, keepdims=True))
+    proba /= proba.sum(axis=1, keepdims=True)
+    loss = -np.log(proba[np.arange(len(test)), y[test]]).mean()
+    assert cv.scores_[1, best] == pytest.approx(-loss, rel=1e-6)
+    # the refit: the optimum of the multinomial problem on all the data at lam_
+    problem = MultinomialProblem(X, labels, lam=cv.lam_[0])
+    assert problem.certificate(cv.coef_, cv.intercept_).relative <= 1e-8
+    assert cv.path_.coefs.shape == (best + 1, 3, X.shape[1])
+    assert cv.score(X, labels) > 0.95 and np.allclose(cv.predict_proba(X).sum(axis=1), 1.0)
+    # 1se: a sparser lam; accuracy as the score; one-vs-rest on request
+    one_se = SparseLogisticRegressionCV(n_lams=15, cv=folds, tol=1e-9, rule="1se").fit(X, labels)
+    assert one_se.lam_[0] >= cv.lam_[0] and np.count_nonzero(one_se.coef_) <= np.count_nonzero(cv.coef_)
+    acc = SparseLogisticRegressionCV(n_lams=6, cv=folds, scoring="accuracy").fit(X, labels)
+    assert acc.cv_mean_.max() > 0.9 and acc.cv_mean_[0] < 0.5
+    ovr = SparseLogisticRegressionCV(n_lams=4, lam_min_ratio=0.01, cv=3, multi_class="ovr").fit(X, y)
+    assert ovr.multi_class_ == "ovr" and ovr.lams_.shape == (3, 4)
+    with pytest.raises(ValueError, match="scores a binary problem"):
+        SparseLogisticRegressionCV(scoring="roc_auc").fit(X, y)
+    # saved as a multinomial SparseLogisticRegression at lam_
+    cv.save(tmp_path / "cv.l1m")
+    loaded = load(tmp_path / "cv.l1m")
+    assert loaded.multi_class_ == "multinomial" and loaded.lam == cv.lam_[0]
+    np.testing.assert_allclose(loaded.predict_proba(X), cv.predict_proba(X), rtol=1e-12)
+
+
+# Raw wine's columns have large means: scaled but not centred, the multinomial certificate stalls
+# near 1e-8 (as for a single standardize=True fit); the models still agree to 1e-6.
+@pytest.mark.filterwarnings("ignore:multinomial_cd did not reach")
+@pytest.mark.filterwarnings("ignore::l1scale.path.GridEdgeWarning")
+def test_multinomial_cv_n_jobs_and_standardize():
+    from sklearn.pipeline import make_pipeline
+
+    from l1scale.path import SparseLogisticRegressionCV
+
+    X, y = load_wine(return_X_y=True)  # raw scales
+    kw = dict(n_lams=8, lam_min_ratio=0.01, cv=3, tol=1e-8, standardize=True)
+    one = SparseLogisticRegressionCV(**kw).fit(X, y)
+    two = SparseLogisticRegressionCV(**kw, n_jobs=2).fit(X, y)
+    for name in ("scores_", "lams_", "lam_", "coef_", "intercept_"):
+        np.testing.assert_array_equal(getattr(two, name), getattr(one, name))
+    # the refit is the StandardScaler pipeline's model at lam_, on the original scale
+    from l1scale import SparseLogisticRegression
+
+    pipe = make_pipeline(StandardScaler(), SparseLogisticRegression(lam=one.lam_[0], tol=1e-12)).fit(X, y)
+    np.testing.assert_allclose(one.coef_, pipe[-1].coef_ / pipe[0].scale_, atol=1e-6)
+    np.testing.assert_allclose(one.predict_proba(X), pipe.predict_proba(X), atol=1e-7)

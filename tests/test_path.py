@@ -116,7 +116,7 @@ def test_two_stage_refits_on_the_support_at_a_smaller_lam():
 
 def test_cv_multiclass_one_vs_rest_chooses_a_lam_per_class():
     X, y = make_classification(n_samples=450, n_features=30, n_informative=8, n_classes=3, random_state=2)
-    cv = SparseLogisticRegressionCV(n_lams=6, cv=3, tol=1e-8).fit(X, y)
+    cv = SparseLogisticRegressionCV(n_lams=6, cv=3, tol=1e-8, multi_class="ovr").fit(X, y)
     assert cv.coef_.shape == (3, 30) and cv.lam_.shape == (3,) and cv.scores_.shape == (3, 3, 6)
     for k in range(3):
         assert cv.lam_[k] == cv.lams_[k][int(np.argmax(cv.scores_[k].mean(axis=0)))]
@@ -129,8 +129,8 @@ def test_cv_multiclass_one_vs_rest_chooses_a_lam_per_class():
 @pytest.mark.parametrize("n_classes, n_jobs", [(2, 2), (3, 2), (3, 4)])
 def test_cv_n_jobs_gives_the_same_scores_lams_and_fit(n_classes, n_jobs):
     X, y = make_classification(n_samples=360, n_features=30, n_informative=8, n_classes=n_classes, random_state=4)
-    one = SparseLogisticRegressionCV(n_lams=8, cv=4, tol=1e-8).fit(X, y)
-    two = SparseLogisticRegressionCV(n_lams=8, cv=4, tol=1e-8, n_jobs=n_jobs).fit(X, y)
+    one = SparseLogisticRegressionCV(n_lams=8, cv=4, tol=1e-8, multi_class="ovr").fit(X, y)
+    two = SparseLogisticRegressionCV(n_lams=8, cv=4, tol=1e-8, n_jobs=n_jobs, multi_class="ovr").fit(X, y)
     for name in ("scores_", "lams_", "lam_", "coef_", "intercept_", "n_iter_"):
         np.testing.assert_array_equal(getattr(two, name), getattr(one, name))
     paths_one, paths_two = (one.path_, two.path_) if n_classes > 2 else ([one.path_], [two.path_])

@@ -59,7 +59,7 @@ def test_lam_1se_is_the_largest_lam_within_one_standard_error(fitted):
 
 def test_one_vs_rest_keeps_a_curve_and_a_1se_lam_per_class():
     X, y = make_classification(n_samples=450, n_features=30, n_informative=8, n_classes=3, random_state=2)
-    cv = SparseLogisticRegressionCV(n_lams=6, cv=3, tol=1e-8, rule="1se").fit(X, y)
+    cv = SparseLogisticRegressionCV(n_lams=6, cv=3, tol=1e-8, rule="1se", multi_class="ovr").fit(X, y)
     assert cv.cv_mean_.shape == cv.cv_se_.shape == (3, 6) and cv.lam_1se_.shape == (3,)
     assert cv.cv_results_["mean_test_score"].shape == (3, 6)
     np.testing.assert_array_equal(cv.lam_, cv.lam_1se_)

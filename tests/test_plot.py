@@ -65,7 +65,7 @@ def test_plot_cv_draws_mean_and_standard_error_with_the_chosen_lams(fitted):
 
 def test_plot_cv_one_vs_rest_draws_the_class_asked_for():
     X, y = make_classification(n_samples=300, n_features=15, n_informative=6, n_classes=3, random_state=1)
-    cv = SparseLogisticRegressionCV(n_lams=5, cv=3).fit(X, y)
+    cv = SparseLogisticRegressionCV(n_lams=5, cv=3, multi_class="ovr").fit(X, y)
     ax = plot_cv(cv, class_index=2)
     np.testing.assert_allclose(ax.containers[0].lines[0].get_ydata(), cv.cv_mean_[2])
     assert ax.get_title().startswith("class 2:")

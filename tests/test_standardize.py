@@ -165,3 +165,73 @@ def test_cli_standardize(dense, tmp_path):
     np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-6, rtol=0)
     streamed = runner.invoke(main, ["train", str(data), "--solver", "rmmp", "--lam", "0.005", "--standardize"])
     assert streamed.exit_code == 2 and "--standardize" in streamed.output
+
+
+# --------------------------------------------------------------------------- paths and CV
+def test_regularization_path_standardize_equals_the_path_of_scaled_data(dense):
+    from l1scale.path import regularization_path
+
+    X, y, w = dense
+    y_pm = np.where(y == 1, 1.0, -1.0)
+    ours = regularization_path(X, y_pm, n_lams=8, sample_weight=w, tol=1e-12, standardize=True)
+    scaler = StandardScaler().fit(X, sample_weight=w)
+    theirs = regularization_path(scaler.transform(X), y_pm, n_lams=8, sample_weight=w, tol=1e-12)
+    np.testing.assert_allclose(ours.lams, theirs.lams, rtol=1e-12)  # lam_max of the standardised problem
+    np.testing.assert_allclose(ours.coefs, theirs.coefs / scaler.scale_, atol=1e-8, rtol=0)  # original scale
+    np.testing.assert_allclose(ours.objectives, theirs.objectives, rtol=1e-9)
+    sparse = regularization_path(sp.csr_matrix(X), y_pm, n_lams=8, sample_weight=w, tol=1e-12, standardize=True)
+    np.testing.assert_allclose(sparse.coefs, ours.coefs, atol=1e-8, rtol=0)
+
+
+def test_cv_scales_each_fold_by_its_training_rows(dense, monkeypatch):
+    """Equal to a StandardScaler pipeline fitted on each fold's training rows (the held-out
+    rows never enter the scales), the grid and refit to the pipeline of all the data."""
+    from sklearn.metrics import log_loss
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.pipeline import make_pipeline
+
+    from l1scale import _standardize
+    from l1scale.path import SparseLogisticRegressionCV
+
+    X, y, w = dense
+    folds = list(StratifiedKFold(4).split(X, y))
+    scaled_rows = []
+    column_scales = _standardize.column_scales
+    monkeypatch.setattr(
+        _standardize, "column_scales", lambda X, sw: scaled_rows.append(X.shape[0]) or column_scales(X, sw)
+    )
+    kw = dict(n_lams=8, lam_min_ratio=0.01, cv=folds, tol=1e-11)
+    ours = SparseLogisticRegressionCV(**kw, standardize=True).fit(X, y, sample_weight=w)
+    # the scales of all the data (grid, refit) and of each training fold, never of a test fold
+    assert sorted(scaled_rows) == sorted([X.shape[0]] + [len(train) for train, _ in folds])
+    # the outer pipeline: the same grid (lam_max of the standardised problem) and refit path
+    pipe = make_pipeline(StandardScaler(), SparseLogisticRegressionCV(**kw))
+    pipe.fit(X, y, standardscaler__sample_weight=w, sparselogisticregressioncv__sample_weight=w)
+    inner, scale = pipe[-1], pipe[0].scale_
+    np.testing.assert_allclose(ours.lams_, inner.lams_, rtol=1e-12)
+    n = min(ours.path_.lams.size, inner.path_.lams.size)
+    np.testing.assert_allclose(ours.path_.coefs[:n], inner.path_.coefs[:n] / scale, atol=1e-8, rtol=0)
+    refit = make_pipeline(StandardScaler(), SparseLogisticRegression(lam=ours.lam_[0], tol=1e-12))
+    refit.fit(X, y, standardscaler__sample_weight=w, sparselogisticregression__sample_weight=w)
+    np.testing.assert_allclose(ours.coef_, refit[-1].coef_ / refit[0].scale_, atol=1e-8, rtol=0)
+    np.testing.assert_allclose(ours.predict_proba(X), refit.predict_proba(X), atol=1e-8, rtol=0)
+    # each fold's scores: a pipeline fitted on that fold's training rows alone
+    for i, (train, test) in enumerate(folds):
+        for k in (1, 4, 7):
+            fold = make_pipeline(StandardScaler(), SparseLogisticRegression(lam=ours.lams_[k], tol=1e-12))
+            fold.fit(
+                X[train],
+                y[train],
+                standardscaler__sample_weight=w[train],
+                sparselogisticregression__sample_weight=w[train],
+            )
+            expected = -log_loss(y[test], fold.predict_proba(X[test])[:, 1])
+            assert ours.scores_[i, k] == pytest.approx(expected, rel=1e-7)
+    # scaled by all the data instead (the outer pipeline), the held-out rows leak into the scales
+    assert np.abs(ours.scores_[:, 1:] - inner.scores_[:, 1:]).max() > 1e-6
+    # sparse data: the same model, never densified
+    sparse = SparseLogisticRegressionCV(**kw, standardize=True).fit(sp.csr_matrix(X), y, sample_weight=w)
+    np.testing.assert_allclose(sparse.scores_, ours.scores_, rtol=1e-7)
+    np.testing.assert_allclose(sparse.coef_, ours.coef_, atol=1e-8, rtol=0)
+    with pytest.raises(ValueError, match="standardize must be True or False"):
+        SparseLogisticRegressionCV(standardize="yes").fit(X, y)

@@ -21,6 +21,23 @@ LEARNING_RATE_KEYWORD = {"truncated_gradient": "eta0", "sgd_cumulative": "eta0",
 #: Data formats of ``--format`` (auto: by the name; a directory is a chunk cache).
 FORMATS = ("auto", "svmlight", "vw")
 DEFAULT_HASH_BITS = 18
+#: The values of ``--multi-class`` (the estimators' ``multi_class``).
+MULTI_CLASS = ("auto", "multinomial", "ovr")
+
+
+def multi_class_option(
+    auto="multinomial where the solver fits it (--solver auto in memory with the logistic loss), ovr otherwise",
+):
+    """``--multi-class auto|multinomial|ovr``: the estimator's ``multi_class`` (``auto``: what
+    auto means for the command, in its help)."""
+    return click.option(
+        "--multi-class",
+        type=click.Choice(MULTI_CLASS),
+        default="auto",
+        show_default=True,
+        help="More than two classes: multinomial fits one softmax model (logistic loss, data in memory); "
+        f"ovr one binary model per class; auto {auto}.",
+    )
 
 
 class _PositiveFloat(click.ParamType):

@@ -35,8 +35,11 @@ def train_summary(est, data, data_info, train_report, load_seconds, fit_seconds,
         "params": params,
         "solver": est.solver_,
         "classes": [label(c) for c in est.classes_] if hasattr(est, "classes_") else None,
-        # one lam, or one per one-vs-rest problem (lam_ratio scales each problem's lam_max)
-        "lam": float(np.ravel(est.lam_)[0]) if np.size(est.lam_) == 1 else [float(v) for v in np.ravel(est.lam_)],
+        # one lam (a multinomial model's one problem too), or one per one-vs-rest problem (lam_ratio
+        # scales each problem's lam_max)
+        "lam": float(np.ravel(est.lam_)[0])
+        if np.size(est.lam_) == 1 or getattr(est, "multi_class_", "ovr") == "multinomial"
+        else [float(v) for v in np.ravel(est.lam_)],
         "objective": float(sum(r.objective for r in results)),
         "certificate_name": worst.certificate_name,
         "certificate": float(worst.certificate),
@@ -58,6 +61,8 @@ def train_summary(est, data, data_info, train_report, load_seconds, fit_seconds,
     }
     if online is not None:  # only then: the summaries of the other solvers keep their keys
         summary["online"] = online
+    if getattr(est, "multi_class_", "ovr") == "multinomial":  # only then (the binary summaries keep their keys)
+        summary["multi_class"] = "multinomial"
     if getattr(est, "feature_names_", None) is not None:  # named features (--feature-names): the largest
         from ..model_report import nonzero_weights
 
@@ -108,6 +113,13 @@ def _metric_rows(report, prefix):
         if report.get(key) is not None:
             rows.append((f"{prefix} {name}", fmt(report[key])))
     return rows
+
+
+def _coef_rows(s):
+    """Rows of coefficients: one per class of a multinomial model or per one-vs-rest problem, else one."""
+    if s.get("multi_class") == "multinomial":
+        return len(s["classes"])
+    return max(1, len(s.get("problems", [])))
 
 
 def _isnan(x):
@@ -213,7 +225,7 @@ def print_train_summary(s):
             ("converged", status),
         ]
     rows += [
-        ("nnz(w)", f"{s['nnz']} of {d['n_features'] * max(1, len(s.get('problems', [])))}"),
+        ("nnz(w)", f"{s['nnz']} of {d['n_features'] * _coef_rows(s)}"),
         ("passes" if _passes(s["solver"]) else "iterations", str(s["n_iter"])),
         (
             "lam",

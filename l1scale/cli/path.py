@@ -9,12 +9,13 @@ import click
 import numpy as np
 
 from ._data import check_output, check_vw_flags, data_format, read_data
-from ._format import echo_json, fmt, stdout_console, trimmed
+from ._format import echo_json, fmt, label, stdout_console, trimmed
 from ._params import (
     DEFAULT_HASH_BITS,
     LOSSES,
     format_option,
     handle_errors,
+    multi_class_option,
     zero_based_option,
 )
 from ._progress import PathProgress
@@ -65,6 +66,15 @@ _SCORINGS = ("neg_log_loss", "accuracy", "roc_auc", "average_precision")
 )
 @click.option("--l1-ratio", type=click.FloatRange(0, 1, min_open=True), default=1.0, show_default=True)
 @click.option("--intercept/--no-intercept", default=True, show_default=True)
+@click.option(
+    "--standardize/--no-standardize",
+    default=False,
+    show_default=True,
+    help="Scale each column to unit variance for the solves (as train --standardize), each fold's "
+    "columns by its own training rows; lams refer to the scaled problem, the saved model's weights "
+    "to the original columns.",
+)
+@multi_class_option(auto="multinomial with the logistic loss (path cross-validates ovr in Python only)")
 @click.option("--tol", type=click.FloatRange(0, min_open=True), default=1e-6, show_default=True)
 @zero_based_option()
 @format_option()
@@ -99,6 +109,8 @@ def path(
     rule,
     l1_ratio,
     intercept,
+    standardize,
+    multi_class,
     tol,
     zero_based,
     file_format,
@@ -110,10 +122,12 @@ def path(
 ):
     """Solve DATA along a path of lam (warm starts) and choose lam by cross-validation.
 
-    Binary classification (two labels; the larger is positive). Prints, per lam: lam /
-    lam_max, lam, nnz(w), the objective, and the mean cross-validated score with its
-    standard error; lam_min (the best mean score) and lam_1se (the largest lam within
-    one standard error of it) are marked, and the one --rule picks is saved by -o.
+    Binary classification (two labels; the larger is positive), or the multinomial
+    model of more than two classes (--multi-class auto or multinomial, logistic loss;
+    the scores neg_log_loss or accuracy). Prints, per lam: lam / lam_max, lam, nnz(w),
+    the objective, and the mean cross-validated score with its standard error; lam_min
+    (the best mean score) and lam_1se (the largest lam within one standard error of it)
+    are marked, and the one --rule picks is saved by -o.
     """
     from ..path import GridEdgeWarning, SparseLogisticRegressionCV, regularization_path
 
@@ -131,9 +145,19 @@ def path(
     # zero_based None: detected, as train reads it (the saved model records the base)
     X, y, w, base = read_data(data, zero_based=zero_based, fmt=file_format, hash_bits=hash_bits, return_zero_based=True)
     classes = np.unique(y)
-    if classes.shape[0] != 2:
-        raise click.ClickException(f"{data}: `l1scale path` fits binary problems; the labels are {classes.tolist()}")
-    y_pm = np.where(y == classes[1], 1.0, -1.0)
+    multinomial = classes.shape[0] > 2 and multi_class != "ovr" and loss == "logistic"
+    if classes.shape[0] > 2 and not multinomial:
+        why = "--multi-class ovr" if multi_class == "ovr" else f"--loss {loss}"
+        raise click.ClickException(
+            f"{data}: `l1scale path` fits binary problems or the multinomial model (logistic loss) of more than "
+            f"two classes, not {why}; the labels are {classes.tolist()}"
+        )
+    if multinomial and scoring not in ("neg_log_loss", "accuracy"):
+        raise click.BadParameter(
+            f"{scoring} scores a binary problem; the multinomial model takes neg_log_loss or accuracy",
+            param_hint="--scoring",
+        )
+    y_path = y if multinomial else np.where(y == classes[1], 1.0, -1.0)
     cv, messages = None, []
     t0 = time.perf_counter()
     with PathProgress(enabled=not quiet) as progress, warnings.catch_warnings(record=True) as caught:
@@ -149,13 +173,15 @@ def path(
                 l1_ratio=l1_ratio,
                 fit_intercept=intercept,
                 tol=tol,
+                multi_class=multi_class,
+                standardize=standardize,
                 progress=progress.stage(f"{folds}-fold cross-validation"),
             ).fit(X, y, sample_weight=w)
         on_all = progress.stage("path on all the data", total=n_lams)
         full = regularization_path(
             X,
-            y_pm,
-            loss,
+            y_path,
+            "multinomial" if multinomial else loss,
             lams=None if cv is None else cv.lams_,
             n_lams=n_lams,
             lam_min_ratio=lam_min_ratio,
@@ -163,6 +189,7 @@ def path(
             fit_intercept=intercept,
             sample_weight=w,
             tol=tol,
+            standardize=standardize,
             callback=lambda k, result: on_all(k + 1, n_lams),
         )
     messages = list(dict.fromkeys(str(m.message) for m in caught if not issubclass(m.category, DeprecationWarning)))
@@ -175,6 +202,10 @@ def path(
     if plot is not None:
         _save_plot(full, cv, plot)
     doc = _document(data, loss, scoring, rule, full, cv, output, plot, messages, seconds)
+    doc["standardize"] = standardize
+    if multinomial:  # only then: the binary documents keep their keys
+        doc["multi_class"] = "multinomial"
+        doc["classes"] = [label(c) for c in classes]
     for message in messages:
         click.echo(f"Warning: {message}", err=True)
     if as_json:
@@ -235,7 +266,9 @@ def _print(doc):
 
     console = stdout_console()
     cv = doc["scoring"] is not None
-    head = f"path of {doc['data']}: {doc['loss']}, {len(doc['path'])} lams from lam_max = {doc['lam_max']:.4g}"
+    model = f"multinomial ({len(doc['classes'])} classes)" if doc.get("multi_class") else doc["loss"]
+    model += ", standardised" if doc.get("standardize") else ""
+    head = f"path of {doc['data']}: {model}, {len(doc['path'])} lams from lam_max = {doc['lam_max']:.4g}"
     if cv:
         head += f"; {doc['n_folds']}-fold CV, {doc['scoring']} (higher is better)"
     console.print(trimmed(Text(head)))

@@ -30,6 +30,7 @@ from ._params import (
     SolverChoice,
     format_option,
     handle_errors,
+    multi_class_option,
     zero_based_option,
 )
 from ._progress import Progress, run_fit
@@ -54,6 +55,7 @@ class TrainFlags:
     two_stage: float | None
     intercept: bool
     standardize: bool
+    multi_class: str
     tol: float
     max_iter: int | None
     passes: int | None
@@ -155,6 +157,7 @@ class TrainFlags:
     "data stay sparse); lam and --lam-ratio refer to the scaled problem, the model's weights to the "
     "original columns.",
 )
+@multi_class_option()
 @click.option(
     "--tol",
     type=POSITIVE,
@@ -245,6 +248,7 @@ def train(
     two_stage,
     intercept,
     standardize,
+    multi_class,
     tol,
     max_iter,
     passes,
@@ -265,7 +269,8 @@ def train(
     """Fit a sparse linear model on DATA and print a summary.
 
     Classification losses (logistic, probit, squared_hinge) accept any labels
-    (more than two classes: one-vs-rest); --loss squared fits a regression.
+    (more than two classes: the multinomial model, or one-vs-rest, as --multi-class
+    says); --loss squared fits a regression.
     With a streaming solver (mp, rmmp, online, truncated_gradient, sgd_cumulative,
     smidas) DATA is read in passes and never loaded; the summary then has no train
     metrics (they would need another pass: use --test or `l1scale evaluate`).
@@ -341,6 +346,7 @@ def _train_generated(data, f):
         "--checkpoint": f.checkpoint is not None,
         "--two-stage": f.two_stage is not None,
         "--standardize": f.standardize,
+        "--multi-class multinomial": f.multi_class == "multinomial",
         "--passes": f.passes is not None,
         "--holdout": f.holdout is not None,
         "--learning-rate": f.learning_rate is not None,
@@ -419,7 +425,9 @@ def _train(data, dataset, f, resolved, streamed):
         "standardize": f.standardize,
     }
     if f.loss != "squared":
-        params.update(loss=f.loss, class_weight=f.class_weight)
+        params.update(loss=f.loss, class_weight=f.class_weight, multi_class=f.multi_class)
+    elif f.multi_class != "auto":
+        raise click.BadParameter("applies to classification losses, not --loss squared", param_hint="--multi-class")
 
     spool = None
     try:
@@ -505,7 +513,7 @@ def _train_and_report(data, dataset, f, resolved, streamed, params, max_iter, fm
             def classes():
                 return _one_vs_rest(est.stream_scan_.classes)
         else:
-            classes = _one_vs_rest(np.unique(y))
+            classes = _one_vs_rest(np.unique(y), est)
         progress = Progress(
             classes,
             streaming=_streaming_solver(resolved),
@@ -732,6 +740,14 @@ def _check_solver_takes_loss(solver, loss):
         )
 
 
-def _one_vs_rest(classes):
-    """The classes of the one-vs-rest problems (more than two), or None: the progress's class column."""
+def _one_vs_rest(classes, est=None):
+    """The classes of the one-vs-rest problems (more than two), or None: the progress's class
+    column (None too for the one multinomial problem that ``est``, fitted in memory, will solve)."""
+    if est is not None and classes.shape[0] > 2:
+        from sklearn.base import clone
+
+        from .._multinomial_fit import wanted
+
+        if wanted(clone(est), classes.shape[0]):
+            return None
     return classes if classes.shape[0] > 2 else None
