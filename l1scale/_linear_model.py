@@ -18,6 +18,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from . import _generated_fit
 from ._generated_fit import GENERATED_SOLVERS
+from ._threads import single_threaded_blas
 from .data.memory import as_rows, column_matrix
 from .data.stream import Stream
 from .data.validation import validate_data
@@ -239,9 +240,11 @@ class SparseLinearModel(BaseEstimator):
         if len(targets) == 1:
             return [self._solve(X, targets[0], sample_weight, *warm(0))]
         X = column_matrix(X)  # shared by every problem: Problem(X, ...) copies nothing
-        return Parallel(n_jobs=getattr(self, "n_jobs", None), prefer="threads")(
-            delayed(self._solve)(X, y_k, sample_weight, *warm(k), k, len(targets)) for k, y_k in enumerate(targets)
-        )
+        n_jobs = getattr(self, "n_jobs", None)
+        with single_threaded_blas(n_jobs):
+            return Parallel(n_jobs=n_jobs, prefer="threads")(
+                delayed(self._solve)(X, y_k, sample_weight, *warm(k), k, len(targets)) for k, y_k in enumerate(targets)
+            )
 
     def _second_stage(self, X, y, sample_weight, lam, first, k=0, n_problems=1):
         """Qin et al.'s two-stage active set (sec. 3.2): re-solve on the first solution's

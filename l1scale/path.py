@@ -36,6 +36,7 @@ from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.utils.validation import check_is_fitted
 
 from . import _multinomial_fit, _standardize, metrics
+from ._threads import single_threaded_blas
 from .data.memory import column_matrix
 from .estimators import SparseLogisticRegression
 from .problems.memory import Problem
@@ -595,7 +596,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
                         dict(kw, standardize=bool(self.standardize)),
                     )
 
-        with Parallel(n_jobs=self.n_jobs, prefer="threads") as parallel:
+        with single_threaded_blas(self.n_jobs), Parallel(n_jobs=self.n_jobs, prefer="threads") as parallel:
             done = parallel(itertools.chain((refit(k) for k in range(n) if ahead), fold_jobs()))
             paths, fold_scores = (done[:n], done[n:]) if ahead else (None, done)
             # fold-major: [fold 0 class 0, fold 0 class 1, ..., fold 1 class 0, ...]

@@ -89,14 +89,12 @@ class _Iterate:
     def set_problem(self, problem):
         """The same data at another lam (a path's next solve): only the penalty changes."""
         self.problem = problem
-        pen = problem.penalty
-        self.pen = pen.l1 * float(np.abs(self.w).sum()) + 0.5 * pen.l2 * float(self.w @ self.w)
+        self.pen = problem.penalty.value(self.w)
 
     def refresh(self):
         """Margins from scratch (from the nonzero weights), then :meth:`recenter`."""
         self.reads += kernels.support_margins(*self.problem.columns.arrays, self.w, self.b, self.z)
-        pen = self.problem.penalty
-        self.pen = pen.l1 * float(np.abs(self.w).sum()) + 0.5 * pen.l2 * float(self.w @ self.w)
+        self.pen = self.problem.penalty.value(self.w)
         self.recenter()
 
     def recenter(self):

@@ -317,7 +317,7 @@ class CoordinateGradientDescent(Solver):
                 if b_opt != b:
                     loss_sum += weighted_terms_along(kind, y, z, ones, b_opt - b, c, lv, z_new, lv_new, r, D)
                     z, z_new, lv, lv_new, b = z_new, z, lv_new, lv, b_opt
-            pen = lam1 * float(np.abs(w).sum()) + 0.5 * lam2 * float(w @ w)
+            pen = problem.penalty.value(w)
             objective = loss_sum + pen
             # Step 1: gradient, diagonal Hessian and every coordinate's step; the certificate.
             dmax, nnz = _gradient_pass(*arrays, r, D, w, lam1, lam2, v, H, d)
