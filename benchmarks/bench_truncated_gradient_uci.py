@@ -54,9 +54,13 @@ DATASETS = {
     "a9a": ("a9a/a9a.bz2", "a9a/a9a.t.bz2", 123, "UCI Adult (LIBSVM a9a, binarised)"),
     "splice": ("splice/splice_scale.bz2", None, 60, "splice (LIBSVM splice_scale)"),
     "w8a": ("w8a/w8a.bz2", None, 300, "w8a (LIBSVM, Platt)"),
+    "madelon": ("madelon/madelon.bz2", "madelon/madelon.t.bz2", 500, "UCI Madelon (NIPS 2003)"),
+    "arcene": ("arcene/arcene.bz2", "arcene/arcene.t.bz2", 10000, "UCI ARCENE (NIPS 2003)"),
 }
 QUICK_DATASETS = ("spambase", "splice")
-STANDARDISE = ("spambase", "magic04")
+STANDARDISE = ("spambase", "magic04", "madelon", "arcene")
+LOSSES = ("squared", "logistic")  # the paper's (VW's square loss) first, logistic as the second panel
+MAX_TRAIN = 5000  # training rows kept (seeded subsample) so that 10-fold CV over the whole grid stays affordable
 METHODS = {
     "tg_k1": ("truncated gradient, theta = inf, K = 1 (Fig. 1)", "truncated", 1, "inf"),
     "tg": ("truncated gradient, theta = inf, K = 10", "truncated", 10, "inf"),
@@ -98,6 +102,31 @@ NOTES = (
     "spambase and splice, which also makes its 1% criterion lenient there: the selected model beats it). CD on w8a + random features is slow at small lam (229 s for 4 paths down to "
     "1e-3 lam_max; a single path to 1e-4 lam_max takes ~80 s, 29 s for the last lam alone)."
 )
+NOTES_SQUARED = (
+    "**Square loss, the paper's protocol: what changes and what does not.** With VW's square loss and 10-fold CV "
+    "over rate, gravity and passes, truncated gradient with theta = inf and K = 1 removes more than 90% of the "
+    "features on magic04 (94%, up from 77% with the logistic loss) and w8a (the empty model, see below), and "
+    "27-47% on spambase, a9a, splice, madelon and 1% on arcene (100 training rows: every gravity that removes "
+    "features there costs more than 1% CV accuracy): the paper's > 90% on all but one set is still not reproduced. "
+    "The square loss is not what kept the random features: the same dust as with the logistic loss (see the "
+    "logistic page's note) stays, weights of the size of the last steps on random features that occur every ~20 "
+    "examples, and the 1%-accuracy criterion (made in CV, as the paper did) admits them because they cost no "
+    "accuracy. Differences that remain and that we could not test: the paper's VW (its rate schedule "
+    "eta_t = eta (t0 / (t0 + t))^power_t within a pass and the decay across passes were both tuned; here the "
+    "decay is fixed at 0.8 per pass), its grids (not published), its eleven UCI sets (we have seven here, of "
+    "which ad, the paper's 71%, is not one), and how it counted features (a final rounding of the dust, as "
+    "VW's readable model prints 6 digits, would remove it). Rounding and the Lasso reach > 90% on six of the "
+    "seven sets (AUC ratio 0.97-1.2, magic04's rounding 0.78); theta = g and the subgradient only on magic04 "
+    "(and the empty w8a model): with the square loss their selected gravities are small.\n\n"
+    "**w8a** (97% negatives; training part subsampled to 5,000 rows): every method's selected model is the "
+    "empty one (accuracy of the majority class is within 1% of the dense model's), so 100% removed is "
+    "meaningless there; the AUC ratio (0.57-0.63) shows the loss.\n\n"
+    "**Figure 2 (AUC against nonzeros, K = 10)**: see the lower panels of the figure: theta = g follows rounding "
+    "and, at the sparse end, the Lasso, as the paper says; theta = inf is the densest of the online methods at a "
+    "given gravity (the dust), so it is not 'consistently competitive' at the sparse end here, though its AUC "
+    "at the selected point is within 2.1% of the dense model's on every set but w8a (the empty model)."
+)
+NOTES_BY_LOSS = {"logistic": NOTES, "squared": NOTES_SQUARED}
 PAPER = (
     "Paper (Langford, Li & Zhang 2009, sec. 5, Figure 1; K = 1, theta = inf, square loss in VW, 10-fold CV): "
     "on eleven UCI sets with 1,000 random binary features added, truncated gradient removed more than 90% of "
@@ -109,7 +138,7 @@ PAPER = (
 
 
 # ============================================================================ data
-def load(name, data_dir, seed):
+def load(name, data_dir, seed, max_train=None):
     from l1scale.data.svmlight import load_svmlight
 
     train, test, d, _ = DATASETS[name]
@@ -126,7 +155,11 @@ def load(name, data_dir, seed):
         tr, te = np.sort(perm[:cut]), np.sort(perm[cut:])
         X, Xt, y, yt = X[tr], X[te], y[tr], y[te]
         split = f"seeded random 2/3 train - 1/3 test split (seed {seed})"
-    # spambase and magic04 (dense, heavy-tailed UCI measurements): standardised to zero mean and unit
+    if max_train and X.shape[0] > max_train:
+        keep = np.sort(rng.permutation(X.shape[0])[:max_train])
+        X, y = X[keep], y[keep]
+        split += f"; training part subsampled to {max_train:,} rows (seeded)"
+    # spambase, magic04, madelon, arcene (dense, heavy-tailed measurements): standardised to zero mean and unit
     # variance on the training part. a9a and w8a (binary) and splice_scale (in [-1, 1]) are left as they are.
     if name in STANDARDISE:
         Xd, Xtd = X.toarray(), Xt.toarray()
@@ -150,7 +183,7 @@ def scores(X, coef, b):
     return X @ coef + b
 
 
-def evaluate(X, y, coef, b, d_orig):
+def evaluate(X, y, coef, b, d_orig, loss="logistic"):
     from l1scale.metrics import accuracy, roc_auc
 
     z = scores(X, coef, b)
@@ -162,11 +195,11 @@ def evaluate(X, y, coef, b, d_orig):
         "nnz": int(nz.size),
         "nnz_orig": int((nz < d_orig).sum()),
         "nnz_random": int((nz >= d_orig).sum()),
-        "logloss": float(np.mean(np.logaddexp(0.0, -y * z))),
+        "loss": float(np.mean(np.logaddexp(0.0, -y * z)) if loss == "logistic" else 0.5 * np.mean((z - y) ** 2)),
     }
 
 
-def online_fit(X, y, method, param, eta0, passes, callback=None):
+def online_fit(X, y, method, param, eta0, passes, callback=None, loss="logistic"):
     """One online run; ``param`` is g (gravity methods) or theta (rounding).
     ``callback(pass, coef, intercept)`` after every pass, with the model as it would be returned."""
     from l1scale.data.stream import Stream
@@ -180,8 +213,19 @@ def online_fit(X, y, method, param, eta0, passes, callback=None):
         kw = {"gravity": param}
         if theta == "g":
             kw["theta"] = param
+    # Every rule passed explicitly (the paper's, not the library's defaults): constant rate within a pass,
+    # x PASS_DECAY across passes, t0 = 1.
     solver = TruncatedGradient(
-        sparsifier=sparsifier, K=K, eta0=eta0, power_t=0.0, pass_decay=PASS_DECAY, max_iter=passes, holdout=0, **kw
+        sparsifier=sparsifier,
+        K=K,
+        eta0=eta0,
+        power_t=0.0,
+        t0=1.0,
+        pass_decay=PASS_DECAY,
+        schedule="paper",
+        max_iter=passes,
+        holdout=0,
+        **kw,
     )
 
     def finish(z, coef):
@@ -193,12 +237,19 @@ def online_fit(X, y, method, param, eta0, passes, callback=None):
 
     if callback is not None:
         solver.callback = lambda z, hist: callback(z, finish(z, solver.state_.coef), solver.state_.intercept)
-    problem = StreamProblem(Stream.from_arrays(X, y, chunk_rows=20000), lam=1.0)  # lam unused: gravity given
-    res = solver.solve(problem)
+    problem = StreamProblem(Stream.from_arrays(X, y, chunk_rows=20000), loss, lam=1.0)  # lam unused: gravity given
+    from l1scale.exceptions import DivergenceError
+
+    try:
+        res = solver.solve(problem)
+    except DivergenceError:
+        # A rate too large for this loss (the square loss diverges at c = 1 on some sets): the passes
+        # not reached keep CV accuracy 0, and the model is the zero model.
+        return np.zeros(X.shape[1]), 0.0
     return finish(res.n_iter, res.coef), res.intercept
 
 
-def cd_path(X, y, lams):
+def cd_path(X, y, lams, loss="logistic"):
     """Warm-started CD along decreasing lams: list of (coef, intercept)."""
     from l1scale.exceptions import ConvergenceWarning
     from l1scale.problems import Problem
@@ -209,7 +260,7 @@ def cd_path(X, y, lams):
     for lam in lams:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            res = solver.solve(Problem(X, y, lam=float(lam)), coef_init=coef, intercept_init=b)
+            res = solver.solve(Problem(X, y, loss, lam=float(lam)), coef_init=coef, intercept_init=b)
         coef, b = res.coef, res.intercept
         out.append((coef.copy(), float(b)))
     return out
@@ -220,7 +271,7 @@ def folds_of(n, k, seed):
     return [np.sort(f) for f in np.array_split(perm, k)]
 
 
-def cv_grid(X, y, folds, d_orig, method, values, etas):
+def cv_grid(X, y, folds, d_orig, method, values, etas, loss="logistic"):
     """Mean CV accuracy and nnz over (eta0, value, passes 1..MAX_PASSES): arrays (len(etas), len(values), MAX_PASSES)."""
     acc = np.zeros((len(folds), len(etas), len(values), MAX_PASSES))
     nnz = np.zeros_like(acc)
@@ -229,7 +280,7 @@ def cv_grid(X, y, folds, d_orig, method, values, etas):
         Xtr, ytr, Xv, yv = X[tr], y[tr], X[val], y[val]
         for a, eta0 in enumerate(etas):
             if method == "cd_lasso":
-                for k, (coef, b) in enumerate(cd_path(Xtr, ytr, values)):
+                for k, (coef, b) in enumerate(cd_path(Xtr, ytr, values, loss)):
                     pred = np.where(Xv @ coef + b > 0, 1.0, -1.0)
                     acc[f, a, k, :], nnz[f, a, k, :] = np.mean(pred == yv), np.count_nonzero(coef)
                 continue
@@ -239,7 +290,7 @@ def cv_grid(X, y, folds, d_orig, method, values, etas):
                     pred = np.where(Xv @ coef + b > 0, 1.0, -1.0)
                     acc[f, a, k, z - 1], nnz[f, a, k, z - 1] = np.mean(pred == yv), np.count_nonzero(coef)
 
-                online_fit(Xtr, ytr, method, v, eta0, MAX_PASSES, callback=cb)
+                online_fit(Xtr, ytr, method, v, eta0, MAX_PASSES, callback=cb, loss=loss)
     return acc.mean(axis=0), nnz.mean(axis=0)
 
 
@@ -267,10 +318,11 @@ def run_dataset(name, args):
     from l1scale.problems import lam_max as lam_max_of
 
     t_start = time.perf_counter()
-    X, y, Xt, yt, split, d_orig = load(name, args.data_dir, args.seed)
+    loss = args.loss
+    X, y, Xt, yt, split, d_orig = load(name, args.data_dir, args.seed, args.max_train)
     d_total = X.shape[1]
     mean_sq = float(np.asarray(X.multiply(X).sum(axis=1)).mean())
-    lmax = float(lam_max_of(X, y))
+    lmax = float(lam_max_of(X, y, loss))
     folds = folds_of(X.shape[0], args.folds, args.seed)
     etas = [c / mean_sq for c in ETA_GRID]
     print(
@@ -280,9 +332,9 @@ def run_dataset(name, args):
     )
     # Plain SGD (gravity 0): its CV-best rate sets the scale of the rounding thresholds.
     t0 = time.perf_counter()
-    acc0, nnz0 = cv_grid(X, y, folds, d_orig, "tg", [0.0], etas)
+    acc0, nnz0 = cv_grid(X, y, folds, d_orig, "tg", [0.0], etas, loss)
     a0, _, p0 = best_of(acc0, nnz0)
-    w_dense, _ = online_fit(X, y, "tg", 0.0, etas[a0], p0 + 1)
+    w_dense, _ = online_fit(X, y, "tg", 0.0, etas[a0], p0 + 1, loss=loss)
     w_dense_max = float(np.abs(w_dense).max())
     print(
         f"   plain SGD: CV best c = {ETA_GRID[a0]}, {p0 + 1} passes, CV acc {acc0[a0, 0, p0]:.4f} "
@@ -316,7 +368,7 @@ def run_dataset(name, args):
         cd = method == "cd_lasso"
         values = sweep_values(method, lmax, w_dense_max)
         m_etas = [float("nan")] if cd else etas
-        acc, nnz = cv_grid(X, y, folds, d_orig, method, values, m_etas)
+        acc, nnz = cv_grid(X, y, folds, d_orig, method, values, m_etas, loss)
         t_cv = time.perf_counter() - t0
         dense_k = len(values) - 1  # g = 0 / theta = 0 / the smallest lam
         only_dense = np.zeros(acc.shape, dtype=bool)
@@ -336,8 +388,8 @@ def run_dataset(name, args):
 
         def refit(cell):
             a, k, p = cell
-            coef, b = online_fit(X, y, method, values[k], m_etas[a], p + 1)
-            e = evaluate(Xt, yt, coef, b, d_orig)
+            coef, b = online_fit(X, y, method, values[k], m_etas[a], p + 1, loss=loss)
+            e = evaluate(Xt, yt, coef, b, d_orig, loss)
             return {
                 "param": float(values[k]),
                 "param_over_ref": float(values[k] / (w_dense_max if method == "rounding" else lmax)),
@@ -351,8 +403,8 @@ def run_dataset(name, args):
         # The curve: every sweep value at its CV-best (eta0, passes), refitted on the whole training part.
         if cd:
             sweep = []
-            for k, (coef, b) in enumerate(cd_path(X, y, values)):
-                e = evaluate(Xt, yt, coef, b, d_orig)
+            for k, (coef, b) in enumerate(cd_path(X, y, values, loss)):
+                e = evaluate(Xt, yt, coef, b, d_orig, loss)
                 sweep.append(
                     {
                         "param": float(values[k]),
@@ -416,16 +468,31 @@ def render(doc) -> str:
     L.append("## Protocol\n")
     L.append(
         f"* Data: each set with {N_RANDOM:,} random binary features appended (value 1 with probability "
-        f"{P_RANDOM}, independent of the labels, seeded: `--seed {doc['seed']}`). spambase and magic04 (dense, "
-        "heavy-tailed measurements) standardised to zero mean and unit variance on the training part; a9a and "
+        f"{P_RANDOM}, independent of the labels, seeded: `--seed {doc['seed']}`). spambase, magic04, madelon and "
+        "arcene (dense measurements) standardised to zero mean and unit variance on the training part; a9a and "
         "w8a (binary) and splice_scale (already in [-1, 1]) unchanged; the random features are 0/1. "
-        "Train/test: a9a uses its a9a.t test file; the others a seeded random 2/3 - 1/3 split.\n"
-        "* Loss: logistic with an unpenalised intercept for every method (the paper ran VW's square loss).\n"
-        f"* Learning rate and passes: chosen jointly with the sparsity parameter by {doc['folds']}-fold CV on the "
+        "Train/test: a9a, madelon and arcene use their test / validation files; the others a seeded random "
+        "2/3 - 1/3 split.\n"
+        + (
+            "* Loss: **square loss** (the paper's: its VW implementation is least squares), 0.5 (x.w + b - y)^2 "
+            "with y in {-1, +1} and an unpenalised intercept, every method; prediction sign(x.w + b).\n"
+            if doc.get("loss", "logistic") == "squared"
+            else "* Loss: logistic with an unpenalised intercept for every method (the paper ran VW's square "
+            "loss: see truncated_gradient_uci.md for that panel).\n"
+        )
+        + (
+            f"* Training rows: at most {doc['max_train']:,} per set (a seeded subsample of larger training parts: "
+            "magic04, a9a, w8a) so that 10-fold CV over the whole grid (3 rates x 14 sparsity values x 10 passes x "
+            "6 methods) stays within minutes on 2 shared cores; the test parts are whole.\n"
+            if doc.get("max_train")
+            else ""
+        )
+        + f"* Learning rate and passes: chosen jointly with the sparsity parameter by {doc['folds']}-fold CV on the "
         f"training part (as the paper did, with 10 folds), eta0 = c / mean ||x_i||^2 with c in {list(ETA_GRID)}, "
         f"passes 1..{MAX_PASSES} (read off one {MAX_PASSES}-pass run after each pass); constant rate within a pass, "
-        f"x {PASS_DECAY} per pass (`power_t=0, pass_decay={PASS_DECAY}`, the paper's \"decaying learning rate "
-        'across passes"); no holdout.\n'
+        f"x {PASS_DECAY} per pass (`power_t=0, pass_decay={PASS_DECAY}, schedule='paper'`, passed explicitly; the "
+        'paper\'s "decaying learning rate across passes"; the paper also tuned the decay, here it is fixed); no '
+        "holdout.\n"
         "* Sparsity sweep (per method): gravity g = f x lam_max with f = 10 ... 1e-3 (13 values, geometric) and "
         "g = 0 (truncated gradient, theta = g, subgradient); rounding threshold theta = f x max|w| of the dense "
         "SGD model, f = 1 ... 1e-3 (13 values) and theta = 0; CD: lam = f x lam_max, f = 1 ... 1e-3 (13 values; smaller lam costs minutes on w8a), "
@@ -475,7 +542,13 @@ def render(doc) -> str:
         L.append("## Do the paper's claims hold?\n")
         L.append(doc["summary"] + "\n")
         if {ds["name"] for ds in doc["datasets"]} >= {"spambase", "a9a", "w8a"}:
-            L.append(NOTES + "\n")
+            L.append(NOTES_BY_LOSS[doc.get("loss", "logistic")] + "\n")
+        if doc.get("loss", "logistic") == "logistic":
+            L.append(
+                "This logistic panel is the earlier run (3-fold CV, five sets, whole training parts), kept as the "
+                "second panel; the paper's protocol (square loss, 10-fold CV, seven sets) is "
+                "[truncated_gradient_uci.md](truncated_gradient_uci.md).\n"
+            )
     if doc.get("png"):
         L.append(f"![test accuracy vs features kept]({doc['png']})\n")
     L.append("## Sweeps (test part, models refitted on the whole training part)\n")
@@ -537,7 +610,20 @@ def plot(doc, path):
     except ImportError:
         return None
     dss = doc["datasets"]
-    fig, axes = plt.subplots(1, len(dss), figsize=(4.2 * len(dss), 3.6), squeeze=False)
+    fig, axes = plt.subplots(2, len(dss), figsize=(3.6 * len(dss), 6.6), squeeze=False)
+    for ax, ds in zip(axes[1], dss):  # Figure 2: AUC against nonzeros, K = 10 methods and the Lasso
+        for key, m in ds["methods"].items():
+            if key == "tg_k1":
+                continue
+            pts = sorted((max(r["test_nnz"], 0.8), r["test_auc"]) for r in m["sweep"])
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=key)
+        ax.set_xscale("log")
+        ax.set_xlabel("features kept (nnz w)")
+        aucs = [r["test_auc"] for m in ds["methods"].values() for r in m["sweep"] if r["test_nnz"] > 0]
+        if aucs:
+            ax.set_ylim(max(min(aucs), max(aucs) - 0.2), max(aucs) + 0.01)
+    axes[1][0].set_ylabel("test AUC (Figure 2)")
+    axes[1][-1].legend(fontsize=6, loc="lower right")
     for ax, ds in zip(axes[0], dss):
         for key, m in ds["methods"].items():
             pts = sorted((max(r["test_nnz"], 0.8), r["test_acc"]) for r in m["sweep"])
@@ -555,7 +641,8 @@ def plot(doc, path):
     axes[0][0].set_ylabel("test accuracy")
     axes[0][-1].legend(fontsize=7, loc="lower right")
     fig.suptitle(
-        "Test accuracy vs features kept; * = CV choice within 1% accuracy loss; dotted: d of the original data",
+        f"{doc.get('loss', 'logistic')} loss. Top: test accuracy vs features kept, * = CV choice within 1% accuracy "
+        "loss (Figure 1), dotted: d of the original data. Bottom: test AUC vs features kept (Figure 2)",
         fontsize=9,
     )
     fig.tight_layout()
@@ -569,7 +656,9 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="spambase + splice, 2 folds")
     ap.add_argument("--datasets", default=None, help="comma list of " + ",".join(DATASETS))
     ap.add_argument("--methods", default=None, help="comma list of " + ",".join(METHODS))
-    ap.add_argument("--folds", type=int, default=None, help="CV folds (default 3; 2 with --quick)")
+    ap.add_argument("--folds", type=int, default=None, help="CV folds (default 10, the paper's; 2 with --quick)")
+    ap.add_argument("--loss", choices=LOSSES, default="squared", help="squared: the paper's (VW); logistic: 2nd panel")
+    ap.add_argument("--max-train", type=int, default=MAX_TRAIN, help="training rows kept (seeded subsample)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data-dir", default=DATA_DIR)
     ap.add_argument("--out", default=str(RESULTS_DIR))
@@ -588,10 +677,14 @@ def main(argv=None):
     for m in args.methods:
         if m not in METHODS:
             ap.error(f"unknown method {m!r}")
-    args.folds = args.folds or (2 if args.quick else 3)
+    args.folds = args.folds or (2 if args.quick else 10)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = "truncated_gradient_uci" + ("_quick" if args.quick else "")
+    stem = (
+        "truncated_gradient_uci"
+        + ("" if args.loss == "squared" else f"_{args.loss}")
+        + ("_quick" if args.quick else "")
+    )
     doc = {
         "date": utc_now(),
         "command": command_line(argv or sys.argv[1:]),
@@ -599,6 +692,8 @@ def main(argv=None):
         "versions": versions(),
         "seed": args.seed,
         "folds": args.folds,
+        "loss": args.loss,
+        "max_train": args.max_train,
         "loss_tol": LOSS_TOL,
         "pass_decay": PASS_DECAY,
         "eta_grid": list(ETA_GRID),
@@ -618,8 +713,8 @@ def main(argv=None):
     Xw = sp.random(200, 30, density=0.2, format="csr", random_state=0)
     yw = np.where(np.arange(200) % 2, 1.0, -1.0)
     for mkey in ("tg", "tg_theta_g", "rounding", "subgradient"):
-        online_fit(Xw, yw, mkey, 1e-3, 0.1, 2)
-    cd_path(Xw, yw, [0.01])
+        online_fit(Xw, yw, mkey, 1e-3, 0.1, 2, loss=args.loss)
+    cd_path(Xw, yw, [0.01], args.loss)
     for name in names:
         doc["datasets"].append(run_dataset(name, args))
         save()
