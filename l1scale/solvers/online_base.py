@@ -36,7 +36,10 @@ from w = 0, keeping the rate with the lowest objective on the sample. The rate t
 geometrically across passes, constant within a pass, to 1 / ``AUTO_FINAL_FRACTION`` of itself at
 the last of ``max_iter`` passes. A solver's subclass says what its reference rate is
 (``_reference_rate``), which copy of itself runs one calibration epoch at a rate (``_trial``)
-and how the resolved rate enters its kernel (``state.rate``). ``partial_fit`` with no rate
+and how the resolved rate enters its kernel (``state.rate``). With ``precondition`` (the default)
+the same pass sums each feature's squares and nonzeros and the rate becomes per-feature,
+eta D_j with D_j = 1 / (RMS of feature j's nonzero values)^2 (:func:`feature_rates`; the
+reference rate then from the rescaled sample rows x_ij sqrt(D_j)). ``partial_fit`` with no rate
 calibrates on its first chunk. ``schedule="paper"`` takes the papers' (or VW's) fixed rules.
 """
 
@@ -195,6 +198,8 @@ class OnlineState:
         self.scal = np.zeros(n_scalars)
         self.rng = np.random.default_rng(random_state)
         self.rate = None  # the rate schedule="auto" calibrated (kept in checkpoints); None: not yet
+        self.scale = np.ones(self.n_features)  # per-feature rates in the kernel's form (precondition)
+        self.scaled = False  # whether ``scale`` is in use (else the kernels run unscaled)
 
     @property
     def intercept(self) -> float:
@@ -230,9 +235,17 @@ class OnlineSolver(Solver):
         Where the rates the user leaves out (None) come from. "auto": the base rate is
         calibrated on the data (one pass for the rows' scale and a sample of
         ``CALIBRATION_ROWS`` rows; Bottou's search around the curvature bound, see the module
-        docstring) and decays geometrically across passes to 1/100 of itself at the last pass;
+        docstring) and decays geometrically across passes to 1/1000 of itself at the last pass;
         a rate given explicitly keeps the solver's fixed rules for what is left out. "paper":
         the paper's (or VW's) fixed rules and rates, as each solver documents.
+    precondition : bool, default True
+        With a calibrated rate (``schedule="auto"``, no rate given): per-feature rates
+        eta D_j, D_j = 1 / s_j^2 with s_j the RMS of feature j's nonzero values, measured in the
+        same pass as the rows' scale (diagonal preconditioning; the L1 step is scaled the same
+        way, eta D_j lam, so that it solves the same problem: the one in the coordinates
+        w_j / sqrt(D_j)). The lazy updates stay O(nnz(x_i)): D is a constant array, and the
+        kernels keep w_j / D_j (SMIDAS: w_j / sqrt(D_j)). False: one rate for every feature (the
+        first ``"auto"``). Ignored with a given rate or ``schedule="paper"`` (the papers' rules).
     tol : float, optional
         After the last pass, one more pass computes the problem's certificate (a StreamProblem's:
         the KKT violation relative to lam, :meth:`~l1scale.problems.StreamProblem.certificate`)
@@ -288,6 +301,7 @@ class OnlineSolver(Solver):
         shuffle=False,
         random_state=None,
         schedule="auto",
+        precondition=True,
         tol=None,
         checkpoint=None,
         checkpoint_interval=0.0,
@@ -299,6 +313,9 @@ class OnlineSolver(Solver):
         if tol is not None and not tol > 0:
             raise ValueError(f"tol must be > 0 or None, got {tol!r}")
         self.schedule, self.tol = schedule, None if tol is None else float(tol)
+        if precondition not in (True, False):
+            raise ValueError(f"precondition must be True or False, got {precondition!r}")
+        self.precondition = bool(precondition)
         if int(max_iter) < 1:
             raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
         if holdout is not None and int(holdout) < 0:
@@ -388,6 +405,40 @@ class OnlineSolver(Solver):
         state.rate = ref * 2.0**best_k
         return tried
 
+    # -- per-feature rates (schedule="auto", precondition=True)
+    def _supports_scale(self) -> bool:
+        """Whether the solver's kernel takes per-feature rates (a subclass says)."""
+        return False
+
+    def _preconditioned(self) -> bool:
+        """Whether the calibrated rate comes with per-feature rates (diagonal preconditioning)."""
+        return self.precondition and self._auto_rate() and self._supports_scale()
+
+    def _kernel_scale(self, D: np.ndarray) -> np.ndarray:
+        """The array the kernel takes for the per-feature rates D (default: D itself, the
+        preconditioned step w_j -= eta D_j g x_ij, kept as u_j = w_j / D_j)."""
+        return D
+
+    def _apply_preconditioning(self, state, feats, X, p=None):
+        """Set the state's per-feature rates from the feature statistics ``feats`` (max |x_ij|,
+        sum x_ij^2, nnz per feature) and return the :class:`RowScale` of the sample X in the
+        rescaled coordinates x_ij sqrt(D_j) (the geometry the calibration's reference rate needs).
+        The weights already in the state (a warm start) are carried over unchanged."""
+        D = feature_rates(feats)
+        coef, b = state.coef, state.intercept
+        state.scale[:] = self._kernel_scale(D)
+        state.scaled = True
+        state.set_weights(coef, b)
+        import scipy.sparse as sp
+
+        root = np.sqrt(D)
+        Xr = X @ sp.diags(root) if sp.issparse(X) else np.asarray(X) * root
+        with np.errstate(over="ignore"):
+            sq, pn = _row_norms(Xr, p)
+        return RowScale(
+            X.shape[0], float(np.max(sq, initial=0.0)), float(np.max(pn, initial=0.0)) if p is not None else np.nan
+        )
+
     def _scan_for_rate(self, problem, state):
         """One pass: the rows' scale (:class:`RowScale`) and a Bernoulli sample of about
         ``CALIBRATION_ROWS`` rows (X, y, s with the weights scaled to mean 1)."""
@@ -398,8 +449,10 @@ class OnlineSolver(Solver):
         mean_scale = 1.0 if problem.n_samples is None else problem.n_samples / problem.weight_sum
         n, max_sq, max_p = 0, 0.0, 0.0
         parts = []
+        feats = FeatureStats.zeros(problem.n_features)
         for rows, y, s, _ in problem.chunks():
             X = _chunk_matrix(rows)
+            feats.add(X)
             with np.errstate(over="ignore"):  # rows of 1e300: an infinite scale, a rate of 0 (then 1)
                 sq, pn = _row_norms(X, p)
             n += y.shape[0]
@@ -412,7 +465,7 @@ class OnlineSolver(Solver):
             if taken.size:
                 parts.append((X[taken], y[taken], s[taken] * mean_scale))
         X, y, s = _stack(parts, problem.n_features)
-        return RowScale(n, max_sq, max_p if p is not None else np.nan), X, y, s
+        return RowScale(n, max_sq, max_p if p is not None else np.nan), X, y, s, feats
 
     def _rate_from_chunk(self, state, rows, y, s, *, kind, l1, l2, loss):
         """partial_fit with no rate yet: calibrate on (a sample of) this chunk."""
@@ -420,10 +473,21 @@ class OnlineSolver(Solver):
         with np.errstate(over="ignore"):
             sq, pn = _row_norms(X, self._norm_p(state))
         scale = RowScale(y.shape[0], float(np.max(sq, initial=0.0)), float(np.max(pn, initial=0.0)))
+        feats = FeatureStats.zeros(X.shape[1])
+        feats.add(X)
         if y.shape[0] > CALIBRATION_ROWS:
             rng = np.random.default_rng(0 if self.random_state is None else self.random_state)
             taken = np.sort(rng.choice(y.shape[0], CALIBRATION_ROWS, replace=False))
             X, y, s = X[taken], y[taken], s[taken]
+        self._choose_rates(state, X, y, s, scale, feats, loss=loss, l1=l1, l2=l2)
+
+    def _choose_rates(self, state, X, y, s, scale, feats, *, loss, l1, l2):
+        """Calibrate the rate on the sample (X, y, s); with per-feature rates (``precondition``),
+        in the rescaled coordinates (the reference rate from the rescaled rows). Choosing between
+        the two geometries by the sample's one-epoch objective was tried and lost more than it
+        won (benchmarks/results/stochastic_defaults.md)."""
+        if self._preconditioned():
+            scale = self._apply_preconditioning(state, feats, X, self._norm_p(state))
         self._calibrate(state, X, y, s, scale, loss=loss, l1=l1, l2=l2)
 
     def _final_weights(self, state, coef):
@@ -499,10 +563,11 @@ class OnlineSolver(Solver):
             first_pass, best, waited, totals = self._restore(saved, state, history, problem)
             t0 -= saved.scalar("elapsed", float, 0.0)
         if self._auto_rate() and getattr(state, "rate", None) is None:
-            scale, Xs, ys, ss = self._scan_for_rate(problem, state)
-            self._calibrate(state, Xs, ys, ss, scale, loss=problem.loss, l1=pen.l1, l2=pen.l2)
+            scale, Xs, ys, ss, feats = self._scan_for_rate(problem, state)
+            self._choose_rates(state, Xs, ys, ss, scale, feats, loss=problem.loss, l1=pen.l1, l2=pen.l2)
             if self.verbose:
-                print(f"{self.name}: rate {state.rate:.4g} calibrated on {ys.shape[0]} rows", flush=True)
+                per = " with per-feature rates" if getattr(state, "scaled", False) else ""
+                print(f"{self.name}: rate {state.rate:.4g}{per} calibrated on {ys.shape[0]} rows", flush=True)
         zero_loss = _zero_model_loss(problem)
         last_pass = self.max_iter
         if saved is not None and self.holdout > 0 and waited >= self.n_iter_no_change:
@@ -692,6 +757,47 @@ def _zero_model_loss(problem):
     if scan is None or scan.classes.shape[0] == 0 or problem.weight_sum <= 0:
         return None
     return float(np.sum(scan.weights * scan.classes.astype(np.float64) ** 2) / 2.0 / problem.weight_sum)
+
+
+class FeatureStats:
+    """Per-feature statistics of a pass (for the per-feature rates): sum_i x_ij^2 and the number
+    of rows where x_ij != 0, added chunk by chunk (O(nnz))."""
+
+    def __init__(self, sum_sq, nnz):
+        self.sum_sq, self.nnz = sum_sq, nnz
+
+    @classmethod
+    def zeros(cls, d: int) -> FeatureStats:
+        return cls(np.zeros(d), np.zeros(d))
+
+    def add(self, X):
+        import scipy.sparse as sp
+
+        d = self.sum_sq.shape[0]
+        if sp.issparse(X):
+            X = X.tocsr()
+            a = np.asarray(X.data, dtype=np.float64)
+            self.sum_sq += np.bincount(X.indices, weights=a * a, minlength=d)
+            self.nnz += np.bincount(X.indices[a != 0], minlength=d)
+            return
+        A = np.asarray(X, dtype=np.float64)
+        if A.shape[0]:
+            self.sum_sq += np.einsum("ij,ij->j", A, A)
+            self.nnz += np.count_nonzero(A, axis=0)
+
+
+def feature_rates(feats: FeatureStats) -> np.ndarray:
+    """Per-feature rates D_j (d,) = 1 / s_j^2, s_j the RMS of feature j's nonzero values
+    (sum_i x_ij^2 / #{i: x_ij != 0}); 1 for a feature never seen.
+
+    Measured against the alternatives on the shared data (benchmarks/results/stochastic_defaults.md):
+    1 / max_i x_ij^2 (Vowpal Wabbit's normalised updates) leaves the unscaled UCI sets 10-100x
+    further from the optimum; 1 / mean_i x_ij^2 over all rows (the inverse diagonal Hessian)
+    gives rare features huge rates and loses on sparse text. Over the nonzeros, binary features
+    keep D = 1 (the unscaled algorithm) and features of scale 1e4 get 1e-8."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        D = np.maximum(feats.nnz, 1) / feats.sum_sq
+    return np.where(np.isfinite(D) & (D > 0), D, 1.0)
 
 
 def _chunk_matrix(rows):

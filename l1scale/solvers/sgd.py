@@ -88,14 +88,17 @@ class _Weights(NamedTuple):
 
 
 @njit(cache=True, nogil=True)  # the reader thread reads the next chunk meanwhile
-def _sgd_c_rows(kind, examples, rule, weights, stats):
+def _sgd_c_rows(kind, examples, rule, weights, stats, scale=None):
     """SGD-C over the rows of one chunk, in place.
 
     ``examples``: the chunk (:class:`~l1scale.solvers.online_base.Examples`); ``rule``:
     :class:`_Rule`; ``weights``: :class:`_Weights` (scal[0], the intercept b, moves only when
     ``fit_intercept``; scal[2] counts the examples learned); stats (6,) the :data:`STATS` sums
     (added to). Held-out rows ((first_row + i) % holdout == holdout - 1) are scored and not
-    learned from (k and u do not move).
+    learned from (k and u do not move). ``scale`` (d,), optional: per-feature rates D_j
+    (diagonal preconditioning); the weights are then kept as u_j = w_j / D_j, so that the step
+    w_j -= eta D_j g x_kj and the penalty eta D_j lam are the unscaled updates of u, and only the
+    margin reads D_j. None (the default): D = 1.
     """
     data, indices, indptr, dense, y, s, order, first_row, holdout = examples
     lam, eta0, a, n_pass, average, fit_intercept = rule
@@ -108,7 +111,10 @@ def _sgd_c_rows(kind, examples, rule, weights, stats):
         for p in range(start, end):
             j = p - start if dense else indices[p]
             _clip(w, q, j, u)  # catch up: w_j as the dense algorithm has it now
-            z += data[p] * w[j]
+            if scale is None:
+                z += data[p] * w[j]
+            else:
+                z += data[p] * scale[j] * w[j]
         held = holdout > 0 and (first_row + i) % holdout == holdout - 1
         score_example(stats, s[i] * loss_value(kind, y[i], z), s[i], end - start, held)
         if held:
@@ -173,7 +179,7 @@ class CumulativePenaltyState(OnlineState):
 
     @property
     def coef(self) -> np.ndarray:
-        return self.w.copy()
+        return self.w * self.scale if self.scaled else self.w.copy()
 
     @property
     def n_updates(self) -> int:
@@ -181,7 +187,8 @@ class CumulativePenaltyState(OnlineState):
 
     def set_weights(self, coef, intercept=0.0):
         """Start from (coef, intercept); the cumulative penalty starts afresh (u = q = 0)."""
-        self.w[:] = self._checked_coef(coef)
+        coef = self._checked_coef(coef)
+        self.w[:] = coef / self.scale if self.scaled else coef
         self.q[:] = 0.0
         self.scal[0] = float(intercept) if self.fit_intercept else 0.0
         self.scal[1] = 0.0
@@ -266,6 +273,9 @@ class CumulativePenaltySGD(OnlineSolver):
     def _reference_rate(self, scale, state, fit_intercept, beta):
         return 1.0 / (beta * (scale.max_sq + float(fit_intercept))) if scale.max_sq > 0 else 1.0
 
+    def _supports_scale(self) -> bool:
+        return True
+
     def _trial(self, rate):
         trial = copy.copy(self)
         trial.eta0_given, trial.a = float(rate), 1.0
@@ -289,6 +299,8 @@ class CumulativePenaltySGD(OnlineSolver):
             self._eta0_resolved = state.rate
         rule = _Rule(l1, self._eta0_of(state), self._a(), float(n_pass), self.average_gradient, state.fit_intercept)
         weights = _Weights(state.w, state.q, state.h, state.scal)
+        if state.scaled:
+            return _sgd_c_rows(kind, examples, rule, weights, np.zeros(len(STATS)), state.scale)
         return _sgd_c_rows(kind, examples, rule, weights, np.zeros(len(STATS)))
 
     def _catch_up(self, state):

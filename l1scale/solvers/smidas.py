@@ -72,14 +72,15 @@ def smidas_p(n_features: int) -> float:
 
 
 @njit(cache=True, inline="always")
-def _shrink_support(theta, zeta, active, where, counts, shrink, c, p):
+def _shrink_support(theta, zeta, active, where, counts, shrink, c, p, scale=None):
     """theta_j = sign(theta_j) max(0, |theta_j| - shrink) on the support (first counts[0] entries of
-    ``active``), dropping the zeros; zeta_j = (|theta_j| / c)^(p-1); returns sum_j (|theta_j| / c)^p."""
+    ``active``), dropping the zeros; zeta_j = (|theta_j| / c)^(p-1); returns sum_j (|theta_j| / c)^p.
+    ``scale`` (d,), optional: the shrink of coordinate j is shrink * scale[j]."""
     total = 0.0
     m = counts[0] - 1
     while m >= 0:  # backwards: the entry swapped into a freed place has been done already
         j = active[m]
-        r = abs(theta[j]) - shrink
+        r = abs(theta[j]) - (shrink if scale is None else shrink * scale[j])
         if r <= 0.0:
             theta[j] = zeta[j] = 0.0
             last = active[counts[0] - 1]
@@ -116,7 +117,7 @@ class _Weights(NamedTuple):
 
 
 @njit(cache=True, nogil=True)  # the reader thread reads the next chunk meanwhile
-def _smidas_rows(kind, examples, rule, weights, stats):
+def _smidas_rows(kind, examples, rule, weights, stats, scale=None):
     """SMIDAS over the rows of one chunk, in place.
 
     ``examples``: the chunk (:class:`~l1scale.solvers.online_base.Examples`); ``rule``:
@@ -124,6 +125,9 @@ def _smidas_rows(kind, examples, rule, weights, stats):
     support of theta in its first counts[0] entries, where[j] j's position there or -1; scal (3,)
     = [intercept b, scale c, factor F] with w_j = sign(theta_j) zeta_j F; counts (2,) int64 =
     [support size, support work]); stats (6,) the :data:`STATS` sums (added to).
+    ``scale`` (d,), optional: per-feature scales r_j (diagonal preconditioning): SMIDAS then runs
+    in the coordinates v_j = w_j / r_j, on the features r_j x_ij with the L1 weight lam r_j (the
+    same problem); None (the default): r = 1.
     """
     data, indices, indptr, dense, y, s, order, first_row, holdout = examples
     lam, eta, eta_b, p = rule
@@ -135,7 +139,8 @@ def _smidas_rows(kind, examples, rule, weights, stats):
         for pp in range(start, end):
             j = pp - start if dense else indices[pp]
             if zeta[j] != 0.0:
-                z += data[pp] * np.copysign(zeta[j], theta[j]) * scal[2]
+                xj = data[pp] if scale is None else data[pp] * scale[j]
+                z += xj * np.copysign(zeta[j], theta[j]) * scal[2]
         held = holdout > 0 and (first_row + i) % holdout == holdout - 1
         score_example(stats, s[i] * loss_value(kind, y[i], z), s[i], end - start, held)
         if held:
@@ -147,7 +152,7 @@ def _smidas_rows(kind, examples, rule, weights, stats):
         empty = counts[0] == 0
         for pp in range(start, end):  # theta~ = theta - eta v; new coordinates join the support
             j = pp - start if dense else indices[pp]
-            theta[j] -= g * data[pp]
+            theta[j] -= g * (data[pp] if scale is None else data[pp] * scale[j])
             if where[j] < 0 and theta[j] != 0.0:
                 where[j] = counts[0]
                 active[counts[0]] = j
@@ -156,7 +161,10 @@ def _smidas_rows(kind, examples, rule, weights, stats):
                 c = max(c, abs(theta[j]))
         scal[0] -= eta_b * dz
         counts[1] += counts[0]
-        total = _shrink_support(theta, zeta, active, where, counts, eta * lam, c, p)
+        if scale is None:
+            total = _shrink_support(theta, zeta, active, where, counts, eta * lam, c, p)
+        else:
+            total = _shrink_support(theta, zeta, active, where, counts, eta * lam, c, p, scale)
         norm = c * total ** (1.0 / p) if total > 0.0 else 0.0
         scal[1] = norm  # the next step's scale
         scal[2] = c * (c / norm) ** (p - 2.0) if norm > 0.0 else 0.0
@@ -203,8 +211,9 @@ class SMIDASState(OnlineState):
 
     @property
     def coef(self) -> np.ndarray:
-        """w = f^{-1}(theta), from theta itself."""
-        return _link(self.theta, self.p)
+        """w = f^{-1}(theta), from theta itself (times the per-feature scales, when in use)."""
+        w = _link(self.theta, self.p)
+        return w * self.scale if self.scaled else w
 
     @property
     def support_work(self) -> int:
@@ -212,7 +221,8 @@ class SMIDASState(OnlineState):
 
     def set_weights(self, coef, intercept=0.0):
         """theta = f(coef): f_j(w) = sign(w_j) |w_j|^(q-1) / ||w||_q^(q-2), q = p / (p - 1)."""
-        self.theta[:] = _link(self._checked_coef(coef), self.p / (self.p - 1.0))
+        coef = self._checked_coef(coef)
+        self.theta[:] = _link(coef / self.scale if self.scaled else coef, self.p / (self.p - 1.0))
         support = np.flatnonzero(self.theta)
         self.where[:] = -1
         self.active[: support.size] = support
@@ -316,6 +326,12 @@ class SMIDAS(OnlineSolver):
         state.rate_ref, state.intercept_ref = ref, 1.0 / (beta * (scale.max_sq + 1.0))
         return ref
 
+    def _supports_scale(self) -> bool:
+        return True
+
+    def _kernel_scale(self, D):
+        return np.sqrt(D)  # r_j: the rescaled coordinates v_j = w_j / r_j
+
     def _trial(self, rate):
         trial = copy.copy(self)
         trial.eta_given, trial.eta_decay = float(rate), 0.0
@@ -357,6 +373,8 @@ class SMIDAS(OnlineSolver):
         examples = Examples.of(rows, y, s, order, first_row, holdout)
         rule = _Rule(l1, eta, eta_b if state.fit_intercept else 0.0, state.p)
         weights = _Weights(state.theta, state.zeta, state.active, state.where, state.scal, state.counts)
+        if state.scaled:
+            return _smidas_rows(kind, examples, rule, weights, np.zeros(len(STATS)), state.scale)
         return _smidas_rows(kind, examples, rule, weights, np.zeros(len(STATS)))
 
 

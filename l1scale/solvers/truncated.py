@@ -201,7 +201,7 @@ def _unshift(stored, C):
 
 
 @njit(cache=True, nogil=True)  # the reader thread reads the next chunk meanwhile
-def soft_threshold_rows(kind, ex, rule, shifted, stats):
+def soft_threshold_rows(kind, ex, rule, shifted, stats, scale=None):
     """``_truncated_rows`` for the soft-threshold sparsifier (truncated, theta = inf), in place.
 
     ``shifted`` (:class:`Shifted`): stored (d,), sign(w_j) (|w_j| + c_j) with c_j = C when w_j
@@ -210,6 +210,11 @@ def soft_threshold_rows(kind, ex, rule, shifted, stats):
     so w_j = sgn max(0, |stored_j| - C): one float64 per feature (8 MiB at d = 2^20, where
     the (d, 3) layout takes 24) and no data-dependent branch, whose mispredictions
     (zero or not, sign) cost more than the arithmetic on wide text.
+
+    ``scale`` (d,), optional: per-feature rates D_j (diagonal preconditioning). The weights are
+    then kept as u_j = w_j / D_j: the step w_j -= eta D_j g x_ij and the truncation by
+    eta D_j gK are u_j -= eta g x_ij and a shrink of u_j by eta gK, the same lazy updates, and
+    only the margin reads D_j (w_j = D_j u_j). None (the default): D = 1, the paper's steps.
     """
     data, indices, indptr, dense, y, s = ex.data, ex.indices, ex.indptr, ex.dense, ex.y, ex.s
     order, first_row, holdout = ex.order, ex.first_row, ex.holdout
@@ -221,7 +226,11 @@ def soft_threshold_rows(kind, ex, rule, shifted, stats):
         start, end = indptr[i], indptr[i + 1]
         z = b
         for p in range(start, end):
-            z += data[p] * _unshift(stored[p - start if dense else indices[p]], C)
+            j = p - start if dense else indices[p]
+            if scale is None:
+                z += data[p] * _unshift(stored[j], C)
+            else:
+                z += data[p] * scale[j] * _unshift(stored[j], C)
         held = holdout > 0 and (first_row + i) % holdout == holdout - 1
         score_example(stats, s[i] * loss_value(kind, y[i], z), s[i], end - start, held)
         if held:
@@ -295,6 +304,8 @@ class TruncatedState:
         self.gravity = 0.0  # g, set by the solver's first chunk
         self.rate_scale = 1.0  # pass_decay ** pass of the current pass
         self.rate = None  # eta0 as schedule="auto" calibrated it (None: not yet, or eta0 given)
+        self.scale = np.ones(self.n_features)  # per-feature rates D (soft-threshold layout; precondition)
+        self.scaled = False  # whether ``scale`` is in use: then ``w`` holds w_j / D_j
 
     def _layout(self, soft_threshold: bool):
         self.soft_threshold = bool(soft_threshold)
@@ -312,6 +323,7 @@ class TruncatedState:
         if bool(soft_threshold) != self.soft_threshold:
             coef = self.coef
             self._layout(soft_threshold)
+            self.scale[:], self.scaled = 1.0, False  # per-feature rates: soft-threshold layout only
             self.set_weights(coef, self.scalars[0])
 
     def rule(self) -> Rule:
@@ -343,7 +355,7 @@ class TruncatedState:
         if self.soft_threshold:
             out = np.empty(self.n_features)
             unshift_all(self.w, self.scalars[1], out)
-            return out
+            return out * self.scale if self.scaled else out
         slots = self.slots.copy()
         _settle_all(self.rule(), slots[:, 0], slots[:, 2], slots[:, 1], int(self.clock[0]), float(self.scalars[1]))
         return slots[:, 0].copy()
@@ -365,7 +377,7 @@ class TruncatedState:
         else:
             self.last[:] = self.clock[0]
             self.c_last[:] = self.scalars[1]
-        self.w[:] = coef
+        self.w[:] = coef / self.scale if self.scaled else coef
         self.scalars[0] = float(intercept) if self.fit_intercept else 0.0
 
 
@@ -522,6 +534,9 @@ class TruncatedGradient(OnlineSolver):
     def _reference_rate(self, scale, state, fit_intercept, beta):
         return 1.0 / (beta * (scale.max_sq + float(fit_intercept))) if scale.max_sq > 0 else 1.0
 
+    def _supports_scale(self) -> bool:
+        return self.soft_threshold
+
     def _trial(self, rate):
         trial = copy.copy(self)
         trial.eta0_given, trial.power_t, trial.pass_decay = float(rate), 0.0, 1.0
@@ -548,7 +563,10 @@ class TruncatedGradient(OnlineSolver):
         stats = np.zeros(len(STATS))
         s = np.ascontiguousarray(s, dtype=np.float64)
         ex = Examples.of(rows, y, s, self._order(state, y.shape[0]), first_row, holdout)
-        if state.soft_threshold:
+        if state.soft_threshold and state.scaled:
+            shifted = Shifted(state.w, state.scalars, state.clock)
+            soft_threshold_rows(kind, ex, state.rule(), shifted, stats, state.scale)
+        elif state.soft_threshold:
             soft_threshold_rows(kind, ex, state.rule(), Shifted(state.w, state.scalars, state.clock), stats)
         else:
             lazy = Slots(state.w, state.last, state.c_last, state.scalars, state.clock)
