@@ -37,8 +37,23 @@ def _once(X, y, chunk_rows=200):
     return Stream.from_generator(factory, n_features=X.shape[1])
 
 
-def _tg(holdout=0):
-    return SOLVERS["truncated_gradient"](max_iter=1, holdout=holdout)
+def _tg(holdout=0, schedule="paper"):
+    # The fixed rule: a rate calibrated on the data (schedule="auto") comes from a sample of the
+    # whole stream after a label scan, from the first chunk without one, so the two fits agree
+    # only on a fixed rate.
+    return SOLVERS["truncated_gradient"](max_iter=1, holdout=holdout, schedule=schedule)
+
+
+def test_a_calibrated_rate_comes_from_the_first_chunk_of_a_stream_read_once(data):
+    X, y = data
+    solver = _tg(schedule="auto")
+    declared = SparseLogisticRegression(solver=solver, lam=1e-3)
+    declared.fit(_once(X, y), classes=[7, 3])  # the calibration must not read the stream again
+    rate = solver.eta0  # the rate it chose
+    assert np.isfinite(rate) and rate > 0
+    assert np.mean(declared.predict(X) == y) > 0.8
+    again = SparseLogisticRegression(solver=_tg(schedule="auto"), lam=1e-3).fit(_once(X, y), classes=[7, 3])
+    np.testing.assert_array_equal(again.coef_, declared.coef_)
 
 
 @pytest.mark.parametrize("holdout", [0, 5])

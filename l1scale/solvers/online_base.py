@@ -443,10 +443,10 @@ class OnlineSolver(Solver):
         """One pass: the rows' scale (:class:`RowScale`) and a Bernoulli sample of about
         ``CALIBRATION_ROWS`` rows (X, y, s with the weights scaled to mean 1)."""
         p = self._norm_p(state)
-        n_total = problem.n_samples
+        n_total = problem.n_samples  # known: streams without a label scan calibrate on their first chunk
         q = 1.0 if not n_total else min(1.0, CALIBRATION_ROWS / n_total)
         rng = np.random.default_rng(0 if self.random_state is None else self.random_state)
-        mean_scale = 1.0 if problem.n_samples is None else problem.n_samples / problem.weight_sum
+        mean_scale = n_total / problem.weight_sum if n_total else 1.0
         n, max_sq, max_p = 0, 0.0, 0.0
         parts = []
         feats = FeatureStats.zeros(problem.n_features)
@@ -459,9 +459,6 @@ class OnlineSolver(Solver):
             max_sq = max(max_sq, float(np.max(sq, initial=0.0)))
             max_p = max(max_p, float(np.max(pn, initial=0.0)))
             taken = np.flatnonzero(rng.random(y.shape[0]) < q)
-            if n_total is None:  # declared classes: the first rows
-                have = sum(part[1].shape[0] for part in parts)
-                taken = np.arange(min(y.shape[0], max(CALIBRATION_ROWS - have, 0)))
             if taken.size:
                 parts.append((X[taken], y[taken], s[taken] * mean_scale))
         X, y, s = _stack(parts, problem.n_features)
@@ -562,7 +559,11 @@ class OnlineSolver(Solver):
         if saved is not None:
             first_pass, best, waited, totals = self._restore(saved, state, history, problem)
             t0 -= saved.scalar("elapsed", float, 0.0)
-        if self._auto_rate() and getattr(state, "rate", None) is None:
+        # Without a label scan (declared classes: stdin, a one-pass generator) the stream may be
+        # read only once, so the rate is calibrated on its first chunk as it arrives (as
+        # partial_fit does); otherwise one pass before learning scans the whole data for it.
+        rate_from_first_chunk = problem.n_samples is None
+        if self._auto_rate() and getattr(state, "rate", None) is None and not rate_from_first_chunk:
             scale, Xs, ys, ss, feats = self._scan_for_rate(problem, state)
             self._choose_rates(state, Xs, ys, ss, scale, feats, loss=problem.loss, l1=pen.l1, l2=pen.l2)
             if self.verbose:
@@ -577,6 +578,10 @@ class OnlineSolver(Solver):
             sums = np.zeros(len(STATS))
             try:
                 for rows, y, s, first in prefetched(problem.chunks()):
+                    if rate_from_first_chunk and self._auto_rate() and getattr(state, "rate", None) is None:
+                        self._rate_from_chunk(
+                            state, rows, y, s * mean_scale, kind=kind, l1=pen.l1, l2=pen.l2, loss=problem.loss
+                        )
                     # Weights scaled to mean 1: example i's stochastic gradient of the mean-form
                     # objective is s_i/mean(s) loss'_i x_i plus the penalty's.
                     sums += self._learn(
