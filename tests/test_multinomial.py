@@ -442,3 +442,17 @@ def test_multinomial_cv_n_jobs_and_standardize():
     pipe = make_pipeline(StandardScaler(), SparseLogisticRegression(lam=one.lam_[0], tol=1e-12)).fit(X, y)
     np.testing.assert_allclose(one.coef_, pipe[-1].coef_ / pipe[0].scale_, atol=1e-6)
     np.testing.assert_allclose(one.predict_proba(X), pipe.predict_proba(X), atol=1e-7)
+
+
+def test_a_solve_that_stalls_at_float_resolution_says_so():
+    # tol = 1e-14 is below what float64 resolves in this objective: the solve stops when P no
+    # longer moves, long before max_iter, and the warning says that rather than blaming max_iter.
+    from l1scale import SparseLogisticRegression
+    from l1scale.exceptions import ConvergenceWarning
+
+    X, y = load_wine(return_X_y=True)
+    model = SparseLogisticRegression(lam_ratio=0.02, standardize=True, tol=1e-14, max_iter=1000)
+    with pytest.warns(ConvergenceWarning, match="stopped decreasing") as caught:
+        model.fit(X, y)
+    assert not any("max_iter=1000" in str(w.message) for w in caught)
+    assert model.result_.stop_reason == "line_search" and max(model.n_iter_) < 1000

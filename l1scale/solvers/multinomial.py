@@ -344,7 +344,12 @@ class MultinomialCD(Solver):
             history=history,
             timer=timer,
             compile_seconds=compile_seconds,
-            line_search_failed=failed,
+            line_search_failed=failed or stalls >= 2,
+            line_search_message=(
+                "the objective stopped decreasing (float64 resolution) before the certificate reached tol"
+                if stalls >= 2 and not failed
+                else "line search failed to decrease the objective"
+            ),
         )
         result.intercept = st.b - st.b.mean()  # (n_classes,): the softmax does not see a common shift
         return result
