@@ -200,7 +200,9 @@ def test_contract_errors_and_warm_start():
     with pytest.raises(ValueError, match="curvature_bound"):
         StochasticCD().solve(Problem(X, y, "hinge", lam=0.1, fit_intercept=False))
     with pytest.raises(ValueError, match="curvature"):
-        StochasticCD(curvature="newton").solve(Problem(X, y, "logistic", lam_ratio=0.1))
+        StochasticCD(curvature="exact").solve(Problem(X, y, "logistic", lam_ratio=0.1))
+    with pytest.raises(ValueError, match="curvature"):
+        GreedyCD(curvature="newton").solve(Problem(X, y, "logistic", lam_ratio=0.1))  # SCD's only
     p = Problem(X, y, "logistic", lam_ratio=0.1)
     with pytest.warns(ConvergenceWarning, match="scd did not reach"):
         res = StochasticCD(max_iter=1).solve(p)
@@ -264,3 +266,41 @@ def test_detcd_reaches_cd_on_earn(earn):
     assert _rel(res.objective, ref.objective) <= 1e-3
     assert max(res.history.nnz) <= 0.002 * X.shape[1]
     assert (np.diff(res.history.data_accesses) >= 100 * X.nnz).all()  # a full X^T r per step
+
+
+# ------------------------------------------------------------------ the Newton step (the default)
+@pytest.mark.parametrize("loss", ["logistic", "probit", "squared"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_newton_steps_reach_the_optimum_and_never_lose_to_the_bound(loss, fit_intercept):
+    # The safeguarded Newton step is never shorter than Algorithm 2's step on the bound, and is
+    # taken only when it decreases F enough: F falls at every epoch and the solve reaches CD's
+    # optimum; where the loss is flat (tf-idf-like small columns, small lam) it needs far fewer
+    # epochs than the bound's step.
+    X, y = _data(loss)
+    p = Problem(X, y, loss, lam_ratio=0.05, fit_intercept=fit_intercept)
+    ref = _reference(p)
+    newton = StochasticCD(tol=1e-7, max_iter=2000).solve(p)
+    assert newton.converged and StochasticCD().curvature == "newton"
+    assert newton.objective == pytest.approx(ref.objective, rel=1e-6)
+    objective = np.asarray(newton.history.objective)
+    assert np.all(np.diff(objective) <= 1e-12 * abs(objective[0]))
+    bound = StochasticCD(tol=1e-7, max_iter=2000, curvature="column").solve(p)
+    assert newton.n_iter <= bound.n_iter
+
+
+def test_newton_steps_on_small_columns_take_far_fewer_epochs():
+    # Columns of small norm and a loss far from its curvature bound (tf-idf text at small lam):
+    # the bound's step is orders of magnitude too short.
+    rng = np.random.default_rng(0)
+    X = sp.random(600, 300, density=0.02, random_state=rng, format="csc")
+    X.data = rng.uniform(0.01, 0.1, X.data.shape[0])
+    y = np.where(X @ rng.standard_normal(300) + 0.01 * rng.standard_normal(600) > 0, 1.0, -1.0)
+    p = Problem(X, y, "logistic", lam_ratio=0.01)
+    ref = _reference(p)
+    gaps = {}
+    for curvature in ("newton", "column"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res = StochasticCD(tol=1e-12, max_iter=50, curvature=curvature).solve(p)
+        gaps[curvature] = (res.objective - ref.objective) / ref.objective
+    assert gaps["newton"] < 1e-4 and gaps["newton"] < 1e-2 * gaps["column"]

@@ -61,7 +61,7 @@ from numba import njit
 from .. import checkpoint as checkpoints
 from ..data.memory import column
 from ..exceptions import ConvergenceWarning
-from ..losses import loss_derivative, weighted_conjugate, weighted_value
+from ..losses import loss_curvature, loss_derivative, loss_value, weighted_conjugate, weighted_value
 from ..problems.base import ProblemLike
 from .base import History, Result, Solver, Timer, compiled_once
 
@@ -92,6 +92,13 @@ def _residuals(kind, y, c, z, r):
     """r_i = c_i loss'(y_i, z_i) for every row. Shapes (n,)."""
     for i in range(z.shape[0]):
         r[i] = c[i] * loss_derivative(kind, y[i], z[i])
+
+
+@njit(cache=True)
+def _weighted_curvatures(kind, y, c, z, D):
+    """D_i = c_i loss''(y_i, z_i) for every row. Shapes (n,)."""
+    for i in range(z.shape[0]):
+        D[i] = c[i] * loss_curvature(kind, y[i], z[i])
 
 
 @njit(cache=True)
@@ -151,6 +158,69 @@ def _scd_epoch(data, indices, indptr, dense, kind, y, c, z, r, v, curv, lam1, la
 
 
 @njit(cache=True)
+def _scd_newton_epoch(data, indices, indptr, dense, kind, y, c, z, r, D, v, bound, lam1, lam2, order):
+    """SCD steps with the coordinate's own curvature (``curvature="newton"``): on coordinate j,
+    h_j = sum_i c_i loss''(y_i, z_i) x_ij^2 + lam2 (read with g_j, D = c * loss'' kept with z),
+    eta = max(-v_j, -g_j / h_j), halved until Armijo's condition holds on F (the change of the
+    loss summed over the column's rows), and never shorter than Algorithm 2's step on the bound
+    beta_j (``bound``), which is taken instead once the halving reaches it: that step always
+    decreases F. The intercept (j = 2d) keeps Algorithm 2's step.
+    Shapes: y, c, z, r, D (n,); v, bound (2d [+1],); order (steps,). Returns the nonzeros read.
+    """
+    d = indptr.shape[0] - 1
+    reads = 0
+    for s in range(order.shape[0]):
+        j = order[s]
+        if j == 2 * d:
+            g = 0.0
+            for i in range(r.shape[0]):
+                g += r[i]
+            _coordinate_step(data, indices, indptr, dense, kind, y, c, z, r, v, bound, j, g)
+            for i in range(z.shape[0]):
+                D[i] = c[i] * loss_curvature(kind, y[i], z[i])
+            continue
+        sign = 1.0 if j < d else -1.0
+        rows, vals = column(data, indices, indptr, dense, j if j < d else j - d)
+        acc_g, acc_h = 0.0, 0.0
+        for p in range(rows.shape[0]):
+            i = rows[p]
+            acc_g += r[i] * vals[p]
+            acc_h += D[i] * vals[p] * vals[p]
+        reads += rows.shape[0]
+        g = sign * acc_g + lam1 + lam2 * v[j]
+        h = acc_h + lam2
+        safe = max(-v[j], -g / bound[j])  # Algorithm 2's step: F decreases along it
+        if safe == 0.0:
+            continue
+        eta = max(-v[j], -g / h) if h > 0.0 else safe
+        if abs(eta) > abs(safe):
+            for _ in range(30):
+                change = lam1 * eta + lam2 * (v[j] * eta + 0.5 * eta * eta)
+                for p in range(rows.shape[0]):
+                    i = rows[p]
+                    zi = z[i] + sign * eta * vals[p]
+                    change += c[i] * (loss_value(kind, y[i], zi) - loss_value(kind, y[i], z[i]))
+                reads += rows.shape[0]
+                if change <= 0.01 * eta * g:
+                    break
+                eta *= 0.5
+                if abs(eta) <= abs(safe):
+                    eta = safe
+                    break
+        else:
+            eta = safe
+        v[j] += eta
+        step = sign * eta
+        for p in range(rows.shape[0]):
+            i = rows[p]
+            z[i] += step * vals[p]
+            r[i] = c[i] * loss_derivative(kind, y[i], z[i])
+            D[i] = c[i] * loss_curvature(kind, y[i], z[i])
+        reads += rows.shape[0]
+    return reads
+
+
+@njit(cache=True)
 def _full_gradient(data, indices, indptr, dense, r, grad):
     """grad = X^T r (the loss term's gradient along +x_j). Shapes: r (n,); grad (d,).
     Returns the nonzeros read."""
@@ -205,6 +275,7 @@ class _DuplicatedCD(Solver):
     data_access = "columns"
     resumable = True  # takes checkpoint= (l1scale.checkpoint)
     requires = ("smooth", "curvature_bound")
+    curvatures = ("column", "paper")  # the values ``curvature`` takes
 
     def __init__(
         self,
@@ -237,8 +308,10 @@ class _DuplicatedCD(Solver):
             or ``"stalled"`` (DetCD: no coordinate promises a decrease).
         """
         self.check_problem(problem)
-        if self.curvature not in ("column", "paper"):
-            raise ValueError(f"curvature must be 'column' or 'paper', got curvature={self.curvature!r}")
+        if self.curvature not in self.curvatures:
+            raise ValueError(
+                f"curvature must be one of {', '.join(map(repr, self.curvatures))}, got curvature={self.curvature!r}"
+            )
         compile_seconds = _warm_up()
         timer = Timer()
         d, fit_intercept = problem.n_features, problem.fit_intercept
@@ -325,7 +398,7 @@ class _DuplicatedCD(Solver):
         beta, lam2 = float(problem.loss.curvature_bound), problem.penalty.l2
         curv = np.empty(size)
         d = problem.n_features
-        if self.curvature == "column":
+        if self.curvature in ("column", "newton"):  # "newton": the bound is its safeguard
             reads += _column_curvatures(*problem.columns.arrays, problem.c, beta, lam2, curv)
             # An all-zero column (g_j = lam1 > 0 there) must stay at zero: any positive floor does.
             curv[: 2 * d] = np.maximum(curv[: 2 * d], 1e-300)
@@ -401,9 +474,13 @@ class StochasticCD(_DuplicatedCD):
         Epochs; one epoch is as many steps as coordinates (2d, or 2d + 1 with an intercept).
     random_state : int, default 0
         Seed of the coordinate draws; the same seed gives the same model.
-    curvature : {"column", "paper"}, default "column"
-        beta_j = beta * sum_i c_i x_ij^2 + lam2 ("column"), or
-        beta * max(1, max_ij x_ij^2) + lam2 ("paper": the paper's beta on data in [-1, 1]).
+    curvature : {"newton", "column", "paper"}, default "newton"
+        The step's curvature. "newton": the coordinate's own curvature at the current margins,
+        sum_i c_i loss''(z_i) x_ij^2 + lam2, the step halved until it decreases F enough and
+        never shorter than the "column" step (a safeguarded Newton step: far longer than the
+        bound's where the loss is flat, e.g. at small lam; one more read of the column per
+        halving). "column": Algorithm 2 on beta_j = beta * sum_i c_i x_ij^2 + lam2; "paper":
+        beta * max(1, max_ij x_ij^2) + lam2 (the paper's beta on data in [-1, 1]).
     callback : callable, optional
         Called as ``callback(epoch, history)`` after each epoch.
     verbose : int, default 0
@@ -418,14 +495,41 @@ class StochasticCD(_DuplicatedCD):
     """
 
     name = "scd"
+    curvatures = ("newton", "column", "paper")
+
+    def __init__(
+        self,
+        tol=1e-6,
+        max_iter=1000,
+        random_state=0,
+        curvature="newton",
+        callback=None,
+        verbose=0,
+        checkpoint=None,
+        checkpoint_interval=checkpoints.DEFAULT_INTERVAL,
+    ):
+        super().__init__(
+            tol=tol,
+            max_iter=max_iter,
+            random_state=random_state,
+            curvature=curvature,
+            callback=callback,
+            verbose=verbose,
+            checkpoint=checkpoint,
+            checkpoint_interval=checkpoint_interval,
+        )
 
     def _start(self, problem, v):
         seed = None if self.random_state is None else int(self.random_state)
         self._rng = np.random.default_rng(seed)
+        self._D = np.empty(problem.n_samples) if self.curvature == "newton" else None
 
     def _epoch(self, arrays, kind, y, c, z, r, v, curv, lam1, lam2):
         order = self._rng.integers(0, v.shape[0], size=v.shape[0], dtype=np.int64)
-        return _scd_epoch(*arrays, kind, y, c, z, r, v, curv, lam1, lam2, order), False
+        if self._D is None:
+            return _scd_epoch(*arrays, kind, y, c, z, r, v, curv, lam1, lam2, order), False
+        _weighted_curvatures(kind, y, c, z, self._D)  # z as the epoch's certificate left it
+        return _scd_newton_epoch(*arrays, kind, y, c, z, r, self._D, v, curv, lam1, lam2, order), False
 
 
 class GreedyCD(_DuplicatedCD):
@@ -502,6 +606,9 @@ def _warm_up():
     z, r = np.zeros(2), np.zeros(2)
     _residuals(0, v2, v2, z, r)
     _scd_epoch(data, idx, ptr, False, 0, v2, v2, z, r, v, curv, 0.1, 0.0, np.arange(3, dtype=np.int64))
+    D = np.zeros(2)
+    _weighted_curvatures(0, v2, v2, z, D)
+    _scd_newton_epoch(data, idx, ptr, False, 0, v2, v2, z, r, D, v, curv, 0.1, 0.0, np.arange(3, dtype=np.int64))
     _greedy_epoch(data, idx, ptr, False, 0, v2, v2, z, r, v, curv, 0.1, 0.0, 1, np.empty(1))
     weighted_conjugate(0, v2, v2, v2, 1.0)  # certificates (Problem.certificate_from)
     weighted_value(0, v2, v2, v2)
