@@ -19,7 +19,14 @@ margins z_i = x_hat_i . v + b kept up to date, one coordinate step on j is (Algo
 which decreases F by at least -(eta g_j + beta_j eta^2 / 2) whenever beta_j bounds the
 curvature of F along coordinate j. Choices of ours, the paper being silent or narrower:
 
-- ``beta_j`` (``curvature="column"``, the default) is ``beta * sum_i c_i x_ij^2 + lam2``:
+- SCD's default step (``curvature="newton"``) replaces beta_j by the coordinate's own curvature
+  at the current margins, ``h_j = sum_i c_i loss''(y_i, z_i) x_ij^2 + lam2`` (D = c loss'' kept
+  with z), halves the step until Armijo's condition holds on F, and falls back to the step on
+  beta_j below, which always decreases F, once the halving reaches it: a safeguarded Newton
+  step. Where the loss is much flatter than its bound (tf-idf columns, small lam) the bound's
+  steps are orders of magnitude too short (Reuters earn at 0.01 lam_max, 50 epochs: 3e-10
+  relative above the optimum against 9e-3). The rules below stay available by name.
+- ``beta_j`` (``curvature="column"``; DetCD's default) is ``beta * sum_i c_i x_ij^2 + lam2``:
   the exact bound of the loss term's curvature along coordinate j, valid for columns of any
   scale. The paper assumes |x_ij| <= 1 and uses beta itself; ``curvature="paper"`` gives
   ``beta * max(1, max_ij x_ij^2) + lam2``, which is exactly the paper's rule on data in
