@@ -107,6 +107,7 @@ __all__ = [
     "CALIBRATION_ROWS",
     "SCHEDULES",
     "STATS",
+    "CalibratedEta0",
     "Examples",
     "OnlineSolver",
     "OnlineState",
@@ -210,6 +211,33 @@ class OnlineState:
         if coef.shape != (self.n_features,):
             raise ValueError(f"coef has shape {coef.shape}, expected ({self.n_features},)")
         return coef
+
+
+class CalibratedEta0:
+    """``eta0`` of a solver whose initial rate is given, calibrated on the data (``schedule="auto"``
+    and no rate given) or the paper's fixed ``paper_eta0`` (truncated gradient's VW rate, SGD-C's).
+    The solver sets ``eta0_given`` and ``_eta0_resolved`` (the rate the last calibrated solve chose)."""
+
+    paper_eta0 = 0.5
+
+    @property
+    def eta0(self):
+        """The initial rate: as given, else the one the last calibrated solve chose (None before)."""
+        return self.eta0_given if self.eta0_given is not None else self._eta0_resolved
+
+    @eta0.setter
+    def eta0(self, value):
+        self.eta0_given = None if value is None else float(value)
+
+    def _auto_rate(self) -> bool:
+        return self.schedule == "auto" and self.eta0_given is None
+
+    def _eta0_of(self, state) -> float:
+        if self.eta0_given is not None:
+            return self.eta0_given
+        if self._auto_rate() and state.rate is not None:  # None: nothing learned yet (an empty chunk)
+            return state.rate
+        return self.paper_eta0
 
 
 class OnlineSolver(Solver):

@@ -282,14 +282,14 @@ class _DuplicatedCD(Solver):
     data_access = "columns"
     resumable = True  # takes checkpoint= (l1scale.checkpoint)
     requires = ("smooth", "curvature_bound")
-    curvatures = ("column", "paper")  # the values ``curvature`` takes
+    curvatures = ("column", "paper")  # the values ``curvature`` takes; the first is the default
 
     def __init__(
         self,
         tol=1e-6,
         max_iter=1000,
         random_state=0,
-        curvature="column",
+        curvature=None,
         callback=None,
         verbose=0,
         checkpoint=None,
@@ -299,7 +299,7 @@ class _DuplicatedCD(Solver):
         self.tol = tol
         self.max_iter = max_iter
         self.random_state = random_state
-        self.curvature = curvature
+        self.curvature = self.curvatures[0] if curvature is None else curvature  # None: the solver's default
         self.callback = callback
         self.verbose = verbose
 
@@ -502,29 +502,7 @@ class StochasticCD(_DuplicatedCD):
     """
 
     name = "scd"
-    curvatures = ("newton", "column", "paper")
-
-    def __init__(
-        self,
-        tol=1e-6,
-        max_iter=1000,
-        random_state=0,
-        curvature="newton",
-        callback=None,
-        verbose=0,
-        checkpoint=None,
-        checkpoint_interval=checkpoints.DEFAULT_INTERVAL,
-    ):
-        super().__init__(
-            tol=tol,
-            max_iter=max_iter,
-            random_state=random_state,
-            curvature=curvature,
-            callback=callback,
-            verbose=verbose,
-            checkpoint=checkpoint,
-            checkpoint_interval=checkpoint_interval,
-        )
+    curvatures = ("newton", "column", "paper")  # the first is the default
 
     def _start(self, problem, v):
         seed = None if self.random_state is None else int(self.random_state)
@@ -573,7 +551,7 @@ class GreedyCD(_DuplicatedCD):
         max_iter=1000,
         epoch_size=None,
         random_state=0,
-        curvature="column",
+        curvature=None,
         callback=None,
         verbose=0,
         checkpoint=None,

@@ -49,7 +49,7 @@ import numpy as np
 from numba import njit
 
 from ..losses import loss_derivative, loss_value
-from .online_base import STATS, Examples, OnlineSolver, OnlineState, score_example
+from .online_base import STATS, CalibratedEta0, Examples, OnlineSolver, OnlineState, score_example
 
 __all__ = ["CumulativePenaltySGD", "CumulativePenaltyState"]
 
@@ -194,7 +194,7 @@ class CumulativePenaltyState(OnlineState):
         self.scal[1] = 0.0
 
 
-class CumulativePenaltySGD(OnlineSolver):
+class CumulativePenaltySGD(CalibratedEta0, OnlineSolver):
     """SGD with cumulative L1 penalty (SGD-C), lazy: O(nnz(x_k)) per example.
 
     Minimises P(w, b) = (1/W) sum_i s_i loss(y_i, x_i . w + b) + lam ||w||_1 (see the module
@@ -246,25 +246,6 @@ class CumulativePenaltySGD(OnlineSolver):
         self.average_gradient = bool(average_gradient)
 
     # -- the rates: given, calibrated (schedule="auto") or the paper's (schedule="paper")
-    @property
-    def eta0(self):
-        """The initial rate: as given, else the one the last calibrated solve chose (None before)."""
-        return self.eta0_given if self.eta0_given is not None else self._eta0_resolved
-
-    @eta0.setter
-    def eta0(self, value):
-        self.eta0_given = None if value is None else float(value)
-
-    def _auto_rate(self) -> bool:
-        return self.schedule == "auto" and self.eta0_given is None
-
-    def _eta0_of(self, state) -> float:
-        if self.eta0_given is not None:
-            return self.eta0_given
-        if self._auto_rate() and state.rate is not None:  # None: nothing learned yet (an empty chunk)
-            return state.rate
-        return 0.5
-
     def _a(self) -> float:
         if self.a is not None:
             return self.a

@@ -42,7 +42,7 @@ import numpy as np
 from numba import njit
 
 from ..losses import loss_derivative, loss_value
-from .online_base import STATS, Examples, OnlineSolver, score_example
+from .online_base import STATS, CalibratedEta0, Examples, OnlineSolver, score_example
 
 __all__ = ["SPARSIFIERS", "TruncatedGradient", "TruncatedState"]
 
@@ -381,7 +381,7 @@ class TruncatedState:
         self.scalars[0] = float(intercept) if self.fit_intercept else 0.0
 
 
-class TruncatedGradient(OnlineSolver):
+class TruncatedGradient(CalibratedEta0, OnlineSolver):
     r"""Online L1 learning by truncated gradient, rounding or L1 subgradient (Langford, Li & Zhang 2009).
 
     Minimises, in the limit of a decaying rate, the mean-form problem
@@ -503,25 +503,6 @@ class TruncatedGradient(OnlineSolver):
         self._eta0_resolved = None
 
     # -- the rates: given, calibrated (schedule="auto") or VW's (schedule="paper")
-    @property
-    def eta0(self):
-        """The initial rate: as given, else the one the last calibrated solve chose (None before)."""
-        return self.eta0_given if self.eta0_given is not None else self._eta0_resolved
-
-    @eta0.setter
-    def eta0(self, value):
-        self.eta0_given = None if value is None else float(value)
-
-    def _auto_rate(self) -> bool:
-        return self.schedule == "auto" and self.eta0_given is None
-
-    def _eta0_of(self, state) -> float:
-        if self.eta0_given is not None:
-            return self.eta0_given
-        if self._auto_rate() and state.rate is not None:  # None: nothing learned yet (an empty chunk)
-            return state.rate
-        return 0.5
-
     @property
     def _power_t(self) -> float:
         return self.power_t if self.power_t is not None else (0.0 if self._auto_rate() else 0.5)
