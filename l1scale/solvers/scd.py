@@ -149,9 +149,7 @@ def _scd_epoch(data, indices, indptr, dense, kind, y, c, z, r, v, curv, lam1, la
     for s in range(order.shape[0]):
         j = order[s]
         if j == 2 * d:
-            g = 0.0
-            for i in range(r.shape[0]):
-                g += r[i]
+            g = r.sum()
         else:
             rows, vals = column(data, indices, indptr, dense, j if j < d else j - d)
             acc = 0.0
@@ -179,10 +177,7 @@ def _scd_newton_epoch(data, indices, indptr, dense, kind, y, c, z, r, D, v, boun
     for s in range(order.shape[0]):
         j = order[s]
         if j == 2 * d:
-            g = 0.0
-            for i in range(r.shape[0]):
-                g += r[i]
-            _coordinate_step(data, indices, indptr, dense, kind, y, c, z, r, v, bound, j, g)
+            _coordinate_step(data, indices, indptr, dense, kind, y, c, z, r, v, bound, j, r.sum())
             for i in range(z.shape[0]):
                 D[i] = c[i] * loss_curvature(kind, y[i], z[i])
             continue
