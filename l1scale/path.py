@@ -297,6 +297,11 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         ``progress(done, total)`` after each lam solved, on a fold or in the refit (``total``,
         every solve of the fit, is exact once the chosen lams are known); called from the
         worker threads, one call at a time. The command line's progress bar.
+    refit_path : {"chosen", "full"}, default "chosen"
+        How far the refit on all the data goes down the grid: to the chosen lam (what
+        ``coef_`` needs), or over the whole grid, as glmnet's ``cv.glmnet`` keeps the full fit
+        (``path_`` then holds every lam; ``coef_`` is its chosen one). The command line's
+        ``path`` uses "full" for its table and plot.
 
     Attributes
     ----------
@@ -321,8 +326,9 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         the best) and ``split{i}_test_score``; each (K,), or (n_classes, K) for more than two
         classes.
     path_ : PathResult or list of PathResult
-        The refit path on all the data, down to the chosen lam (a list for one-vs-rest; a
-        multinomial path's coefficients are (K, n_classes, n_features)).
+        The refit path on all the data, down to the chosen lam, or over the whole grid with
+        ``refit_path="full"`` (a list for one-vs-rest; a multinomial path's coefficients are
+        (K, n_classes, n_features)).
     multi_class_ : {"multinomial", "ovr"}
         What ``multi_class`` resolved to.
 
@@ -354,6 +360,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         progress=None,
         multi_class="auto",
         standardize=False,
+        refit_path="chosen",
     ):
         self.loss = loss
         self.lams = lams
@@ -374,6 +381,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         self.progress = progress
         self.multi_class = multi_class
         self.standardize = standardize
+        self.refit_path = refit_path
 
     # parameters of the parent that the CV estimator fixes
     lam = None
@@ -403,6 +411,8 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         _multinomial_fit.check(self)
         if self.loss not in ("logistic", "probit"):
             raise ValueError(f"loss={self.loss!r}: cross-validation scores probabilities (logistic or probit)")
+        if self.refit_path not in ("chosen", "full"):
+            raise ValueError(f"refit_path={self.refit_path!r}; choose 'chosen' or 'full'")
         if self.rule not in _RULES:
             raise ValueError(f"rule={self.rule!r}; choose 'min' (the best mean score) or '1se' (glmnet's lambda.1se)")
         scoring = self.scoring
@@ -445,12 +455,12 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         self.classes_ = classes
         self.multi_class_ = "multinomial" if multinomial else "ovr"
         rows = classes.shape[0] if multinomial else 1  # a multinomial model's one lam, once per row
-        self.coef_ = np.vstack([fit.path.coefs[-1] for fit in fits])
-        self.intercept_ = np.hstack([fit.path.intercepts[-1] for fit in fits])
+        self.coef_ = np.vstack([fit.path.coefs[fit.chosen] for fit in fits])
+        self.intercept_ = np.hstack([fit.path.intercepts[fit.chosen] for fit in fits])
         self.lam_ = np.repeat([fit.lams[fit.chosen] for fit in fits], rows)
         self.lam_min_ = np.repeat([fit.lams[fit.best] for fit in fits], rows)
         self.lam_1se_ = np.repeat([fit.lams[fit.one_se] for fit in fits], rows)
-        self.n_iter_ = np.repeat([fit.path.n_iter[-1] for fit in fits], rows)
+        self.n_iter_ = np.repeat([fit.path.n_iter[fit.chosen] for fit in fits], rows)
         stack = (lambda arrays: arrays[0]) if len(fits) == 1 else np.stack  # one-vs-rest: a class axis first
         self.lams_ = stack([fit.lams for fit in fits])
         self.scores_ = stack([fit.scores for fit in fits])
@@ -604,11 +614,15 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
             best = [_best(s) for s in scores]
             one_se = [_one_standard_error(s, b) for s, b in zip(scores, best)]
             chosen = best if self.rule == "min" else one_se
+            full = self.refit_path == "full"
             if ahead:
-                paths = [_first_lams(path, c + 1) for path, c in zip(paths, chosen)]
+                paths = paths if full else [_first_lams(path, c + 1) for path, c in zip(paths, chosen)]
             else:
-                counter.total = sum(g.size for g in grids) * len(folds) + sum(c + 1 for c in chosen)
-                paths = parallel(refit(k, c + 1) for k, c in enumerate(chosen))
+                stops = [None if full else c + 1 for c in chosen]  # None: the whole grid
+                counter.total = sum(g.size for g in grids) * len(folds) + sum(
+                    g.size if stop is None else stop for g, stop in zip(grids, stops)
+                )
+                paths = parallel(refit(k, stop) for k, stop in enumerate(stops))
         return [_CVFit(*fit) for fit in zip(grids, scores, best, one_se, chosen, paths)]
 
 

@@ -133,7 +133,9 @@ def test_path_warns_when_the_chosen_lam_is_at_the_edge_of_the_grid(files):
 
 def test_path_progress_on_stderr_and_quiet(files):
     loud = ok("path", files["train"], "--n-lams", "8", "--cv", "2")
-    assert "2-fold cross-validation: " in loud.stderr and "path on all the data: 8/8 solves" in loud.stderr
+    # 8 lams on each of 2 folds and once on all the data (the refit over the whole grid is the table's
+    # path: no second solve of it)
+    assert "2-fold cross-validation and the path on all the data: 24/24 solves" in loud.stderr
     assert ok("path", files["train"], "--n-lams", "8", "--cv", "2", "-q").stderr == ""
 
 

@@ -127,3 +127,21 @@ def test_lam_ratio_of_one_or_more_warns_and_says_what_to_do():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         SparseLogisticRegression(lam_ratio=0.99).fit(X, y)
+
+
+def test_refit_path_full_keeps_the_whole_grid_and_the_same_model():
+    from sklearn.datasets import make_classification
+
+    from l1scale.path import SparseLogisticRegressionCV
+
+    X, y = make_classification(n_samples=300, n_features=30, n_informative=6, random_state=2)
+    chosen = SparseLogisticRegressionCV(n_lams=10, cv=3).fit(X, y)
+    full = SparseLogisticRegressionCV(n_lams=10, cv=3, refit_path="full").fit(X, y)
+    k = int(np.flatnonzero(chosen.lams_ == chosen.lam_[0])[0])
+    assert chosen.path_.lams.shape[0] == k + 1 and full.path_.lams.shape[0] == 10
+    # The same warm-started solves down to the chosen lam: the same model, bit for bit.
+    np.testing.assert_array_equal(full.coef_, chosen.coef_)
+    np.testing.assert_array_equal(full.path_.coefs[: k + 1], chosen.path_.coefs)
+    np.testing.assert_array_equal(full.coef_[0], full.path_.coefs[k])
+    with pytest.raises(ValueError, match="refit_path"):
+        SparseLogisticRegressionCV(refit_path="all").fit(X, y)

@@ -175,23 +175,25 @@ def path(
                 tol=tol,
                 multi_class=multi_class,
                 standardize=standardize,
-                progress=progress.stage(f"{folds}-fold cross-validation"),
+                refit_path="full",  # the refit over the whole grid is the table's path: no second solve
+                progress=progress.stage(f"{folds}-fold cross-validation and the path on all the data"),
             ).fit(X, y, sample_weight=w)
-        on_all = progress.stage("path on all the data", total=n_lams)
-        full = regularization_path(
-            X,
-            y_path,
-            "multinomial" if multinomial else loss,
-            lams=None if cv is None else cv.lams_,
-            n_lams=n_lams,
-            lam_min_ratio=lam_min_ratio,
-            l1_ratio=l1_ratio,
-            fit_intercept=intercept,
-            sample_weight=w,
-            tol=tol,
-            standardize=standardize,
-            callback=lambda k, result: on_all(k + 1, n_lams),
-        )
+            full = cv.path_
+        else:
+            on_all = progress.stage("path on all the data", total=n_lams)
+            full = regularization_path(
+                X,
+                y_path,
+                "multinomial" if multinomial else loss,
+                n_lams=n_lams,
+                lam_min_ratio=lam_min_ratio,
+                l1_ratio=l1_ratio,
+                fit_intercept=intercept,
+                sample_weight=w,
+                tol=tol,
+                standardize=standardize,
+                callback=lambda k, result: on_all(k + 1, n_lams),
+            )
     messages = list(dict.fromkeys(str(m.message) for m in caught if not issubclass(m.category, DeprecationWarning)))
     seconds = time.perf_counter() - t0
     if output is not None:
