@@ -71,6 +71,7 @@ def plot_path(path, *, ax=None, lam_min=None, lam_1se=None):
     """
     ax = _new_axes()[0] if ax is None else ax
     lams, coefs = np.asarray(path.lams), np.asarray(path.coefs)
+    what = "features" if coefs.ndim == 2 else "(class, feature) weights"
     coefs = coefs.reshape(coefs.shape[0], -1)  # a multinomial path: a line per (class, feature)
     used = np.flatnonzero(np.any(coefs != 0, axis=0))
     if used.size:
@@ -79,7 +80,7 @@ def plot_path(path, *, ax=None, lam_min=None, lam_1se=None):
     _lam_axis(ax)
     ax.set_ylabel("coefficient")
     nnz = np.count_nonzero(coefs, axis=1)
-    ax.set_title(f"regularisation path: {used.size} features enter, {int(nnz[-1])} nonzero at the smallest lam")
+    ax.set_title(f"regularisation path: {used.size} {what} enter, {int(nnz[-1])} nonzero at the smallest lam")
     if _mark(ax, lam_min, lam_1se):
         ax.legend(loc="best", fontsize="small")
     return ax

@@ -102,3 +102,15 @@ def test_path_figure_stacks_path_and_cv_and_saves(fitted, tmp_path):
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
     (alone,) = path_figure(path).axes
     assert _vertical_lines(alone) == []
+
+
+def test_plot_path_of_a_multinomial_model_counts_class_feature_weights():
+    from sklearn.datasets import load_wine
+
+    X, y = load_wine(return_X_y=True)
+    path = regularization_path(X / X.std(axis=0), y, "multinomial", n_lams=6, lam_min_ratio=0.05)
+    ax = plot_path(path)
+    entering = int(np.any(path.coefs.reshape(path.lams.size, -1) != 0, axis=0).sum())
+    curves = [line for line in ax.get_lines() if len(line.get_xdata()) == path.lams.size]
+    assert len(curves) == entering  # a line per (class, feature) weight
+    assert f"{entering} (class, feature) weights enter" in ax.get_title()
