@@ -415,7 +415,11 @@ class OnlineSolver(Solver):
                     trial._catch_up(st)
                     w, b = st.coef, st.intercept
                     z = np.asarray(X @ w, dtype=np.float64).reshape(-1) + b
-                    f = float(np.sum(s * loss.value(y, z))) / W + l1 * float(np.abs(w).sum()) + 0.5 * l2 * float(w @ w)
+                    f = (
+                        float(np.sum(s * loss.value(y, z))) / W
+                        + l1 * float(np.abs(w).sum())
+                        + 0.5 * l2 * float(np.square(w).sum())
+                    )
             except (ZeroDivisionError, FloatingPointError, OverflowError):
                 f = np.inf
             tried[k] = f if np.isfinite(f) else np.inf
@@ -460,12 +464,8 @@ class OnlineSolver(Solver):
         import scipy.sparse as sp
 
         root = np.sqrt(D)
-        Xr = X @ sp.diags(root) if sp.issparse(X) else np.asarray(X) * root
-        with np.errstate(over="ignore"):
-            sq, pn = _row_norms(Xr, p)
-        return RowScale(
-            X.shape[0], float(np.max(sq, initial=0.0)), float(np.max(pn, initial=0.0)) if p is not None else np.nan
-        )
+        max_sq, max_p = _largest_norms(X @ sp.diags(root) if sp.issparse(X) else np.asarray(X) * root, p)
+        return RowScale(X.shape[0], max_sq, max_p if p is not None else np.nan)
 
     def _scan_for_rate(self, problem, state):
         """One pass: the rows' scale (:class:`RowScale`) and a Bernoulli sample of about
@@ -481,11 +481,9 @@ class OnlineSolver(Solver):
         for rows, y, s, _ in problem.chunks():
             X = _chunk_matrix(rows)
             feats.add(X)
-            with np.errstate(over="ignore"):  # rows of 1e300: an infinite scale, a rate of 0 (then 1)
-                sq, pn = _row_norms(X, p)
+            chunk_sq, chunk_p = _largest_norms(X, p)
             n += y.shape[0]
-            max_sq = max(max_sq, float(np.max(sq, initial=0.0)))
-            max_p = max(max_p, float(np.max(pn, initial=0.0)))
+            max_sq, max_p = max(max_sq, chunk_sq), max(max_p, chunk_p)
             taken = np.flatnonzero(rng.random(y.shape[0]) < q)
             if taken.size:
                 parts.append((X[taken], y[taken], s[taken] * mean_scale))
@@ -495,9 +493,7 @@ class OnlineSolver(Solver):
     def _rate_from_chunk(self, state, rows, y, s, *, kind, l1, l2, loss):
         """partial_fit with no rate yet: calibrate on (a sample of) this chunk."""
         X = _chunk_matrix(rows)
-        with np.errstate(over="ignore"):
-            sq, pn = _row_norms(X, self._norm_p(state))
-        scale = RowScale(y.shape[0], float(np.max(sq, initial=0.0)), float(np.max(pn, initial=0.0)))
+        scale = RowScale(y.shape[0], *_largest_norms(X, self._norm_p(state)))
         feats = FeatureStats.zeros(X.shape[1])
         feats.add(X)
         if y.shape[0] > CALIBRATION_ROWS:
@@ -840,6 +836,14 @@ def _chunk_matrix(rows):
     if rows.dense:
         return rows.data.reshape(rows.shape)
     return sp.csr_matrix((rows.data, rows.indices, rows.indptr), shape=rows.shape)
+
+
+def _largest_norms(X, p=None):
+    """(max_i ||x_i||_2^2, max_i ||x_i||_p^2) over the rows of X (0 for no rows; the second
+    0 without p); rows of 1e300 give an infinite scale (a rate of 0, then 1), not an error."""
+    with np.errstate(over="ignore"):
+        sq, pn = _row_norms(X, p)
+    return float(np.max(sq, initial=0.0)), float(np.max(pn, initial=0.0))
 
 
 def _row_norms(X, p=None):
