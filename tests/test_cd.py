@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _certify import suboptimality_bound
 from _shared_data import load_svmlight_pm as _svmlight
 
 from l1scale.exceptions import ConvergenceWarning
@@ -50,9 +51,11 @@ def test_reaches_relative_gap_1e_10(loss, fit_intercept, layout, dtype):
     assert res.converged and res.stop_reason == res.certificate_name
     assert res.certificate_name == ("kkt" if loss == "probit" else "duality_gap")
     assert res.relative_certificate <= 1e-10
-    # Checked afresh by the problem, from the returned model alone.
-    cert = p.certificate(res.coef, res.intercept)
-    assert cert.relative <= 1e-9
+    # Checked afresh by the problem, from the returned model and its dual point alone.
+    gap = p.objective(res.coef, res.intercept) - p.dual_value(res.dual_point) if res.dual_point is not None else None
+    if gap is not None:
+        assert gap == pytest.approx(res.certificate, rel=1e-6, abs=1e-12 * abs(res.objective))
+    assert suboptimality_bound(p, res.coef, res.intercept) <= 1e-9
     assert res.objective == pytest.approx(p.objective(res.coef, res.intercept), rel=1e-12)
     assert 0 < res.nnz < X.shape[1]
 
@@ -65,7 +68,7 @@ def test_elastic_net_and_small_lam_reach_relative_gap_1e_10(loss, fit_intercept)
         p = Problem(sp.csc_matrix(X), y, loss, lam_ratio=lam_ratio, l1_ratio=l1_ratio, fit_intercept=fit_intercept)
         res = _solve(p, max_iter=500)
         assert res.relative_certificate <= 1e-10
-        assert p.certificate(res.coef, res.intercept).relative <= 1e-9
+        assert suboptimality_bound(p, res.coef, res.intercept) <= 1e-9
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -148,7 +151,7 @@ def test_matches_liblinear_on_a9a(a9a, lam_ratio):
 def test_matches_liblinear_on_reuters_earn(earn, lam_ratio):
     X, y = earn
     p = Problem(X, y, "logistic", lam_ratio=lam_ratio, fit_intercept=False)
-    res = _solve(p, max_iter=200)
+    res = _solve(p, tol=1e-13, max_iter=200)  # tol bounds the suboptimality: liblinear's is ~1e-12
     P_lib, w_lib = _liblinear_objective(p, X, y)
     assert res.objective == pytest.approx(P_lib, rel=1e-8)
     assert res.objective <= P_lib * (1 + 1e-12)
@@ -205,7 +208,10 @@ def test_warm_start_from_the_solution_stops_at_once(loss, fit_intercept):
     first = _solve(p, tol=1e-10)
     again = CoordinateDescent(tol=1e-9).solve(p, coef_init=first.coef, intercept_init=first.intercept)
     assert again.converged and again.n_iter <= 1
-    np.testing.assert_allclose(again.coef, first.coef, atol=1e-8)
+    # At most the support-Newton step of its dual point: P only falls, the model barely moves
+    # (tol bounds the suboptimality, so the coefficients agree to about its square root).
+    assert again.objective <= first.objective * (1 + 1e-14)
+    np.testing.assert_allclose(again.coef, first.coef, atol=1e-4)
     # A warm start near the solution also converges in few iterations.
     near = CoordinateDescent(tol=1e-10).solve(p, coef_init=first.coef * 1.01, intercept_init=first.intercept)
     assert near.converged and near.n_iter <= first.n_iter

@@ -91,8 +91,10 @@ def test_gap_is_nonnegative_and_bounds_suboptimality(loss, fit_intercept, l1_rat
     best = _solve(p)
     p_star = best.objective
     at_opt = p.certificate(best.coef, best.intercept)
-    assert at_opt.name == "duality_gap"
-    assert -1e-15 <= at_opt.value <= 1e-11 * p_star  # zero up to rounding
+    assert at_opt.name == "duality_gap" and at_opt.value >= -1e-15
+    # At the optimum the solver's dual point closes the gap, up to rounding (the model's own
+    # residual gap falls only as the square root of its suboptimality).
+    assert -1e-15 <= p_star - p.dual_value(best.dual_point) <= 1e-11 * p_star
     rng = np.random.default_rng(1)
     for k in range(30):
         w = rng.normal(size=X.shape[1]) * rng.choice([1e-3, 0.1, 1.0]) * (rng.random(X.shape[1]) < 0.5)

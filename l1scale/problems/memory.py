@@ -237,6 +237,20 @@ class Problem(InMemoryProblemBase):
         v = self.X.T @ (self.c * u)
         return self.certificate_from(w, b, z, u, v)
 
+    def dual_value(self, u) -> float:
+        """The dual objective at ``u`` (loss' units, one entry per sample), after the rescaling that
+        makes it feasible (ALGORITHMS.md section 1): a lower bound on P*, so that
+        ``objective(w, b) - dual_value(u)`` bounds the suboptimality of any (w, b). With an
+        intercept the dual needs ``sum_i c_i u_i = 0``; a point that misses it (beyond rounding)
+        bounds nothing: -inf. Losses without a conjugate: NotImplementedError."""
+        if not self.loss.has_conjugate:
+            raise NotImplementedError(f"loss {self.loss.name!r} has no conjugate: it has no dual")
+        u = np.asarray(u, dtype=np.float64).reshape(self.n_samples)
+        cu = self.c * u
+        if self.fit_intercept and abs(float(cu.sum())) > 1e-9 * max(float(np.abs(cu).sum()), 1e-300):
+            return -np.inf
+        return float(self._dual(None, u, np.asarray(self.X.T @ cu).ravel()))
+
     def certificate_from(self, w, b, z, u, v, *, primal=None) -> Certificate:
         """The certificate from quantities a solver already has.
 

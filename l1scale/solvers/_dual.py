@@ -38,7 +38,9 @@ class DualPoints:
         self.problem = problem
         self.has_dual = problem.loss.has_conjugate
         self.best_dual = -np.inf
-        # |x_j^T (c u)| of the best dual point, for the features it was computed on.
+        # The best dual point u (loss' units: Problem.dual_value(u) is best_dual) and
+        # |x_j^T (c u)| for the features it was computed on.
+        self.best_point = np.zeros(problem.n_samples)
         self.best_corr = np.full(problem.n_features, np.inf)
 
     def certificate(self, w, b, z, v, cols, primal):
@@ -59,7 +61,17 @@ class DualPoints:
         cert = self.problem.certificate_from(w[cols], b, z, None, v_cols, primal=primal)
         if not self.has_dual:
             return cert
-        self._offer(cert, v_cols, cols)
+        if self._offer(cert, v_cols, cols):
+            self.best_point[:] = self.problem.loss.derivative(self.problem.y, z)
+        return self.best(cert, primal)
+
+    def offer(self, w, b, z, u, v, cols, primal):
+        """Offer the dual point ``u`` (loss' units) whose correlations ``|x_j^T (c u)|`` are at most
+        ``v`` on ``cols`` (bounds suffice: the rescaling then makes it feasible all the same);
+        returns the best dual point's certificate at ``primal``."""
+        cert = self.problem.certificate_from(w[cols], b, z, u, v, primal=primal)
+        if self._offer(cert, v, cols):
+            self.best_point[:] = u
         return self.best(cert, primal)
 
     def best(self, cert, primal):

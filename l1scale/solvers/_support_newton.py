@@ -22,7 +22,7 @@ from ..losses import weighted_terms_along
 from . import _cd_kernels as kernels
 from ._dual import columns_nnz
 
-__all__ = ["support_newton_step"]
+__all__ = ["NewtonDual", "newton_dual_point", "support_newton_direction", "support_newton_step"]
 
 _EPS = float(np.finfo(np.float64).eps)
 # CG's relative residual: the square of the largest relative KKT violation, within
@@ -34,7 +34,88 @@ _SIGMA = 0.01
 _MAX_HALVINGS = 30
 
 
-def support_newton_step(pt, support, H, nu, violation, verbose=0, gram_max=0):
+def support_newton_direction(pt, support, H, nu, violation, verbose=0, gram_max=0, rtol=None):
+    """The Newton system on the support of ``pt.w`` (and the intercept), solved by CG.
+
+    Parameters: as :func:`support_newton_step`; ``rtol``, CG's relative residual, defaults to
+    the square of ``violation`` (see ``_CG_RTOL_RANGE``). Returns (the system's right side negated,
+    i.e. the gradient of P on the support, ``grad`` (k [+ 1],); its solution ``step``; nonzeros
+    of X read)."""
+    problem, w = pt.problem, pt.w
+    k, fit_b = support.shape[0], problem.fit_intercept
+    lam1, lam2 = problem.penalty.l1, problem.penalty.l2
+    arrays = problem.columns.arrays
+    size = k + int(fit_b)
+    grad, diag = np.empty(size), np.empty(size)
+    kernels.support_gradient(*arrays, support, pt.r, fit_b, grad)
+    grad[:k] += lam2 * w[support] + lam1 * np.sign(w[support])
+    diag[:k] = H[support]
+    if fit_b:
+        diag[k] = pt.D.sum() + nu
+    step, work = np.empty(size), np.empty(problem.n_samples)
+    if rtol is None:
+        rtol = violation * violation
+    rtol = float(np.clip(rtol, *_CG_RTOL_RANGE))
+    products, reads = kernels.support_cg(
+        *arrays, support, pt.D, lam2 + nu, nu, fit_b, -grad, diag, rtol, _CG_MAX_ITER, step, work, gram_max
+    )
+    reads += 2 * columns_nnz(problem.columns, support)
+    if verbose > 1:
+        print(f"   support newton: |S|={k} cg products={products}")
+    return grad, step, reads
+
+
+def newton_dual_point(pt, support, step, kept, g_loss, norms):
+    """The dual point of a Newton step on the support: the residual the quadratic model
+    predicts at w + d, ``r + D (X_S d + d_b)``, and bounds on its correlations.
+
+    At that point the support's KKT conditions hold exactly (to CG's tolerance), where the
+    rescaled residual of w must shrink all of u until the most violated of them holds: once the
+    support is the optimum's, the gap of this point falls with the suboptimality itself, not
+    with the violations (a9a, earn: gap = suboptimality to two digits, where the residual's gap
+    is 1e2-1e5 times larger). The step is not taken; only its dual point is offered.
+
+    Parameters
+    ----------
+    pt : the solver's iterate (r, D at its margins; b optimal for w when it is fitted).
+    support, step : the support and the solution of its Newton system (:func:`support_newton_direction`).
+    kept : ndarray of int
+        The features not screened out: the correlations are bounded on these.
+    g_loss : ndarray (d,)
+        X^T r, exact on ``kept`` (the certifying pass at this point).
+    norms : ndarray (d,)
+        ||x_j||_c.
+
+    Returns (u in loss' units, upper bounds of |x_j^T (c u)| on ``kept``, nonzeros of X read).
+    The bounds are exact on the support and wherever Cauchy-Schwarz from the residual's
+    correlations would not stay below lam1; elsewhere |g_j| + ||x_j||_c ||u - r||_{1/c}.
+    """
+    problem = pt.problem
+    fit_b = problem.fit_intercept
+    arrays, c = problem.columns.arrays, problem.c
+    dz = np.empty(problem.n_samples)
+    kernels.support_margins_change(*arrays, support, step, fit_b, dz)
+    shift = pt.D * dz
+    if fit_b:  # sum(c u) = 0 exactly (the CG solve leaves a rounding-size sum)
+        total = pt.D.sum()
+        if total > 0.0:
+            shift -= (float((pt.r + shift).sum()) / total) * pt.D
+    u_c = pt.r + shift  # c * u
+    rows = c > 0.0
+    drift = np.sqrt(float((shift[rows] * shift[rows] / c[rows]).sum()))
+    bound = np.abs(g_loss[kept]) + norms[kept] * drift
+    lam1 = problem.penalty.l1
+    exact = (bound >= lam1 * (1.0 - 1e-3)) | (pt.w[kept] != 0.0)
+    cols = kept[exact]
+    corr = np.empty(problem.n_features)
+    kernels.check_pass(*arrays, cols, u_c, pt.w, lam1, 0.0, corr)
+    bound[exact] = np.abs(corr[cols])
+    u = np.zeros(problem.n_samples)
+    u[rows] = u_c[rows] / c[rows]
+    return u, bound, columns_nnz(problem.columns, support) + columns_nnz(problem.columns, cols)
+
+
+def support_newton_step(pt, support, H, nu, violation, verbose=0, gram_max=0, direction=None):
     """One projected Newton step on the support of ``pt.w``; updates ``pt`` when it is accepted.
 
     Parameters
@@ -50,6 +131,8 @@ def support_newton_step(pt, support, H, nu, violation, verbose=0, gram_max=0):
         The largest KKT violation relative to lam1 at the current point (sets CG's tolerance).
     gram_max : int
         Largest support whose CG products may be taken on its Gram matrix.
+    direction : (grad, step) from :func:`support_newton_direction` at this point, optional
+        (solved here when not given).
 
     Returns (the step length taken, 0.0 when rejected; nonzeros of X read).
     """
@@ -59,23 +142,15 @@ def support_newton_step(pt, support, H, nu, violation, verbose=0, gram_max=0):
         return 0.0, 0
     lam1, lam2 = problem.penalty.l1, problem.penalty.l2
     arrays = problem.columns.arrays
+    reads = 0
+    if direction is None:
+        grad, step, reads = support_newton_direction(pt, support, H, nu, violation, verbose, gram_max)
+    else:
+        grad, step = direction
     wS, sign = w[support], np.sign(w[support])
     size = k + int(fit_b)
-    grad, diag = np.empty(size), np.empty(size)
-    kernels.support_gradient(*arrays, support, pt.r, fit_b, grad)
-    grad[:k] += lam2 * wS + lam1 * sign
-    diag[:k] = H[support]
-    if fit_b:
-        diag[k] = pt.D.sum() + nu
-    step, work = np.empty(size), np.empty(problem.n_samples)
-    rtol = float(np.clip(violation * violation, *_CG_RTOL_RANGE))
-    products, reads = kernels.support_cg(
-        *arrays, support, pt.D, lam2 + nu, nu, fit_b, -grad, diag, rtol, _CG_MAX_ITER, step, work, gram_max
-    )
+    work = np.empty(problem.n_samples)
     nnz_S = columns_nnz(problem.columns, support)
-    reads += 2 * nnz_S
-    if verbose > 1:
-        print(f"   support newton: |S|={k} cg products={products}")
     d_w, d_b = step[:k], (step[k] if fit_b else 0.0)
     objective = pt.objective
     slack = 8 * _EPS * abs(objective)
@@ -106,3 +181,92 @@ def support_newton_step(pt, support, H, nu, violation, verbose=0, gram_max=0):
         t *= 0.5
     # Rejected: r and D hold a trial's values; the caller makes them afresh.
     return 0.0, reads
+
+
+class NewtonDual:
+    """The dual point of a support-Newton step, offered when a certificate misses tol.
+
+    When no zero weight violates optimality, the support is likely the optimum's, and the
+    residual that the quadratic model predicts at the support's Newton point (``newton_dual_point``)
+    is a nearly exact dual point: its gap is about the suboptimality, where the rescaled residual's
+    is about its square root. If it certifies, the step it came from is taken (one line search)
+    and the solve stops.
+
+    Parameters
+    ----------
+    tol : float
+        The solver's relative tolerance.
+    verbose, gram_max : as the solver's.
+    enabled : bool
+        False: never offered (``pays`` is False).
+    """
+
+    # Offered only when a diagonal Newton step's predicted decrease is within this many tol P.
+    estimate_slack = 10.0
+
+    def __init__(self, tol, verbose=0, gram_max=0, enabled=True):
+        self.tol, self.verbose, self.gram_max, self.enabled = tol, verbose, gram_max, enabled
+
+    def pays(self, pt, dual, vzero, nnz, g_loss, H, kept, objective):
+        """Whether to offer it (its CG solve costs a few passes over the support's columns, so
+        only where it can certify tol):
+
+        - a loss with a dual and the plain L1 penalty (the elastic net's dual is not rescaled:
+          the residual's gap already falls with the suboptimality);
+        - a nonzero support and no zero weight violating optimality (with a feature still to
+          enter, the point's rescaling is as poor as the residual's);
+        - the suboptimality that a diagonal Newton step on the support would remove,
+          sum_j v_j^2 / (2 H_jj) (v_j: the support's KKT violations), within 10 tol P: the
+          Newton point's gap is about the suboptimality left, so a larger one cannot certify."""
+        penalty = pt.problem.penalty
+        if not (self.enabled and dual.has_dual and penalty.l2 == 0.0 and nnz > 0 and vzero <= 0.0):
+            return False
+        support = kept[pt.w[kept] != 0.0]
+        viol = g_loss[support] + penalty.l1 * np.sign(pt.w[support])
+        estimate = 0.5 * float((viol * viol / H[support]).sum())
+        return estimate <= self.estimate_slack * self.tol * abs(objective)
+
+    def certificate(self, pt, dual, kept, g_loss, norms, H, violation, objective):
+        """The best dual point's certificate once the Newton point's is offered, and the step
+        ``(support, grad, step)`` (the step itself is not taken).
+
+        CG is solved until the support's correlations are within about a tenth of tol of lam1
+        (relative): the error shrinks the dual point by as much, and the gap grows with it; a
+        tighter solve buys the dual nothing."""
+        support = kept[pt.w[kept] != 0.0]
+        rtol = 0.1 * self.tol / max(violation, 1e-300)
+        grad, step, reads = support_newton_direction(
+            pt, support, H, kernels.NU, violation, self.verbose, self.gram_max, rtol
+        )
+        u, v, more = newton_dual_point(pt, support, step, kept, g_loss, norms)
+        pt.reads += reads + more
+        return dual.offer(pt.w, pt.b, pt.z, u, v, kept, objective), (support, grad, step)
+
+    def polish(self, pt, newton, H, g_loss, kept, norms, violation):
+        """Once the Newton point's dual has certified tol, take the step it came from (already
+        solved: one line search) when it lowers P: the certificate only tightens (same dual
+        point, lower P), and the returned model's own residual comes closer to certifying too
+        (the support's KKT violations fall quadratically).
+
+        Returns bounds on the loss gradient |x_j^T r| on ``kept`` at the new point, signed as
+        the old gradient (exact on the support; elsewhere |g_j| + ||x_j||_c ||r_new - r||_{1/c}:
+        a path's carried screening needs bounds, not values), or None when the step was rejected
+        (the iterate is then as it was)."""
+        support, grad, step = newton
+        problem = pt.problem
+        r_before = pt.r.copy()
+        t, reads = support_newton_step(pt, support, H, kernels.NU, violation, self.verbose, self.gram_max, (grad, step))
+        pt.reads += reads
+        if t == 0.0:
+            pt.recenter()  # r and D hold a trial's values: back to the certified point's
+            return None
+        pt.centered = False
+        rows = problem.c > 0.0
+        shift = pt.r[rows] - r_before[rows]
+        drift = np.sqrt(float((shift * shift / problem.c[rows]).sum()))
+        bounds = np.copysign(np.abs(g_loss[kept]) + norms[kept] * drift, g_loss[kept])
+        exact = np.empty(support.shape[0] + int(problem.fit_intercept))
+        kernels.support_gradient(*problem.columns.arrays, support, pt.r, problem.fit_intercept, exact)
+        pt.reads += columns_nnz(problem.columns, support)
+        bounds[np.searchsorted(kept, support)] = exact[: support.shape[0]]
+        return bounds

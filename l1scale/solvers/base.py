@@ -124,6 +124,12 @@ class Result:
         ``X^T (c * loss'(y, z))`` at the returned point on the features the solver last
         passed over (0 on those it screened out), where it has it (CD): a path hands it to
         the next solve, which picks its first working set from it without a pass over the data.
+        After a final support-Newton step (CD's Newton dual point), bounds on it in absolute
+        value, exact on the support.
+    dual_point : ndarray of shape (n_samples,) or None
+        The dual point behind a ``"duality_gap"`` certificate, where the solver keeps one (CD):
+        ``certificate == objective - problem.dual_value(dual_point)`` to rounding, so that
+        anyone can check the gap without trusting the solver.
     """
 
     coef: np.ndarray
@@ -138,6 +144,7 @@ class Result:
     history: History
     timings: dict
     loss_gradient: np.ndarray | None = None
+    dual_point: np.ndarray | None = None
 
     @property
     def nnz(self) -> int:

@@ -38,7 +38,14 @@ support's KKT violations then fall quadratically.
 
 Certificates (``_dual.DualPoints``): the duality gap of the best dual point seen (any
 feasible dual point bounds P* from below), each new one the rescaled residual at an
-iterate; the KKT violation for losses without a conjugate (probit). A certificate is
+iterate; the KKT violation for losses without a conjugate (probit). The rescaled residual's
+gap falls only as the square root of the suboptimality (one violated KKT condition shrinks all
+of it), so when it misses tol while no zero weight violates optimality, the residual that the
+quadratic model predicts at the support's Newton point is offered too
+(``_support_newton.NewtonDual``): its correlations meet the support's KKT conditions, and its
+gap is about the suboptimality itself; when it certifies, that Newton step is taken and the
+solve stops. The best dual point is returned (``Result.dual_point``), so that anyone can
+check the gap (``Problem.dual_value``). A certificate is
 taken at every full pass (it costs one pass over the n margins on top of the gradient
 pass), so that ``tol`` stops the solve as soon as it can. With an intercept, b is made
 exactly optimal for w before each full pass (a 1-D Newton solve on the margins, itself a
@@ -59,7 +66,7 @@ from ..exceptions import CheckpointError
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
 from . import _cd_kernels as kernels
 from ._dual import DualPoints, SequentialScreening, columns_nnz
-from ._support_newton import support_newton_step
+from ._support_newton import NewtonDual, support_newton_step
 from .base import History, Solver, Timer, certified_result, compiled_once
 
 __all__ = ["CoordinateDescent"]
@@ -294,9 +301,11 @@ class CoordinateDescent(Solver):
         kept = np.arange(d, dtype=np.int64) if screened is None else np.flatnonzero(~screened).astype(np.int64)
         norms = problem.column_norms()
         dual = DualPoints(problem)
+        newton_dual = NewtonDual(self.tol, self.verbose, self.gram_max, enabled=self.support_newton)
         history = History()
         st = _Loop(kept=kept, ws_size=self.first_working_set)
         stop_reason, converged, cert = "max_iter", False, None
+        polish = None  # the loss gradient's bounds after a final support-Newton step, when one is taken
         ck, saved = checkpoints.start(self, problem)
         if saved is not None:
             gradient_init = None  # the saved state says where the solve stands
@@ -337,6 +346,7 @@ class CoordinateDescent(Solver):
                         **st.checkpoint_entries(),
                         "best_dual": dual.best_dual,
                         "best_corr": dual.best_corr,
+                        "best_point": dual.best_point,
                         "history": history.as_dict(),
                         "rng": _numba_random_state(),
                         "elapsed": timer(),
@@ -346,6 +356,7 @@ class CoordinateDescent(Solver):
             if fit_intercept and not pt.centered and (st.full_pass or everything):
                 pt.recenter()  # b optimal for w before a certificate (sum_i c_i u_i = 0)
             objective = pt.objective
+            newton = None  # the support-Newton direction at this point, when solved for its dual point
             cols = st.kept if st.full_pass else st.ws
             shrink_at = st.vmax_prev / n if (everything or not st.full_pass) else np.inf
             # nnz: the support lies in cols (the working set holds every nonzero weight).
@@ -363,10 +374,15 @@ class CoordinateDescent(Solver):
             if st.full_pass:
                 g_loss = g if lam2 == 0.0 else g - lam2 * w
                 cert = dual.certificate(w, pt.b, pt.z, g_loss, st.kept, objective)
+                if cert.relative > self.tol and newton_dual.pays(pt, dual, vzero, nnz, g_loss, H, st.kept, objective):
+                    cert, newton = newton_dual.certificate(pt, dual, st.kept, g_loss, norms, H, vmax / lam1, objective)
                 if st.recorded != st.it:
                     st.recorded = self._record(history, st.it, objective, cert.value, nnz, timer, pt, m)
                 if cert.relative <= self.tol:
                     stop_reason, converged = cert.name, True
+                    if newton is not None:
+                        polish = newton_dual.polish(pt, newton, H, g_loss, st.kept, norms, vmax / lam1)
+                        st.it += polish is not None
                     break
                 # A step that no longer moves P (float resolution) ends the solve unless the
                 # certificate still halves: KKT violations can fall below what P resolves.
@@ -427,7 +443,12 @@ class CoordinateDescent(Solver):
                 # The support has settled and violates optimality more than any zero weight:
                 # a Newton step on the support (smooth there) instead of CD. After a step cut
                 # short by weights reaching zero, a CD step comes next (it moves them properly).
-                step, reads = support_newton_step(pt, support, H, kernels.NU, vmax / lam1, self.verbose, self.gram_max)
+                direction = None
+                if st.full_pass and newton is not None and np.array_equal(newton[0], support):
+                    direction = newton[1:]  # solved at this point for the certificate's dual point
+                step, reads = support_newton_step(
+                    pt, support, H, kernels.NU, vmax / lam1, self.verbose, self.gram_max, direction
+                )
                 pt.reads += reads
                 st.full_newton_step = step == 1.0
                 st.it += 1
@@ -487,6 +508,8 @@ class CoordinateDescent(Solver):
             cert = cert._replace(objective=final)
         if st.recorded == st.it:  # the last row is the returned point: its exact values
             history.objective[-1], history.certificate[-1] = final, cert.value
+        elif polish is not None:
+            st.recorded = self._record(history, st.it, final, cert.value, int(np.count_nonzero(w)), timer, pt, 0)
         if self.verbose:
             print(f"cd: {st.it} Newton steps, {len(history)} rows, {st.kept.shape[0]} of {d} features kept")
         result = certified_result(
@@ -503,8 +526,13 @@ class CoordinateDescent(Solver):
             line_search_failed=st.failed,
         )
         loss_gradient = np.zeros(d)
-        loss_gradient[st.kept] = g[st.kept] - lam2 * w[st.kept]  # the last full pass was at this point
+        if polish is None:
+            loss_gradient[st.kept] = g[st.kept] - lam2 * w[st.kept]  # the last full pass was at this point
+        else:
+            loss_gradient[st.kept] = polish
         result.loss_gradient = loss_gradient
+        if cert.name == "duality_gap":
+            result.dual_point = dual.best_point.copy()
         return result, st.kept
 
     def _record(self, history, it, objective, certificate, nnz, timer, pt, m):
@@ -621,7 +649,13 @@ def _restore(saved, problem, pt, wpd, g, H, dual, history, timer, st):
     pt.b = saved.scalar("b")
     pt.loss_sum, pt.pen = saved.scalar("loss_sum"), saved.scalar("pen")
     pt.reads, pt.centered = saved.scalar("reads", int, 0), saved.scalar("centered", bool)
-    for name, target in (("wpd", wpd), ("g", g), ("H", H), ("best_corr", dual.best_corr)):
+    for name, target in (
+        ("wpd", wpd),
+        ("g", g),
+        ("H", H),
+        ("best_corr", dual.best_corr),
+        ("best_point", dual.best_point),
+    ):
         saved.into(name, target)
     # ``active`` is not restored: each pass writes active[:m] before any step reads it (its tail
     # is scratch), so the saved copy would only be garbage to check.
