@@ -213,13 +213,13 @@ class NewtonDual:
 
         - a loss with a dual and the plain L1 penalty (the elastic net's dual is not rescaled:
           the residual's gap already falls with the suboptimality);
-        - a nonzero support and no zero weight violating optimality (with a feature still to
-          enter, the point's rescaling is as poor as the residual's);
+        - a nonzero support and no zero weight violating optimality by more than tol lam1 (a
+          feature still to enter: the point's rescaling would be as poor as the residual's);
         - the suboptimality that a diagonal Newton step on the support would remove,
           sum_j v_j^2 / (2 H_jj) (v_j: the support's KKT violations), within 10 tol P: the
           Newton point's gap is about the suboptimality left, so a larger one cannot certify."""
         penalty = pt.problem.penalty
-        if not (self.enabled and dual.has_dual and penalty.l2 == 0.0 and nnz > 0 and vzero <= 0.0):
+        if not (self.enabled and dual.has_dual and penalty.l2 == 0.0 and nnz > 0 and vzero <= self.tol * penalty.l1):
             return False
         support = kept[pt.w[kept] != 0.0]
         viol = g_loss[support] + penalty.l1 * np.sign(pt.w[support])
