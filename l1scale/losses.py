@@ -403,15 +403,27 @@ def weighted_terms(kind, y, z, c, r, D):
     return total
 
 
+@njit(cache=True, nogil=True, inline="always")
+def loss_slopes(kind, y, z):
+    """(derivative, curvature) at one margin; the logistic branch shares one exp (the
+    intercept's Newton solve evaluates them n times per step, and the exps are its cost)."""
+    if kind == LOGISTIC:
+        m = y * z
+        e = math.exp(-abs(m))
+        q = 1.0 / (1.0 + e)
+        return (-y * e * q if m > 0.0 else -y * q), e * q * q
+    return loss_derivative(kind, y, z), loss_curvature(kind, y, z)
+
+
 @njit(cache=True, nogil=True)
 def weighted_derivatives(kind, y, z, b, c):
     """(sum_i c_i loss'(y_i, z_i + b), sum_i c_i loss''(y_i, z_i + b)): the first two derivatives
     in b of the weighted loss, in one pass (the intercept's Newton solve). Shapes (n,)."""
     grad, curv = 0.0, 0.0
     for i in range(z.shape[0]):
-        zi = z[i] + b
-        grad += c[i] * loss_derivative(kind, y[i], zi)
-        curv += c[i] * loss_curvature(kind, y[i], zi)
+        d1, d2 = loss_slopes(kind, y[i], z[i] + b)
+        grad += c[i] * d1
+        curv += c[i] * d2
     return grad, curv
 
 
