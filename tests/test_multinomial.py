@@ -247,16 +247,24 @@ def test_integer_sample_weights_equal_repeated_rows():
 
 
 def test_a_binary_problem_is_solved_as_the_two_class_softmax():
+    """The two-class softmax at lam1' = lam1, lam2' = 2 lam2 has the binary optimum v = w1 - w0,
+    b = b1 - b0; handed a binary problem, multinomial_cd returns that optimum (found by CD)."""
     X, y = _small(9, K=2)
     y = np.where(y == 1, 1.0, -1.0)
     for l1_ratio in (1.0, 0.6):
         problem = Problem(X, y, lam_ratio=0.1, l1_ratio=l1_ratio)
         cd = CoordinateDescent(tol=1e-12).solve(problem)
+        lam, r = problem.penalty.lam, l1_ratio
+        two = MultinomialProblem(X, y > 0, lam * (2.0 - r), l1_ratio=r / (2.0 - r))
+        softmax = MultinomialCD(tol=1e-12).solve(two)
+        v, b = softmax.coef[1] - softmax.coef[0], softmax.intercept[1] - softmax.intercept[0]
+        assert problem.objective(v, b) == pytest.approx(cd.objective, rel=1e-10)
+        assert softmax.objective == pytest.approx(cd.objective, rel=1e-10)
+        np.testing.assert_allclose(v, cd.coef, atol=1e-5)
         ours = MultinomialCD(tol=1e-12).solve(problem)
         assert ours.coef.shape == (X.shape[1],) and isinstance(ours.intercept, float)
-        assert ours.objective == pytest.approx(cd.objective, rel=1e-10)
-        np.testing.assert_allclose(ours.coef, cd.coef, atol=1e-6)
-        assert 0.0 <= ours.relative_certificate <= 1e-10
+        assert ours.objective == pytest.approx(cd.objective, rel=1e-12)
+        assert 0.0 <= ours.relative_certificate <= 1e-12
     with pytest.raises(ValueError, match="softmax"):
         MultinomialCD().solve(Problem(X, y, "squared_hinge", 0.01))
 

@@ -503,6 +503,8 @@ class CoordinateDescent(Solver):
         final = pt.exact_objective()
         if cert.name == "duality_gap":
             gap = final - dual.best_dual
+            if -1e-13 * abs(final) < gap < 0.0:
+                gap = 0.0  # both sides equal at the optimum: below zero by rounding only
             cert = cert._replace(value=gap, relative=gap / max(abs(final), 1e-300), objective=final)
         else:
             cert = cert._replace(objective=final)

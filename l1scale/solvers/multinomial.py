@@ -35,10 +35,11 @@ P - Y rescaled into the dual feasible set, at intercepts made exactly optimal fi
 Newton solve), which puts the residual in the dual's constraint sum_i c_i (P_i - Y_i) = 0.
 
 Handed a binary :class:`~l1scale.problems.Problem` (logistic loss, labels -1 / +1), the solver
-fits the equivalent two-class softmax model: with W = (w0, w1) the loss depends on
-v = w1 - w0 only, and min ||w0||_1 + ||w1||_1 over w1 - w0 = v is ||v||_1 (min of the squared
-norms: ||v||^2 / 2), so at lam1' = lam1, lam2' = 2 lam2 its optimum is the binary optimum
-v = w1 - w0, b = b1 - b0, which is returned with the binary problem's own certificate.
+returns the binary CD solver's solution: the two-class softmax model is equivalent (with
+W = (w0, w1) the loss depends on v = w1 - w0 only, and min ||w0||_1 + ||w1||_1 over w1 - w0 = v is
+||v||_1, min of the squared norms ||v||^2 / 2, so at lam1' = lam1, lam2' = 2 lam2 its optimum is the
+binary optimum v = w1 - w0, b = b1 - b0; tested), and the binary solver finds it without a second
+copy of every weight.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from . import _multinomial_kernels as kernels
 from ._dual import columns_nnz
 from ._multinomial_newton import newton_dual_value
 from .base import History, Solver, Timer, certified_result, compiled_once
+from .cd import CoordinateDescent
 
 __all__ = ["MultinomialCD"]
 
@@ -186,38 +188,19 @@ class MultinomialCD(Solver):
         return self._solve(problem, _State(problem, W, b), timer, compile_seconds)
 
     def _solve_binary(self, problem, coef_init, intercept_init):
-        """A binary logistic Problem as the two-class softmax (module docstring)."""
-        pen = problem.penalty
-        r = pen.l1_ratio
-        two = MultinomialProblem(
-            problem.X,
-            problem.y > 0,
-            pen.lam * (2.0 - r),
-            l1_ratio=r / (2.0 - r),
-            fit_intercept=problem.fit_intercept,
-            sample_weight=problem.c,
+        """A binary logistic Problem: the binary CD solver's optimum is the two-class softmax's
+        (module docstring), found without the second class's copy of every weight (splice: a
+        third of the time of the softmax solve)."""
+        solver = CoordinateDescent(
+            tol=self.tol,
+            max_iter=self.max_iter,
+            max_inner=self.max_inner,
+            random_state=self.random_state,
+            callback=self.callback,
+            verbose=self.verbose,
+            working_set=self.working_set,
         )
-        coef2 = intercept2 = None
-        if coef_init is not None:
-            v = np.asarray(coef_init, dtype=np.float64).reshape(-1)
-            coef2 = np.vstack([-0.5 * v, 0.5 * v])
-        if intercept_init is not None:
-            intercept2 = np.array([-0.5, 0.5]) * float(intercept_init)
-        result = self.solve(two, coef2, intercept2)
-        v = result.coef[1] - result.coef[0]
-        b = float(result.intercept[1] - result.intercept[0]) if problem.fit_intercept else 0.0
-        if problem.fit_intercept:
-            b = problem.optimal_intercept(problem.X @ v, b)
-        cert = problem.certificate(v, b)
-        # Both gaps bound P_binary(v, b) - P*: the binary one, and the softmax one (P_binary(v, b)
-        # <= P_softmax(W, b) and the optima are equal). The smaller, rounding below zero as zero.
-        gap = min(cert.value, result.certificate)
-        if -1e-13 * abs(cert.objective) < gap < 0.0:
-            gap = 0.0
-        result.coef, result.intercept, result.objective = v, b, cert.objective
-        result.certificate, result.relative_certificate = gap, gap / max(abs(cert.objective), 1e-300)
-        result.converged = result.converged or result.relative_certificate <= self.tol
-        return result
+        return solver.solve(problem, coef_init, intercept_init)
 
     # ------------------------------------------------------------------ the solve
     def _solve(self, problem, st, timer, compile_seconds):
