@@ -62,7 +62,7 @@ def support_newton_direction(pt, support, H, nu, violation, verbose=0, gram_max=
     reads += 2 * columns_nnz(problem.columns, support)
     if verbose > 1:
         print(f"   support newton: |S|={k} cg products={products}")
-    return grad, step, reads
+    return grad, step, reads, products >= _CG_MAX_ITER
 
 
 def newton_dual_point(pt, support, step, kept, g_loss, norms):
@@ -131,22 +131,23 @@ def support_newton_step(pt, support, H, nu, violation, verbose=0, gram_max=0, di
         The largest KKT violation relative to lam1 at the current point (sets CG's tolerance).
     gram_max : int
         Largest support whose CG products may be taken on its Gram matrix.
-    direction : (grad, step) from :func:`support_newton_direction` at this point, optional
-        (solved here when not given).
+    direction : (grad, step, capped) from :func:`support_newton_direction` at this point,
+        optional (solved here when not given).
 
-    Returns (the step length taken, 0.0 when rejected; nonzeros of X read).
+    Returns (the step length taken, 0.0 when rejected; nonzeros of X read; whether CG stopped
+    at its cap of products, i.e. the system is too ill-conditioned to solve in that many).
     """
     problem, w = pt.problem, pt.w
     k, fit_b = support.shape[0], problem.fit_intercept
     if k == 0:
-        return 0.0, 0
+        return 0.0, 0, False
     lam1, lam2 = problem.penalty.l1, problem.penalty.l2
     arrays = problem.columns.arrays
     reads = 0
     if direction is None:
-        grad, step, reads = support_newton_direction(pt, support, H, nu, violation, verbose, gram_max)
+        grad, step, reads, capped = support_newton_direction(pt, support, H, nu, violation, verbose, gram_max)
     else:
-        grad, step = direction
+        grad, step, capped = direction
     wS, sign = w[support], np.sign(w[support])
     size = k + int(fit_b)
     work = np.empty(problem.n_samples)
@@ -177,10 +178,10 @@ def support_newton_step(pt, support, H, nu, violation, verbose=0, gram_max=0, di
             pt.accept()
             pt.loss_sum += loss_change
             pt.pen += pen_change
-            return t, reads
+            return t, reads, capped
         t *= 0.5
     # Rejected: r and D hold a trial's values; the caller makes them afresh.
-    return 0.0, reads
+    return 0.0, reads, capped
 
 
 class NewtonDual:
@@ -228,19 +229,19 @@ class NewtonDual:
 
     def certificate(self, pt, dual, kept, g_loss, norms, H, violation, objective):
         """The best dual point's certificate once the Newton point's is offered, and the step
-        ``(support, grad, step)`` (the step itself is not taken).
+        ``(support, grad, step, capped)`` (the step itself is not taken).
 
         CG is solved until the support's correlations are within about a tenth of tol of lam1
         (relative): the error shrinks the dual point by as much, and the gap grows with it; a
         tighter solve buys the dual nothing."""
         support = kept[pt.w[kept] != 0.0]
         rtol = 0.1 * self.tol / max(violation, 1e-300)
-        grad, step, reads = support_newton_direction(
+        grad, step, reads, capped = support_newton_direction(
             pt, support, H, kernels.NU, violation, self.verbose, self.gram_max, rtol
         )
         u, v, more = newton_dual_point(pt, support, step, kept, g_loss, norms)
         pt.reads += reads + more
-        return dual.offer(pt.w, pt.b, pt.z, u, v, kept, objective), (support, grad, step)
+        return dual.offer(pt.w, pt.b, pt.z, u, v, kept, objective), (support, grad, step, capped)
 
     def polish(self, pt, newton, H, g_loss, kept, norms, violation):
         """Once the Newton point's dual has certified tol, take the step it came from (already
@@ -252,10 +253,12 @@ class NewtonDual:
         the old gradient (exact on the support; elsewhere |g_j| + ||x_j||_c ||r_new - r||_{1/c}:
         a path's carried screening needs bounds, not values), or None when the step was rejected
         (the iterate is then as it was)."""
-        support, grad, step = newton
+        support, grad, step, capped = newton
         problem = pt.problem
         r_before = pt.r.copy()
-        t, reads = support_newton_step(pt, support, H, kernels.NU, violation, self.verbose, self.gram_max, (grad, step))
+        t, reads, _ = support_newton_step(
+            pt, support, H, kernels.NU, violation, self.verbose, self.gram_max, (grad, step, capped)
+        )
         pt.reads += reads
         if t == 0.0:
             pt.recenter()  # r and D hold a trial's values: back to the certified point's
