@@ -395,6 +395,8 @@ def write_markdown(path, blob):
         L.append("")
     if njobs:
         L.append("## n_jobs speed-ups\n")
+        if meta.get("njobs_from"):  # a paths-only run that kept an earlier run's n_jobs figures
+            L.append(f"(From {meta['njobs_from']}.)\n")
         L.append(
             "Wall seconds of the whole fit, median of "
             f"{args['njobs_repeats']} (each in a forked child); speed-up = time(n_jobs=1) / time(n_jobs=2). "

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DualPoints", "SequentialScreening", "columns_nnz"]
+__all__ = ["DualPoints", "SequentialScreening", "columns_nnz", "residual_distance"]
 
 # A feature is screened out only when its bound is below lam1 by this relative margin, so
 # that rounding in the dual quantities can never remove a feature of the support.
@@ -139,10 +139,7 @@ class SequentialScreening:
         ``c * loss'(y, z)``, and loss gradient ``X^T residual`` known on the features ``exact``
         (every other feature is zero at ``problem``'s optimum)."""
         if self.residual is not None:
-            moved = self.c > 0.0  # rows of zero weight have a zero residual
-            shift = residual[moved] - self.residual[moved]
-            # Summed by NumPy, not a BLAS dot (see ElasticNet.value: threaded dots stall on busy cores).
-            self.corr += self.norms * np.sqrt(float((shift * shift / self.c[moved]).sum()))
+            self.corr += self.norms * residual_distance(residual, self.residual, self.c)
         self.residual = residual.copy()
         v = loss_gradient[exact]
         cert = problem.certificate_from(w[exact], b, z, None, v, primal=primal)
@@ -167,6 +164,16 @@ class SequentialScreening:
         radius = np.sqrt(2.0 * problem.loss.curvature_bound * max(cert.value, 0.0))
         bound = scale * self.corr + self.norms * radius
         return (bound < pen.l1 * (1.0 - _SCREEN_MARGIN)) & (w == 0.0)
+
+
+def residual_distance(r_new, r_old, c) -> float:
+    """||(r_new - r_old) / c||_c = sqrt(sum_i (r_new_i - r_old_i)^2 / c_i) over the rows of positive
+    weight (the others have a zero residual), for c-weighted residuals r = c loss': by
+    Cauchy-Schwarz, |x_j^T r_new - x_j^T r_old| <= ||x_j||_c times it."""
+    rows = c > 0.0
+    shift = r_new[rows] - r_old[rows]
+    # Summed by NumPy, not a BLAS dot (see ElasticNet.value: threaded dots stall on busy cores).
+    return float(np.sqrt((shift * shift / c[rows]).sum()))
 
 
 def columns_nnz(columns, cols) -> int:

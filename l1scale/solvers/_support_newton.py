@@ -20,7 +20,7 @@ import numpy as np
 
 from ..losses import weighted_terms_along
 from . import _cd_kernels as kernels
-from ._dual import columns_nnz
+from ._dual import columns_nnz, residual_distance
 
 __all__ = ["NewtonDual", "newton_dual_point", "support_newton_direction", "support_newton_step"]
 
@@ -102,7 +102,7 @@ def newton_dual_point(pt, support, step, kept, g_loss, norms):
             shift -= (float((pt.r + shift).sum()) / total) * pt.D
     u_c = pt.r + shift  # c * u
     rows = c > 0.0
-    drift = np.sqrt(float((shift[rows] * shift[rows] / c[rows]).sum()))
+    drift = residual_distance(u_c, pt.r, c)
     bound = np.abs(g_loss[kept]) + norms[kept] * drift
     lam1 = problem.penalty.l1
     exact = (bound >= lam1 * (1.0 - 1e-3)) | (pt.w[kept] != 0.0)
@@ -264,9 +264,7 @@ class NewtonDual:
             pt.recenter()  # r and D hold a trial's values: back to the certified point's
             return None
         pt.centered = False
-        rows = problem.c > 0.0
-        shift = pt.r[rows] - r_before[rows]
-        drift = np.sqrt(float((shift * shift / problem.c[rows]).sum()))
+        drift = residual_distance(pt.r, r_before, problem.c)
         bounds = np.copysign(np.abs(g_loss[kept]) + norms[kept] * drift, g_loss[kept])
         exact = np.empty(support.shape[0] + int(problem.fit_intercept))
         kernels.support_gradient(*problem.columns.arrays, support, pt.r, problem.fit_intercept, exact)
