@@ -337,6 +337,14 @@ def package_versions(dists) -> dict:
     return out
 
 
+def rerender(json_path, render) -> int:
+    """``--from-json``: write the markdown report of an earlier run's JSON beside it (``render(doc)``,
+    the benchmark's own), without running anything; returns the exit status 0."""
+    path = Path(json_path)
+    path.with_suffix(".md").write_text(render(json.loads(path.read_text())))
+    return 0
+
+
 def jsonable(o):
     """``o`` with numpy arrays as lists, numpy scalars as Python numbers, tuples as lists,
     NaN / inf as None."""

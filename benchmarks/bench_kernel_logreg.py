@@ -35,7 +35,17 @@ Writes benchmarks/results/kernel_logreg.{md,json} (``_quick`` suffix with --quic
 
 from __future__ import annotations
 
-from _common import DATA_DIR, RESULTS_DIR, command_line, machine, repo_on_path, single_thread, utc_now, versions
+from _common import (
+    DATA_DIR,
+    RESULTS_DIR,
+    command_line,
+    machine,
+    repo_on_path,
+    rerender,
+    single_thread,
+    utc_now,
+    versions,
+)
 
 single_thread()  # before numpy is imported
 repo_on_path()
@@ -385,9 +395,7 @@ def main(argv=None):
     ap.add_argument("--from-json", help="only re-render the markdown of an earlier run")
     args = ap.parse_args(argv)
     if args.from_json:
-        doc = json.loads(Path(args.from_json).read_text())
-        Path(args.from_json).with_suffix(".md").write_text(render(doc))
-        return 0
+        return rerender(args.from_json, render)
     from l1scale.data.features import RandomFourierFeatures, RBFKernelFeatures
 
     q = args.quick

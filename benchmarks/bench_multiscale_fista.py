@@ -29,7 +29,17 @@ Writes benchmarks/results/multiscale_fista.{md,json}.
 
 from __future__ import annotations
 
-from _common import DATA_DIR, RESULTS_DIR, command_line, machine, repo_on_path, single_thread, utc_now, versions
+from _common import (
+    DATA_DIR,
+    RESULTS_DIR,
+    command_line,
+    machine,
+    repo_on_path,
+    rerender,
+    single_thread,
+    utc_now,
+    versions,
+)
 
 single_thread()  # before numpy is imported
 repo_on_path()
@@ -261,9 +271,7 @@ def main(argv=None):
     ap.add_argument("--from-json", help="only re-render the markdown of an earlier run")
     args = ap.parse_args(argv)
     if args.from_json:
-        doc = json.loads(Path(args.from_json).read_text())
-        Path(args.from_json).with_suffix(".md").write_text(render(doc))
-        return 0
+        return rerender(args.from_json, render)
     warnings.simplefilter("ignore")
     t_start = time.perf_counter()
     Z, digits, sigma = features(args.data_dir, args.seed)

@@ -38,6 +38,7 @@ from _common import (
     machine,
     peak_rss_mib,
     repo_on_path,
+    rerender,
     reset_peak_rss,
     run_worker,
     serve_worker,
@@ -335,9 +336,7 @@ def main(argv=None):
     out = Path(args.out)
     suffix = "_quick" if args.quick else ""
     if args.from_json:
-        doc = json.loads(Path(args.from_json).read_text())
-        Path(args.from_json).with_suffix(".md").write_text(render(doc))
-        return 0
+        return rerender(args.from_json, render)
     if args.quick:
         args.n, args.d, args.max_active, args.n_informative, args.lam_ratio = 5_000, 20_000, 300, 50, 0.05
         args.chunk_rows = 2_000
