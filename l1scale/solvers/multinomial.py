@@ -137,10 +137,8 @@ class MultinomialCD(Solver):
     max_line_search = 30
     # Inexact Newton: each model solved until its violations sum to at most
     # min(forcing, (vsum / vsum_first) ** forcing_power) times the outer ones (measured on digits
-    # and wine: a fixed fraction converges linearly, power 1 over-solves the early models; with the
-    # Newton point's dual certifying, 0.25 reads 5-10% less than 0.1 on digits and 30-60% less to
-    # 1e-4 and 1e-6 on mnist10k, 0.5 over-solves less still but converges slower near the end).
-    forcing = 0.25
+    # and wine: a fixed fraction converges linearly, power 1 over-solves the early models).
+    forcing = 0.1
     forcing_power = 0.5
     inner_shrinking = True
     # Offer the dual point of the support's Newton step when the residual's certificate misses tol.
