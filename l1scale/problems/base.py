@@ -55,6 +55,16 @@ class Certificate(NamedTuple):
     relative: float
     objective: float
 
+    @classmethod
+    def duality_gap(cls, primal, dual) -> Certificate:
+        """The certificate of a primal and a dual value; a gap below zero by rounding only
+        (within 1e-13 P: both sides equal at the optimum) is reported as 0."""
+        primal = float(primal)
+        gap = primal - float(dual)
+        if -1e-13 * abs(primal) < gap < 0.0:
+            gap = 0.0
+        return cls("duality_gap", gap, gap / max(abs(primal), 1e-300), primal)
+
 
 class InMemoryProblemBase:
     """What the in-memory problems (binary and multinomial) share: ``with_lam``, ``lam`` and

@@ -262,10 +262,5 @@ class MultinomialProblem(InMemoryProblemBase):
 
     @staticmethod
     def gap_certificate(primal, dual) -> Certificate:
-        """The Certificate of a primal and a dual value; a gap below zero by rounding only
-        (within 1e-13 P: both sides equal at the optimum) is reported as 0."""
-        primal = float(primal)
-        gap = primal - float(dual)
-        if -1e-13 * abs(primal) < gap < 0.0:
-            gap = 0.0
-        return Certificate("duality_gap", gap, gap / max(abs(primal), 1e-300), primal)
+        """The Certificate of a primal and a dual value (:meth:`Certificate.duality_gap`)."""
+        return Certificate.duality_gap(primal, dual)

@@ -40,7 +40,7 @@ def support_newton_direction(pt, support, H, nu, violation, verbose=0, gram_max=
     Parameters: as :func:`support_newton_step`; ``rtol``, CG's relative residual, defaults to
     the square of ``violation`` (see ``_CG_RTOL_RANGE``). Returns (the system's right side negated,
     i.e. the gradient of P on the support, ``grad`` (k [+ 1],); its solution ``step``; nonzeros
-    of X read)."""
+    of X read; whether CG stopped at its cap of products)."""
     problem, w = pt.problem, pt.w
     k, fit_b = support.shape[0], problem.fit_intercept
     lam1, lam2 = problem.penalty.l1, problem.penalty.l2

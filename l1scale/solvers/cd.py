@@ -40,13 +40,12 @@ Certificates (``_dual.DualPoints``): the duality gap of the best dual point seen
 feasible dual point bounds P* from below), each new one the rescaled residual at an
 iterate; the KKT violation for losses without a conjugate (probit). The rescaled residual's
 gap falls only as the square root of the suboptimality (one violated KKT condition shrinks all
-of it), so when it misses tol while no zero weight violates optimality, the residual that the
-quadratic model predicts at the support's Newton point is offered too
+of it), so when it misses tol while no zero weight violates optimality by more than tol lam1,
+the residual that the quadratic model predicts at the support's Newton point is offered too
 (``_support_newton.NewtonDual``): its correlations meet the support's KKT conditions, and its
 gap is about the suboptimality itself; when it certifies, that Newton step is taken and the
 solve stops. The best dual point is returned (``Result.dual_point``), so that anyone can
-check the gap (``Problem.dual_value``). A certificate is
-taken at every full pass (it costs one pass over the n margins on top of the gradient
+check the gap (``Problem.dual_value``). A certificate is taken at every full pass (it costs one pass over the n margins on top of the gradient
 pass), so that ``tol`` stops the solve as soon as it can. With an intercept, b is made
 exactly optimal for w before each full pass (a 1-D Newton solve on the margins, itself a
 descent step), so that sum_i c_i u_i = 0 as the dual needs. Gap-safe screening removes,
@@ -64,6 +63,7 @@ import numpy as np
 from .. import checkpoint as checkpoints
 from ..exceptions import CheckpointError
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
+from ..problems.base import Certificate
 from . import _cd_kernels as kernels
 from ._dual import DualPoints, SequentialScreening, columns_nnz
 from ._support_newton import NewtonDual, support_newton_step
@@ -507,10 +507,7 @@ class CoordinateDescent(Solver):
                 pt.centered = False
         final = pt.exact_objective()
         if cert.name == "duality_gap":
-            gap = final - dual.best_dual
-            if -1e-13 * abs(final) < gap < 0.0:
-                gap = 0.0  # both sides equal at the optimum: below zero by rounding only
-            cert = cert._replace(value=gap, relative=gap / max(abs(final), 1e-300), objective=final)
+            cert = Certificate.duality_gap(final, dual.best_dual)
         else:
             cert = cert._replace(objective=final)
         if st.recorded == st.it:  # the last row is the returned point: its exact values
