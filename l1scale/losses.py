@@ -325,6 +325,17 @@ def loss_curvature(kind, y, z):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def conjugate_domain_clip(kind, y, u):
+    """The point of the conjugate's (closed) domain nearest to u: logistic -y u in [0, 1],
+    squared hinge y u <= 0, squared: all of R (probit and hinge: u unchanged)."""
+    if kind == LOGISTIC:
+        return -y * min(max(-y * u, 0.0), 1.0)
+    if kind == SQUARED_HINGE:
+        return u if y * u <= 0.0 else 0.0
+    return u
+
+
+@njit(cache=True, nogil=True, inline="always")
 def loss_conjugate(kind, y, u):
     """Convex conjugate of z -> loss(y, z) at u; NaN for losses without one."""
     if kind == LOGISTIC:

@@ -80,7 +80,7 @@ def test_the_model_solved_on_its_gram_matrix_has_the_same_minimiser(fit_intercep
         kernels.seed(0)
         model = kernels.QuadraticModel(g, H, w, wpd, xTd, D, g_b)
         settings = kernels.InnerSettings(lam1, 0.0, fit_intercept, 1e-15, 20_000, gram_first, gram_max)
-        d_b, sweeps, reads, used = kernels.newton_direction(*arrays, active, d, model, settings)
+        d_b, sweeps, reads, used, _ = kernels.newton_direction(*arrays, active, d, model, settings)
         assert used == (name != "plain")
         out[name] = (wpd, d_b, xTd, sweeps)
     assert out["plain"][3] > 10  # ill-conditioned: "switch" changed over after its first sweeps

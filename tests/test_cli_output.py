@@ -116,7 +116,8 @@ def test_path_saves_the_chosen_model_and_a_plot(files, tmp_path):
     # what `train --lam` gives at that lam
     trained = tmp_path / "trained.l1m"
     ok("train", files["train"], "--lam", repr(doc["chosen_lam"]), "--tol", "1e-10", "-q", "-o", trained)
-    np.testing.assert_allclose(est.coef_, load(trained).coef_, atol=1e-4)
+    # The path's tol (1e-6) bounds the suboptimality; the coefficients agree to about its square root.
+    np.testing.assert_allclose(est.coef_, load(trained).coef_, atol=1e-3)
     usage = run("path", files["train"], "--cv", "0", "-o", tmp_path / "none.l1m")
     assert usage.exit_code == 2 and "--cv" in usage.stderr and not (tmp_path / "none.l1m").exists()
 

@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit
 
 from ..data.memory import column, column_moments
+from ..losses import conjugate_domain_clip
 
 # Curvature floor of the quadratic model (liblinear's nu): keeps H_jj > 0 on
 # columns whose rows all have zero curvature.
@@ -296,6 +297,52 @@ def gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at):
 
 
 @njit(cache=True, nogil=True)
+def gram_support_solve(active, local, m, g, w, wpd, Q, Qd, d_b, g_b, lam1, lam2):
+    """The quadratic model's minimiser with the signs of w + d held (Newton on the model's
+    support): one linear solve on the nonzero coordinates of w + d (and the intercept when Q
+    has its row), taken only when no sign changes (else nothing moves: CD goes on).
+    Updates wpd and Qd; returns (the intercept's step, multiply-adds done)."""
+    size = Q.shape[0]
+    fit_b = size > m
+    k = 0
+    for s in range(m):
+        if wpd[active[s]] != 0.0:
+            k += 1
+    n_sys = k + (1 if fit_b else 0)
+    if k == 0 or n_sys > 1500:
+        return 0.0, 0
+    pos = np.empty(n_sys, dtype=np.int64)  # rows of Q
+    feat = np.empty(k, dtype=np.int64)
+    rhs = np.empty(n_sys)
+    t = 0
+    for s in range(m):
+        j = active[s]
+        if wpd[j] != 0.0:
+            pos[t], feat[t] = local[s], j
+            rhs[t] = -(g[j] + (lam2 + NU) * (wpd[j] - w[j]) + Qd[local[s]] + lam1 * np.sign(wpd[j]))
+            t += 1
+    if fit_b:
+        pos[k] = size - 1
+        rhs[k] = -(g_b + NU * d_b + Qd[size - 1])
+    A = np.empty((n_sys, n_sys))
+    for a in range(n_sys):
+        for b in range(n_sys):
+            A[a, b] = Q[pos[a], pos[b]]
+        A[a, a] += (lam2 + NU) if a < k else NU
+    x = np.linalg.solve(A, rhs)
+    for t in range(k):
+        if np.sign(wpd[feat[t]] + x[t]) != np.sign(wpd[feat[t]]):
+            return 0.0, n_sys**3 // 3
+    for t in range(k):
+        wpd[feat[t]] += x[t]
+    for t in range(n_sys):
+        xt = x[t]
+        for a in range(size):
+            Qd[a] += xt * Q[pos[t], a]
+    return (x[k] if fit_b else 0.0), n_sys**3 // 3 + n_sys * size
+
+
+@njit(cache=True, nogil=True)
 def gram_intercept_step(g_b, d_b, Q, Qd):
     """:func:`intercept_step` on the Gram matrix's border; updates Qd."""
     b = Q.shape[0] - 1
@@ -324,8 +371,11 @@ class QuadraticModel(NamedTuple):
 
 class InnerSettings(NamedTuple):
     """How :func:`newton_direction` solves the model: the penalty (lam1, lam2), whether the
-    intercept moves, the stopping sum of violations and sweep cap, and the Gram-matrix choice
-    (``gram_first``: build it at once; ``gram_max``: the largest model solved on it)."""
+    intercept moves, the stopping sum of violations and sweep cap, the Gram-matrix choice
+    (``gram_first``: build it at once; ``gram_max``: the largest model solved on it), and when
+    to solve the model on to ``dual_tol`` for its dual point: once the model predicts a
+    decrease of P of at most ``dual_decrease`` (0: never), until its largest violation is
+    at most ``dual_tol``."""
 
     lam1: float
     lam2: float
@@ -334,6 +384,8 @@ class InnerSettings(NamedTuple):
     max_inner: int
     gram_first: bool
     gram_max: int
+    dual_decrease: float = 0.0
+    dual_tol: float = 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -351,11 +403,17 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     (rent-or-buy: never much more than the better of the two). ``gram_first`` builds it
     at once (the last model needed it); ``gram_max`` bounds m_outer for it (memory
     (m_outer + 1)^2 floats).
+    With ``dual_decrease`` > 0, a model whose minimiser (at inner_tol) lowers P by at most
+    that much is solved on until its largest violation is at most ``dual_tol``: the residual it
+    predicts there is then a dual point whose gap is about the suboptimality
+    (:func:`model_dual_point`).
     Returns (d_b, sweeps, work: nonzeros read plus the Gram matrix's multiply-adds, whether
-    the Gram matrix was used).
+    the Gram matrix was used, whether the model was solved on to dual_tol).
     """
     g, H, w, wpd, xTd, D, g_b = model
-    lam1, lam2, fit_intercept, inner_tol, max_inner, gram_first, gram_max = settings
+    lam1, lam2, fit_intercept, inner_tol, max_inner, gram_first, gram_max, dual_decrease, dual_tol = settings
+    tight = False  # solved on to dual_tol: the model's minimiser gives a dual point
+    solves = 0  # linear solves on the model's support (tight, on the Gram matrix)
     xTd[:] = 0.0
     n = xTd.shape[0]
     m, shrink_at, d_b, reads, sweeps = m_outer, np.inf, 0.0, 0, 0
@@ -402,12 +460,37 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
                 d_b += step
                 vmax, vsum = max(vmax, viol), vsum + viol
         sweeps += 1
-        if vsum <= inner_tol:
+        if tight and vmax <= dual_tol:
             if m == m_outer:
                 break
+            m, shrink_at = m_outer, np.inf  # one sweep over the whole set decides
+            continue
+        if tight and use_gram and m == m_outer and solves < 4:
+            # CD converges linearly, and slowly on an ill-conditioned model; with the signs found,
+            # the model's minimiser is one linear solve on the nonzero coordinates.
+            solves += 1
+            step_b, work = gram_support_solve(active, local, m_outer, g, w, wpd, Q, Qd, d_b, g_b, lam1, lam2)
+            d_b += step_b
+            reads += work
+        if vsum <= inner_tol:
+            if m == m_outer:
+                if tight or dual_decrease <= 0.0:
+                    break
+                # Close to the optimum (the model predicts a small decrease): solve on, so that
+                # the residual it predicts at its minimiser meets the KKT conditions to dual_tol.
+                if use_gram:
+                    value = _model_value_gram(active, local, m_outer, g, w, wpd, Qd, d_b, g_b, lam1, lam2)
+                else:
+                    value = _model_value(active, m_outer, g, w, wpd, xTd, D, d_b, g_b, lam1, lam2)
+                if -value > dual_decrease:
+                    break
+                tight, inner_tol = True, 0.0  # on until the largest violation is <= dual_tol
+                if vmax <= dual_tol:
+                    break
             m, shrink_at = m_outer, np.inf
         else:
             shrink_at = vmax / n
+    tight = tight and vmax <= dual_tol and m == m_outer
     if use_gram:  # X d + d_b for the line search, from the moved coordinates
         xTd[:] = d_b
         for s in range(m_outer):
@@ -418,7 +501,86 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
                 for p in range(rows.shape[0]):
                     xTd[rows[p]] += dj * vals[p]
                 reads += rows.shape[0]
-    return d_b, sweeps, reads, use_gram
+    return d_b, sweeps, reads, use_gram, tight
+
+
+@njit(cache=True, nogil=True)
+def _model_value(active, m, g, w, wpd, xTd, D, d_b, g_b, lam1, lam2):
+    """The model's value at d = wpd - w (and d_b) minus its value at 0, from X d + d_b."""
+    acc = g_b * d_b + 0.5 * NU * d_b * d_b
+    for k in range(m):
+        j = active[k]
+        dj = wpd[j] - w[j]
+        acc += g[j] * dj + 0.5 * (lam2 + NU) * dj * dj + lam1 * (abs(wpd[j]) - abs(w[j]))
+    quad = 0.0
+    for i in range(xTd.shape[0]):
+        quad += D[i] * xTd[i] * xTd[i]
+    return acc + 0.5 * quad
+
+
+@njit(cache=True, nogil=True)
+def _model_value_gram(active, local, m, g, w, wpd, Qd, d_b, g_b, lam1, lam2):
+    """:func:`_model_value` from the Gram matrix's Q (d, d_b) (its last row: the intercept's)."""
+    acc = (g_b + 0.5 * Qd[Qd.shape[0] - 1]) * d_b + 0.5 * NU * d_b * d_b if d_b != 0.0 else 0.0
+    for k in range(m):
+        j = active[k]
+        dj = wpd[j] - w[j]
+        acc += (g[j] + 0.5 * Qd[local[k]]) * dj + 0.5 * (lam2 + NU) * dj * dj + lam1 * (abs(wpd[j]) - abs(w[j]))
+    return acc
+
+
+@njit(cache=True, nogil=True)
+def _shifted_point(kind, y, c, v, D, delta, u_c):
+    """u_c = c * (the conjugate's domain point nearest to (v - delta D) / c), row by row (rows of
+    zero weight: 0). Returns (sum u_c, sum |u_c|)."""
+    total, size = 0.0, 0.0
+    for i in range(v.shape[0]):
+        u_c[i] = c[i] * conjugate_domain_clip(kind, y[i], (v[i] - delta * D[i]) / c[i]) if c[i] > 0.0 else 0.0
+        total += u_c[i]
+        size += abs(u_c[i])
+    return total, size
+
+
+@njit(cache=True, nogil=True)
+def model_dual_point(kind, y, c, r, D, xTd, fit_intercept, u_c):
+    """u_c = r + D (X d + d_b): the residual (c-weighted) that the quadratic model predicts at
+    its minimiser, made a dual point: each row moved into the conjugate's domain (a long step
+    takes the linearised residual out of it) and, with an intercept, shifted along D first,
+    by the delta that makes sum_i u_c_i = 0 (the dual's constraint; the sum is monotone in
+    delta: a bracket, then regula falsi). Returns whether the sum reached zero (to 1e-12 of
+    sum |u_c|). Shapes (n,)."""
+    v = r + D * xTd
+    fa, size = _shifted_point(kind, y, c, v, D, 0.0, u_c)
+    if not fit_intercept or abs(fa) <= 1e-12 * size:
+        return True
+    weight = 0.0
+    for i in range(v.shape[0]):
+        if c[i] > 0.0:
+            weight += D[i]
+    if weight <= 0.0:
+        return False
+    a, step = 0.0, fa / weight
+    b = step
+    fb, size = _shifted_point(kind, y, c, v, D, b, u_c)
+    for _ in range(60):  # the sum falls as delta grows: widen until it changes sign
+        if fa * fb <= 0.0:
+            break
+        a, fa, step = b, fb, 2.0 * step
+        b = a + step
+        fb, size = _shifted_point(kind, y, c, v, D, b, u_c)
+    if fa * fb > 0.0:
+        return False
+    for _ in range(200):  # Illinois regula falsi
+        if abs(fb) <= 1e-12 * size:
+            return True
+        x = b - fb * (b - a) / (fb - fa) if fb != fa else 0.5 * (a + b)
+        fx, size = _shifted_point(kind, y, c, v, D, x, u_c)
+        if fx * fb < 0.0:
+            a, fa = b, fb
+        else:
+            fa *= 0.5
+        b, fb = x, fx
+    return abs(fb) <= 1e-12 * size
 
 
 @njit(cache=True, nogil=True)
@@ -578,6 +740,7 @@ def warm_up():
             data, idx, ptr, False, ws.copy(), 1, model, InnerSettings(0.1, 0.0, True, 1.0, 3, gram_first, 10)
         )
     model_decrease(ws, 1, v1, v1, v1, 0.1)
+    model_dual_point(0, v2, v2, v2, v2, v2, True, v2.copy())
     penalty_change(ws, 1, v1, v1, 1.0, 0.1, 0.0)
     take_step(ws, 1, v1.copy(), v1.copy(), 0.5)
     one = np.ones(1)

@@ -44,7 +44,9 @@ of it), so when it misses tol while no zero weight violates optimality by more t
 the residual that the quadratic model predicts at the support's Newton point is offered too
 (``_support_newton.NewtonDual``): its correlations meet the support's KKT conditions, and its
 gap is about the suboptimality itself; when it certifies, that Newton step is taken and the
-solve stops. The best dual point is returned (``Result.dual_point``), so that anyone can
+solve stops. While the support still changes, the quadratic model's own minimiser gives such a
+point (``_model_dual.ModelDual``): once a model over every feature in play predicts a small
+decrease, it is solved on tightly and the residual it predicts is offered after the step. The best dual point is returned (``Result.dual_point``), so that anyone can
 check the gap (``Problem.dual_value``). A certificate is taken at every full pass (it costs one pass over the n margins on top of the gradient
 pass), so that ``tol`` stops the solve as soon as it can. With an intercept, b is made
 exactly optimal for w before each full pass (a 1-D Newton solve on the margins, itself a
@@ -66,6 +68,7 @@ from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
 from ..problems.base import Certificate
 from . import _cd_kernels as kernels
 from ._dual import DualPoints, SequentialScreening, columns_nnz
+from ._model_dual import ModelDual
 from ._support_newton import NewtonDual, support_newton_step
 from .base import History, Solver, Timer, certified_result, compiled_once
 
@@ -204,6 +207,8 @@ class CoordinateDescent(Solver):
     working_set_fraction = 0.3
     # Largest model solved on its Gram matrix ((gram_max + 1)^2 floats: 72 MB).
     gram_max = 3000
+    # Offer the dual point of the Newton step's quadratic model (``_model_dual``).
+    model_dual = True
 
     def __init__(
         self,
@@ -302,6 +307,7 @@ class CoordinateDescent(Solver):
         norms = problem.column_norms()
         dual = DualPoints(problem)
         newton_dual = NewtonDual(self.tol, self.verbose, self.gram_max, enabled=self.support_newton)
+        model_dual = ModelDual(self.tol, enabled=self.model_dual)
         history = History()
         st = _Loop(kept=kept, ws_size=self.first_working_set)
         stop_reason, converged, cert = "max_iter", False, None
@@ -477,14 +483,20 @@ class CoordinateDescent(Solver):
                 self.max_inner,
                 bool(st.gram_first),
                 self.gram_max,
+                # Only for a model over every feature in play: in a working set's, the
+                # features left out may violate at its dual point (the round's end checks).
+                *model_dual.inner_settings(problem, dual.has_dual and everything, objective),
             )
-            d_b, sweeps, inner_reads, used_gram = kernels.newton_direction(*arrays, active, m, model, inner)
+            d_b, sweeps, inner_reads, used_gram, tight = kernels.newton_direction(*arrays, active, m, model, inner)
             st.gram_first = used_gram  # an ill-conditioned model: the next one likely is too
             pt.reads += inner_reads
             if self.verbose > 1:
                 print(f"   CD on the model: {m} coordinates, {sweeps} sweeps{' (Gram)' if used_gram else ''}")
             if sweeps == 1:
                 st.inner_eps *= 0.25
+            # Solved on for its dual point: the residual it predicts, formed before the line
+            # search moves r and D to the new point, is offered once the step is taken.
+            model_point = model_dual.point(pt) if tight else None
             step, loss_change, pen_change = self._line_search(pt, active, m, model, d_b)
             st.it += 1
             if step is None:
@@ -499,6 +511,14 @@ class CoordinateDescent(Solver):
             pt.loss_sum += loss_change
             pt.pen += pen_change
             st.vmax_prev = vmax
+            if model_point is not None:
+                cert = model_dual.certificate(pt, dual, model_point, st.kept, pt.objective)
+                if self.verbose > 1:
+                    print(f"   model's dual point: relative gap {cert.relative:.3e}")
+                if cert.relative <= self.tol:
+                    stop_reason, converged = cert.name, True
+                    polish = model_dual.gradient(pt, st.kept)
+                    break
             if -(loss_change + pen_change) <= 8 * _EPS * abs(objective):
                 # The objective no longer moves (float resolution): margins afresh, certify.
                 st.stalled, st.full_pass = True, True

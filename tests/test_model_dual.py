@@ -1,0 +1,130 @@
+"""The dual point of CD's quadratic model (``solvers/_model_dual``): the model solved on to a tight
+KKT tolerance, its predicted residual made feasible, and the certificate it gives."""
+
+import numpy as np
+import pytest
+from _certify import suboptimality_bound
+from sklearn.datasets import make_classification
+
+from l1scale.data.memory import as_columns
+from l1scale.losses import LOGISTIC, SQUARED, SQUARED_HINGE
+from l1scale.problems import Problem
+from l1scale.solvers import _cd_kernels as kernels
+from l1scale.solvers.cd import CoordinateDescent
+
+
+def _correlated(n=600, d=30, seed=0):
+    X, y = make_classification(
+        n_samples=n, n_features=d, n_informative=10, n_redundant=12, random_state=seed, class_sep=0.6
+    )
+    return X, np.where(y > 0, 1.0, -1.0)
+
+
+def _model_kkt(X, g, D, w, wpd, d_b, g_b, lam1, fit_intercept):
+    """Largest violation of the model's optimality conditions at (wpd - w, d_b)."""
+    d = wpd - w
+    q = X @ d + (d_b if fit_intercept else 0.0)
+    G = g + X.T @ (D * q) + kernels.NU * d
+    viol = np.where(wpd != 0.0, np.abs(G + lam1 * np.sign(wpd)), np.maximum(np.abs(G) - lam1, 0.0))
+    if fit_intercept:
+        viol = np.append(viol, abs(g_b + (D * q).sum() + kernels.NU * d_b))
+    return float(viol.max())
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("gram_max", [0, 10_000])  # plain sweeps; the Gram matrix (and its support solves)
+def test_a_model_close_to_its_optimum_is_solved_on_to_dual_tol(fit_intercept, gram_max):
+    X, _ = _correlated()
+    n, d = X.shape
+    rng = np.random.default_rng(1)
+    D = rng.uniform(0.05, 0.25, size=n) / n
+    r = rng.normal(size=n) / n
+    g = X.T @ r
+    H = (X * X).T @ D + kernels.NU
+    g_b = float(r.sum()) if fit_intercept else 0.0
+    lam1 = 0.2 * float(np.abs(g).max())
+    w = np.zeros(d)
+    w[[1, 4, 9]] = [0.3, -0.2, 0.1]
+    arrays = as_columns(X).arrays
+    dual_tol = 1e-9 * lam1
+    out = {}
+    for dual_decrease in (0.0, np.inf):  # never; always (any predicted decrease is small enough)
+        wpd, xTd = w.copy(), np.zeros(n)
+        kernels.seed(0)
+        model = kernels.QuadraticModel(g, H, w, wpd, xTd, D, g_b)
+        loose = 0.3 * float(np.abs(g).sum())  # the forcing tolerance stops the plain solve early
+        settings = kernels.InnerSettings(
+            lam1, 0.0, fit_intercept, loose, 20_000, gram_max > 0, gram_max, dual_decrease, dual_tol
+        )
+        d_b, sweeps, _, used_gram, tight = kernels.newton_direction(*arrays, np.arange(d), d, model, settings)
+        assert used_gram == (gram_max > 0)
+        out[dual_decrease] = (tight, _model_kkt(X, g, D, w, wpd, d_b, g_b, lam1, fit_intercept), sweeps)
+        np.testing.assert_allclose(xTd, X @ (wpd - w) + (d_b if fit_intercept else 0.0), atol=1e-12)
+    (loose_tight, loose_kkt, _), (tight, kkt, _) = out[0.0], out[np.inf]
+    assert not loose_tight and loose_kkt > 1e3 * dual_tol  # the forcing tolerance alone stops far from it
+    assert tight and kkt <= 1.01 * dual_tol + 1e-15
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_the_model_point_is_moved_into_the_logistic_domain_and_sums_to_zero(fit_intercept):
+    rng = np.random.default_rng(2)
+    n = 400
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    c = np.full(n, 1.0 / n)
+    c[::17] = 0.0  # rows of zero weight stay zero
+    t = rng.uniform(0.01, 0.99, size=n)  # -y loss' in (0, 1)
+    r = c * (-y * t)
+    D = c * t * (1.0 - t)
+    xTd = 8.0 * rng.normal(size=n)  # a long step: many rows leave [0, 1]
+    lin = -y * (r + D * xTd) / np.where(c > 0, c, 1.0)
+    assert ((lin < 0) | (lin > 1))[c > 0].sum() > 50
+    u_c = np.empty(n)
+    assert kernels.model_dual_point(LOGISTIC, y, c, r, D, xTd, fit_intercept, u_c)
+    a = -y[c > 0] * u_c[c > 0] / c[c > 0]
+    assert a.min() >= 0.0 and a.max() <= 1.0
+    assert np.all(u_c[c == 0] == 0.0)
+    if fit_intercept:
+        assert abs(u_c.sum()) <= 1e-12 * np.abs(u_c).sum()
+    else:  # rows inside the domain are the linearised residual itself
+        inside = (c > 0) & (lin > 0) & (lin < 1)
+        np.testing.assert_allclose(u_c[inside], (r + D * xTd)[inside], rtol=1e-13)
+
+
+def test_the_model_point_of_the_squared_loss_is_the_linearised_residual_and_sq_hinge_is_clipped():
+    rng = np.random.default_rng(3)
+    n = 50
+    y, c = rng.normal(size=n), np.full(n, 1.0 / n)
+    r, D, xTd = rng.normal(size=n) / n, np.full(n, 1.0 / n), rng.normal(size=n)
+    u_c = np.empty(n)
+    assert kernels.model_dual_point(SQUARED, y, c, r, D, xTd, False, u_c)
+    np.testing.assert_allclose(u_c, r + D * xTd, rtol=1e-14)
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    assert kernels.model_dual_point(SQUARED_HINGE, y, c, r, D, xTd, True, u_c)
+    assert np.all(y * u_c <= 0.0) and abs(u_c.sum()) <= 1e-12 * np.abs(u_c).sum()
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("tol", [1e-2, 1e-4, 1e-6])
+def test_cd_certifies_sooner_with_the_model_dual_and_its_dual_point_proves_tol(fit_intercept, tol):
+    # Dense correlated features: the support still changes when the suboptimality is already
+    # below tol, so the rescaled residual certifies late; the model's point certifies at once.
+    X, y = make_classification(n_samples=3000, n_features=80, n_informative=30, n_redundant=30, random_state=3)
+    y = np.where(y > 0, 1.0, -1.0)
+    lam = 0.01 * Problem(X, y, "logistic", lam=1.0, fit_intercept=fit_intercept).lam_max()
+    problem = Problem(X, y, "logistic", lam=lam, fit_intercept=fit_intercept)
+    results = {}
+    for model_dual in (False, True):
+        solver = CoordinateDescent(tol=tol)
+        solver.model_dual = model_dual
+        results[model_dual] = solver.solve(problem)
+    plain, res = results[False], results[True]
+    assert plain.converged and res.converged
+    assert res.history.data_accesses[-1] < plain.history.data_accesses[-1]
+    # The returned dual point proves the returned model tol-optimal, whoever checks it.
+    P = problem.objective(res.coef, res.intercept)
+    assert P - problem.dual_value(res.dual_point) <= tol * abs(P)
+    assert suboptimality_bound(problem, res.coef, res.intercept) <= tol
+    # The returned loss gradient is the exact one at the returned point (paths read it).
+    z = X @ res.coef + res.intercept
+    r = problem.c * problem.loss.derivative(problem.y, z)
+    np.testing.assert_allclose(res.loss_gradient, X.T @ r, rtol=1e-9, atol=1e-12)
