@@ -20,6 +20,20 @@ def _correlated(n=600, d=30, seed=0):
     return X, np.where(y > 0, 1.0, -1.0)
 
 
+def _one_hot(n=600, blocks=(5, 7, 4), seed=0):
+    """One-hot blocks beside the intercept: the model's Gram matrix is singular."""
+    rng = np.random.default_rng(seed)
+    X = np.hstack([np.eye(levels)[rng.integers(levels, size=n)] for levels in blocks])
+    return np.hstack([X, rng.normal(size=(n, 3))]), None
+
+
+def _model_value(X, g, D, w, wpd, d_b, g_b, lam1, fit_intercept):
+    d = wpd - w
+    q = X @ d + (d_b if fit_intercept else 0.0)
+    quad = (D * q) @ q + kernels.NU * (d @ d + d_b * d_b)
+    return g @ d + g_b * d_b + 0.5 * quad + lam1 * (np.abs(wpd).sum() - np.abs(w).sum())
+
+
 def _model_kkt(X, g, D, w, wpd, d_b, g_b, lam1, fit_intercept):
     """Largest violation of the model's optimality conditions at (wpd - w, d_b)."""
     d = wpd - w
@@ -31,10 +45,11 @@ def _model_kkt(X, g, D, w, wpd, d_b, g_b, lam1, fit_intercept):
     return float(viol.max())
 
 
+@pytest.mark.parametrize("design", [_correlated, _one_hot])
 @pytest.mark.parametrize("fit_intercept", [False, True])
 @pytest.mark.parametrize("gram_max", [0, 10_000])  # plain sweeps; the Gram matrix (and its support solves)
-def test_a_model_close_to_its_optimum_is_solved_on_to_dual_tol(fit_intercept, gram_max):
-    X, _ = _correlated()
+def test_a_model_close_to_its_optimum_is_solved_on_to_dual_tol(fit_intercept, gram_max, design):
+    X, _ = design()
     n, d = X.shape
     rng = np.random.default_rng(1)
     D = rng.uniform(0.05, 0.25, size=n) / n
@@ -45,6 +60,7 @@ def test_a_model_close_to_its_optimum_is_solved_on_to_dual_tol(fit_intercept, gr
     lam1 = 0.2 * float(np.abs(g).max())
     w = np.zeros(d)
     w[[1, 4, 9]] = [0.3, -0.2, 0.1]
+    values = {}
     arrays = as_columns(X).arrays
     dual_tol = 1e-9 * lam1
     out = {}
@@ -59,10 +75,13 @@ def test_a_model_close_to_its_optimum_is_solved_on_to_dual_tol(fit_intercept, gr
         d_b, sweeps, _, used_gram, tight = kernels.newton_direction(*arrays, np.arange(d), d, model, settings)
         assert used_gram == (gram_max > 0)
         out[dual_decrease] = (tight, _model_kkt(X, g, D, w, wpd, d_b, g_b, lam1, fit_intercept), sweeps)
+        values[dual_decrease] = _model_value(X, g, D, w, wpd, d_b, g_b, lam1, fit_intercept)
         np.testing.assert_allclose(xTd, X @ (wpd - w) + (d_b if fit_intercept else 0.0), atol=1e-12)
     (loose_tight, loose_kkt, _), (tight, kkt, _) = out[0.0], out[np.inf]
     assert not loose_tight and loose_kkt > 1e3 * dual_tol  # the forcing tolerance alone stops far from it
     assert tight and kkt <= 1.01 * dual_tol + 1e-15
+    # Solving on only lowers the model (a singular Gram matrix's linear solve is refused, not taken).
+    assert values[np.inf] <= values[0.0] + 1e-15
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])

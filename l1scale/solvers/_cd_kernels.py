@@ -300,7 +300,8 @@ def gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at):
 def gram_support_solve(active, local, m, g, w, wpd, Q, Qd, d_b, g_b, lam1, lam2):
     """The quadratic model's minimiser with the signs of w + d held (Newton on the model's
     support): one linear solve on the nonzero coordinates of w + d (and the intercept when Q
-    has its row), taken only when no sign changes (else nothing moves: CD goes on).
+    has its row); a coordinate whose sign would change stops at zero instead. A step longer
+    than 10 in any coordinate (a flat direction: the model is singular there) is not taken.
     Updates wpd and Qd; returns (the intercept's step, multiply-adds done)."""
     size = Q.shape[0]
     fit_b = size > m
@@ -328,13 +329,18 @@ def gram_support_solve(active, local, m, g, w, wpd, Q, Qd, d_b, g_b, lam1, lam2)
     for a in range(n_sys):
         for b in range(n_sys):
             A[a, b] = Q[pos[a], pos[b]]
-        A[a, a] += (lam2 + NU) if a < k else NU
+        # A relative ridge keeps LU off exact zero pivots (one-hot blocks beside the intercept
+        # make Q singular); a step it cannot make sensible is refused below.
+        A[a, a] = A[a, a] * (1.0 + 1e-10) + ((lam2 + NU) if a < k else NU)
     x = np.linalg.solve(A, rhs)
-    for t in range(k):
-        if np.sign(wpd[feat[t]] + x[t]) != np.sign(wpd[feat[t]]):
+    for t in range(n_sys):
+        if not abs(x[t]) <= 10.0:  # as CD's steps are bounded (and NaN): the model is flat there
             return 0.0, n_sys**3 // 3
     for t in range(k):
-        wpd[feat[t]] += x[t]
+        j = feat[t]
+        if np.sign(wpd[j] + x[t]) != np.sign(wpd[j]):
+            x[t] = -wpd[j]  # a sign change stops at zero (CD moves it on, if it must)
+        wpd[j] += x[t]
     for t in range(n_sys):
         xt = x[t]
         for a in range(size):
@@ -460,18 +466,18 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
                 d_b += step
                 vmax, vsum = max(vmax, viol), vsum + viol
         sweeps += 1
-        if tight and vmax <= dual_tol:
-            if m == m_outer:
+        if tight:  # no inner shrinking: every sweep checks the whole model
+            if vmax <= dual_tol and m == m_outer:
                 break
-            m, shrink_at = m_outer, np.inf  # one sweep over the whole set decides
+            m, shrink_at = m_outer, np.inf
+            if use_gram and solves < 4:
+                # CD converges linearly, and slowly on an ill-conditioned model; with the signs
+                # found, the model's minimiser is one linear solve on its nonzero coordinates.
+                solves += 1
+                step_b, work = gram_support_solve(active, local, m_outer, g, w, wpd, Q, Qd, d_b, g_b, lam1, lam2)
+                d_b += step_b
+                reads += work
             continue
-        if tight and use_gram and m == m_outer and solves < 4:
-            # CD converges linearly, and slowly on an ill-conditioned model; with the signs found,
-            # the model's minimiser is one linear solve on the nonzero coordinates.
-            solves += 1
-            step_b, work = gram_support_solve(active, local, m_outer, g, w, wpd, Q, Qd, d_b, g_b, lam1, lam2)
-            d_b += step_b
-            reads += work
         if vsum <= inner_tol:
             if m == m_outer:
                 if tight or dual_decrease <= 0.0:
