@@ -74,9 +74,10 @@ class Matrix(NamedTuple):
         return int(self.data.shape[0])
 
 
-def _as_sparse_layout(X, fmt: str, dtype) -> Matrix:
+def _as_sparse_layout(X, fmt: str, dtype, checked: bool) -> Matrix:
     # Before scipy's conversion, which trusts the index arrays as the kernels do.
-    check_sparse_structure(X)
+    if not checked:
+        check_sparse_structure(X)
     X = X.asformat(fmt, copy=False)
     if not X.has_canonical_format:
         X = X.copy()  # never sort or merge the caller's matrix in place
@@ -98,14 +99,16 @@ def _as_dense_layout(X, order: str, dtype) -> Matrix:
     return Matrix(X.ravel(order=order), np.arange(n_minor, dtype=np.int64), indptr, True, X.shape)
 
 
-def as_columns(X, dtype=np.float64) -> Matrix:
-    """Column layout: CSC for sparse input, Fortran order for dense input."""
-    return _as_sparse_layout(X, "csc", dtype) if sp.issparse(X) else _as_dense_layout(X, "F", dtype)
+def as_columns(X, dtype=np.float64, *, checked=False) -> Matrix:
+    """Column layout: CSC for sparse input, Fortran order for dense input. ``checked``: the
+    caller has just checked a sparse X's index arrays (``check_sparse_structure``), so they
+    are not scanned again (a Problem checks its design first: one scan per fit, not two)."""
+    return _as_sparse_layout(X, "csc", dtype, checked) if sp.issparse(X) else _as_dense_layout(X, "F", dtype)
 
 
-def as_rows(X, dtype=np.float64) -> Matrix:
-    """Row layout: CSR for sparse input, C order for dense input."""
-    return _as_sparse_layout(X, "csr", dtype) if sp.issparse(X) else _as_dense_layout(X, "C", dtype)
+def as_rows(X, dtype=np.float64, *, checked=False) -> Matrix:
+    """Row layout: CSR for sparse input, C order for dense input (``checked`` as in :func:`as_columns`)."""
+    return _as_sparse_layout(X, "csr", dtype, checked) if sp.issparse(X) else _as_dense_layout(X, "C", dtype)
 
 
 def matrix_of(columns: Matrix):

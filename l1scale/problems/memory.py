@@ -183,7 +183,7 @@ class Problem(InMemoryProblemBase):
         self._derived = {}  # computed once from the data, shared with with_lam's copies
         # No copy when X is already in the column layout (``data.memory.column_matrix``:
         # one conversion for the problems of one-vs-rest, folds and paths).
-        self.columns = as_columns(X)
+        self.columns = as_columns(X, checked=True)  # check_design checked its index arrays
         # The matrix used for products X @ w and X^T r: scipy CSC (int64 indices) or
         # Fortran-ordered dense, sharing memory with `columns`.
         self.X = matrix_of(self.columns)

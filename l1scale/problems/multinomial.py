@@ -172,7 +172,7 @@ class MultinomialProblem(InMemoryProblemBase):
         self.Y[np.arange(self.n_samples), self.y] = 1.0
         self.fit_intercept = bool(fit_intercept)
         self._derived = {}
-        self.columns = as_columns(X)
+        self.columns = as_columns(X, checked=True)  # check_design checked its index arrays
         self.X = matrix_of(self.columns)
         reg = Regularization(lam, lam_ratio, l1_ratio)
         self.penalty = reg.resolve(self.lam_max(l1_ratio)) if reg.needs_lam_max else reg.penalty()
