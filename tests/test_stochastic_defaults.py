@@ -7,8 +7,12 @@ suboptimality in 50 passes on Reuters earn at 0.1 lam_max and on a9a at 0.1 lam_
 per-feature rates (diagonal preconditioning, ``precondition=True``, the default under
 ``schedule="auto"``) also on spambase without intercept at 0.1 and 0.01 lam_max, where one rate
 for all features stopped at 1e-3-1e-2. The issue's full target (1e-3 on every shared set, with
-intercept, at 0.01 lam_max too) is NOT met: see the table (the intercept couples with features of
-large mean; w8a, mnist and text at 0.01 lam_max stay at 1e-2-1e-1).
+intercept, at 0.01 lam_max too) is NOT met: see the table (w8a, mnist and text at 0.01 lam_max
+with intercept stay at 1e-2-1e-1, madelon and arcene at 1e-2-1).
+
+Under ``schedule="auto"`` the rows are shuffled every pass (sorted files such as magic04 stalled
+the passes at 1e-3-1e-2 in stream order) and the first pass runs one octave above the calibrated
+rate, decaying to 1/300 of it (a9a at 0.01 lam_max with intercept: 2-3e-3 -> below 1e-3).
 """
 
 import warnings
@@ -22,6 +26,7 @@ from l1scale.data.stream import Stream
 from l1scale.data.synthetic import make_sparse_text
 from l1scale.exceptions import ConvergenceWarning
 from l1scale.problems import Problem, StreamProblem
+from l1scale.solvers import online_base
 from l1scale.solvers.cd import CoordinateDescent
 from l1scale.solvers.sgd import CumulativePenaltySGD
 from l1scale.solvers.smidas import SMIDAS
@@ -35,6 +40,12 @@ def _suboptimality(solver, X, y, ratio, fit_intercept):
     p_star = CoordinateDescent(tol=1e-10, max_iter=1000).solve(batch).objective
     res = solver.solve(StreamProblem(Stream.from_arrays(X, y), "logistic", batch.lam, fit_intercept=fit_intercept))
     return (batch.objective(res.coef, res.intercept) - p_star) / p_star, res
+
+
+def _benchmark_rows(X, y, rows=3000):
+    """The rows benchmarks/bench_stochastic_defaults.py takes: ``rows`` drawn with seed 0, in file order."""
+    keep = np.sort(np.random.default_rng(0).choice(X.shape[0], rows, replace=False))
+    return X[keep], y[keep]
 
 
 @pytest.fixture(scope="module")
@@ -198,3 +209,80 @@ def test_per_feature_rates_warm_start_and_weights(name):
     state.set_weights(ref.coef, ref.intercept)
     np.testing.assert_allclose(state.coef, ref.coef, rtol=1e-12, atol=1e-300)
     assert np.isfinite(before).all() and np.isfinite(res.coef).all()
+
+
+@pytest.mark.parametrize("name", list(ONLINE))
+def test_shuffled_passes_reach_1e3_on_a_sorted_file(name):
+    """magic04's file is sorted by class: in stream order the last rows of every pass pull the
+    weights their way and 50 passes stopped at 6e-3-2e-2 (0.1 lam_max, intercept); the default
+    (schedule="auto") shuffles each pass's rows and reaches 1e-3 (measured: 2e-7-2e-4)."""
+    X, y = _benchmark_rows(*load_svmlight_pm("magic04", "magic04/magic04.svm.bz2", 10))
+    solver = ONLINE[name](max_iter=50, holdout=0)
+    assert solver.shuffle is None and solver.shuffled()
+    gap, _ = _suboptimality(solver, X, y, 0.1, True)
+    assert -1e-9 <= gap <= 1e-3, f"{name} shuffled: {gap:.3g}"
+    gap, _ = _suboptimality(ONLINE[name](max_iter=50, holdout=0, shuffle=False), X, y, 0.1, True)
+    assert gap > 1e-3, f"{name} in stream order: {gap:.3g}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ONLINE))
+def test_defaults_reach_1e3_on_a9a_at_small_lam(name):
+    """a9a (3,000 rows), 0.01 lam_max with intercept: the runs were far from the optimum, not
+    noisy (2-3e-3 at the calibrated rate; shuffled 2-3e-3 too). The first pass one octave above
+    the calibrated rate, decaying to 1/300 of it, reaches 1e-3 (measured 3e-4-8e-4)."""
+    X, y = _benchmark_rows(*load_svmlight_pm("a9a", "a9a/a9a.bz2", 123))
+    gap, _ = _suboptimality(ONLINE[name](max_iter=50, holdout=0), X, y, 0.01, True)
+    assert -1e-9 <= gap <= 1e-3, f"{name}: {gap:.3g}"
+
+
+@pytest.mark.parametrize("name", list(ONLINE))
+def test_shuffle_follows_the_rate_and_is_seeded(text, name):
+    """shuffle=None: on with a calibrated rate, off with schedule="paper" or a given rate (the
+    papers' and VW's runs keep the stream order); the default seed is 0 (two default runs agree),
+    another random_state differs."""
+    rate = {"smidas": {"eta": 0.1}}.get(name, {"eta0": 0.1})
+    assert ONLINE[name]().shuffled() is True
+    assert ONLINE[name](schedule="paper").shuffled() is False
+    assert ONLINE[name](**rate).shuffled() is False
+    assert ONLINE[name](shuffle=False).shuffled() is False
+    assert ONLINE[name](schedule="paper", shuffle=True).shuffled() is True
+    X, y = text
+    X, y = X[:300], y[:300]
+    runs = [
+        ONLINE[name](max_iter=2, holdout=0, **kw).solve(StreamProblem(Stream.from_arrays(X, y), "logistic", 1e-3))
+        for kw in ({}, {}, {"random_state": 0}, {"random_state": 1})
+    ]
+    np.testing.assert_array_equal(runs[0].coef, runs[1].coef)
+    np.testing.assert_array_equal(runs[0].coef, runs[2].coef)
+    assert not np.array_equal(runs[0].coef, runs[3].coef)
+
+
+@pytest.mark.parametrize("name", list(ONLINE))
+def test_first_pass_rate_is_one_octave_above_the_calibrated(text, name, monkeypatch):
+    """The rate of the first pass is AUTO_RATE_FACTOR (2) times the best one-epoch rate of the
+    calibration; with the factor 1 it is that rate itself."""
+    X, y = text
+    X, y = X[:300], y[:300]
+    rates = []
+    for factor in (2.0, 1.0):
+        monkeypatch.setattr(online_base, "AUTO_RATE_FACTOR", factor)
+        solver = ONLINE[name](max_iter=2, holdout=0)
+        solver.solve(StreamProblem(Stream.from_arrays(X, y), "logistic", 1e-3))
+        rates.append(solver.eta if name == "smidas" else solver.eta0)
+    assert rates[0] == 2.0 * rates[1]
+
+
+def test_octave_above_is_not_taken_when_it_diverges(monkeypatch):
+    """The octave above is not taken when its trial epoch diverged: a factor of 2^40 (a trial
+    not computed counts as diverged) leaves the calibrated rate."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    rates = []
+    for factor in (2.0**40, 1.0):
+        monkeypatch.setattr(online_base, "AUTO_RATE_FACTOR", factor)
+        solver = CumulativePenaltySGD(max_iter=2, holdout=0)
+        solver.solve(StreamProblem(Stream.from_arrays(X, y), "logistic", 1e-3))
+        rates.append(solver.eta0)
+    assert rates[0] == rates[1]

@@ -32,20 +32,35 @@ not given): before the first pass, one pass over the data measures the rows' sca
 ``CALIBRATION_ROWS`` rows; the reference rate is the solver's curvature bound (for SGD,
 1 / (beta (max_i ||x_i||^2 + 1)), beta the loss's curvature bound), and Bottou's calibration
 (``sgd``'s ``determineEta0``) tries it and its multiples by 2^k on the sample, one epoch each
-from w = 0, keeping the rate with the lowest objective on the sample. The rate then decays
-geometrically across passes, constant within a pass, to 1 / ``AUTO_FINAL_FRACTION`` of itself at
-the last of ``max_iter`` passes. A solver's subclass says what its reference rate is
+from w = 0, keeping the rate with the lowest objective on the sample; the first pass runs at
+``AUTO_RATE_FACTOR`` (2) times it (below). The rate then decays geometrically across passes,
+constant within a pass, to 1 / ``AUTO_FINAL_FRACTION`` (1/300) of itself at the last of
+``max_iter`` passes. A solver's subclass says what its reference rate is
 (``_reference_rate``), which copy of itself runs one calibration epoch at a rate (``_trial``)
 and how the resolved rate enters its kernel (``state.rate``). With ``precondition`` (the default)
 the same pass sums each feature's squares and nonzeros and the rate becomes per-feature,
 eta D_j with D_j = 1 / (RMS of feature j's nonzero values)^2 (:func:`feature_rates`; the
 reference rate then from the rescaled sample rows x_ij sqrt(D_j)). ``partial_fit`` with no rate
 calibrates on its first chunk. ``schedule="paper"`` takes the papers' (or VW's) fixed rules.
+
+Two more parts of ``schedule="auto"``, measured on the shared data (benchmarks/results/stochastic_defaults.md):
+
+- **shuffled rows** (``shuffle=None``, the default, is True with a calibrated rate): each chunk's rows are
+  taken in a new random order every pass. Data files are often sorted (magic04 by class, w8a with
+  its positives first): in file order the last rows of every pass pull the weights their way, and
+  50 passes stopped 1e-3-1e-1 above the optimum where shuffled passes reach 1e-5-1e-7 (magic04
+  with intercept, SGD-C: 7.7e-3 -> 1.9e-7). A given rate or ``schedule="paper"`` keeps the stream order.
+- **the rate one octave above the calibrated one** (``AUTO_RATE_FACTOR``), decaying to
+  1 / ``AUTO_FINAL_FRACTION`` = 1/300 of itself: the calibration picks the best rate for *one* epoch
+  from w = 0, and over 50 decaying passes the runs that missed were far from the optimum, not
+  noisy (a larger rate helped, averaging the passes' iterates did not). The octave is not taken
+  when its trial epoch diverged (not finite, or above twice the objective at the start).
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import threading
 import time
 import warnings
@@ -104,6 +119,7 @@ def prefetched(chunks, depth: int = _PREFETCH):
 
 __all__ = [
     "AUTO_FINAL_FRACTION",
+    "AUTO_RATE_FACTOR",
     "CALIBRATION_ROWS",
     "SCHEDULES",
     "STATS",
@@ -118,8 +134,11 @@ __all__ = [
 
 #: Rows of the sample on which ``schedule="auto"`` calibrates the rate (Bottou's sgd takes 1,000).
 CALIBRATION_ROWS = 1000
-#: ``schedule="auto"``: the rate of the last pass is the calibrated rate divided by this.
-AUTO_FINAL_FRACTION = 1000.0
+#: ``schedule="auto"``: the rate of the last pass is the first pass's rate divided by this
+#: (1000 before the shuffled passes and AUTO_RATE_FACTOR; 300 measured better with them).
+AUTO_FINAL_FRACTION = 300.0
+#: ``schedule="auto"``: the first pass's rate is the calibrated (best one-epoch) rate times this.
+AUTO_RATE_FACTOR = 2.0
 #: Calibration tries the reference rate times 2^k for |k| <= this.
 _CALIBRATION_OCTAVES = 16
 SCHEDULES = ("auto", "paper")
@@ -197,7 +216,7 @@ class OnlineState:
     def __init__(self, n_features: int, fit_intercept: bool, n_scalars: int, random_state=None):
         self.n_features, self.fit_intercept = int(n_features), bool(fit_intercept)
         self.scal = np.zeros(n_scalars)
-        self.rng = np.random.default_rng(random_state)
+        self.rng = np.random.default_rng(0 if random_state is None else random_state)  # None: seed 0
         self.rate = None  # the rate schedule="auto" calibrated (kept in checkpoints); None: not yet
         self.scale = np.ones(self.n_features)  # per-feature rates in the kernel's form (precondition)
         self.scaled = False  # whether ``scale`` is in use (else the kernels run unscaled)
@@ -252,18 +271,22 @@ class OnlineSolver(Solver):
         (VW's holdout_period), else 0.
     n_iter_no_change : int, default 3
         Passes without a better holdout loss before stopping early.
-    shuffle : bool, default False
-        Take the rows of each chunk in a random order (the papers sample uniformly at
-        random from data in memory; a stream gives its rows in order).
+    shuffle : bool or None, default None
+        Take the rows of each chunk in a new random order every pass (the papers sample uniformly
+        at random from data in memory; a stream gives its rows in order). None: True when the rate
+        is calibrated (``schedule="auto"`` and no rate given: sorted files stall the passes in
+        stream order, see the module docstring), else False (a given rate or ``schedule="paper"``
+        keeps the stream order of the papers' and VW's runs); :meth:`shuffled` says which.
     random_state : int or None
-        Seed of the shuffling.
+        Seed of the shuffling (None: 0, so that runs are reproducible, as the calibration's sample).
     compute_objective : bool, default False
         Evaluate P(w, b) on all the rows after the last pass (one more pass).
     schedule : {"auto", "paper"}, default "auto"
         Where the rates the user leaves out (None) come from. "auto": the base rate is
         calibrated on the data (one pass for the rows' scale and a sample of
         ``CALIBRATION_ROWS`` rows; Bottou's search around the curvature bound, see the module
-        docstring) and decays geometrically across passes to 1/1000 of itself at the last pass;
+        docstring; the first pass at twice the best one-epoch rate) and decays geometrically
+        across passes to 1/300 of itself at the last pass; the rows are shuffled (``shuffle``);
         a rate given explicitly keeps the solver's fixed rules for what is left out. "paper":
         the paper's (or VW's) fixed rules and rates, as each solver documents.
     precondition : bool, default True
@@ -326,7 +349,7 @@ class OnlineSolver(Solver):
         holdout=None,
         n_iter_no_change=3,
         compute_objective=False,
-        shuffle=False,
+        shuffle=None,
         random_state=None,
         schedule="auto",
         precondition=True,
@@ -352,7 +375,8 @@ class OnlineSolver(Solver):
         self.holdout = (10 if self.max_iter > 1 else 0) if holdout is None else int(holdout)
         self.n_iter_no_change = int(n_iter_no_change)
         self.compute_objective = bool(compute_objective)
-        self.shuffle, self.random_state = bool(shuffle), random_state
+        self.shuffle = None if shuffle is None else bool(shuffle)  # None: see shuffled()
+        self.random_state = random_state
         self.callback, self.verbose = callback, verbose
         self.checkpoint, self.checkpoint_interval = checkpoint, float(checkpoint_interval)
 
@@ -425,6 +449,15 @@ class OnlineSolver(Solver):
             tried[k] = f if np.isfinite(f) else np.inf
             return tried[k]
 
+        def start_value(st, X, y, s, W):
+            w, b = st.coef, st.intercept
+            z = np.asarray(X @ w, dtype=np.float64).reshape(-1) + b
+            return (
+                float(np.sum(s * loss.value(y, z))) / W
+                + l1 * float(np.abs(w).sum())
+                + 0.5 * l2 * float(np.square(w).sum())
+            )
+
         best_k, best = 0, value(0)
         step = 1 if value(1) < best else -1
         k = 0
@@ -434,7 +467,14 @@ class OnlineSolver(Solver):
             if not f < best:
                 break
             best_k, best = k, f
-        state.rate = ref * 2.0**best_k
+        # One octave above the best one-epoch rate (AUTO_RATE_FACTOR = 2) unless its trial epoch
+        # diverged (not finite, or above twice the objective at the start, the zero model's loss
+        # for w = 0, b = 0): the runs are many passes long and their rate decays.
+        up = round(math.log2(AUTO_RATE_FACTOR))
+        above = tried.get(best_k + up, np.inf) if up > 0 else best
+        if not (np.isfinite(above) and above <= 2.0 * start_value(state, X, y, s, W)):
+            up = 0
+        state.rate = ref * 2.0 ** (best_k + up)
         return tried
 
     # -- per-feature rates (schedule="auto", precondition=True)
@@ -531,9 +571,14 @@ class OnlineSolver(Solver):
                 f"solver {self.name!r} minimises the pure L1 problem: l1_ratio must be 1, got {problem.l1_ratio!r}"
             )
 
+    def shuffled(self) -> bool:
+        """Whether the rows of each chunk are shuffled: ``shuffle`` as given, else (None) whether
+        the rate is calibrated (``schedule="auto"`` and no rate given)."""
+        return self._auto_rate() if self.shuffle is None else self.shuffle
+
     def _order(self, state, n: int) -> np.ndarray:
         """The order in which a chunk's n rows are taken (the state's generator when shuffling)."""
-        return state.rng.permutation(n) if self.shuffle else np.arange(n)
+        return state.rng.permutation(n) if self.shuffled() else np.arange(n)
 
     # -- driving
     def partial_fit(self, state, rows, y, s, *, kind, l1, l2, total_weight=None, first_row=0, pass_index=0):

@@ -36,8 +36,9 @@ direction. And at k = 1 it gives h_1 = h_0 = 0 (the first gradient would be lost
 h_1 = grad_1. The step is dense: O(d) per example (the paper did the same, its kernel features
 being dense).
 
-Examples are taken in stream order (Tsuruoka and Qin sample at random from memory);
-``shuffle=True`` permutes the rows within each chunk with ``random_state``.
+Tsuruoka and Qin sample at random from memory; here the rows of each chunk are taken in a new
+random order every pass (``shuffle``, on by default with a calibrated rate, seeded by
+``random_state``), in stream order with ``shuffle=False``, a given ``eta0`` or ``schedule="paper"``.
 """
 
 from __future__ import annotations
@@ -202,8 +203,9 @@ class CumulativePenaltySGD(CalibratedEta0, OnlineSolver):
 
     With the defaults (``schedule="auto"``, no ``eta0``) eta0 is calibrated on the data
     (:mod:`~l1scale.solvers.online_base`: Bottou's search around 1 / (beta (max_i ||x_i||^2 + 1)),
-    beta the loss's curvature bound) and ``a`` = 100^(1/(max_iter - 1)), so that the rate falls
-    to eta0 / 100 at the last pass (the paper's a = 2 halves it every pass: sum_k eta_k =
+    beta the loss's curvature bound; the first pass at twice the best one-epoch rate) and ``a`` =
+    300^(1/(max_iter - 1)) (``AUTO_FINAL_FRACTION``), so that the rate falls
+    to eta0 / 300 at the last pass (the paper's a = 2 halves it every pass: sum_k eta_k =
     eta0 N / ln 2 is finite and the iterates stall short of the optimum). A given ``eta0`` (or
     ``schedule="paper"``) takes the paper's rule for what is left out: eta0 = 0.5, a = 2.
 
@@ -215,7 +217,7 @@ class CumulativePenaltySGD(CalibratedEta0, OnlineSolver):
         After a calibrated solve, ``eta0`` reads the rate it chose.
     a : float, optional
         Decay base: eta_k = eta0 * a^(-k/N), k counting the examples learned over all passes.
-        Default 100^(1/(max_iter - 1)) with a calibrated rate, else 2 (the paper's: the rate
+        Default 300^(1/(max_iter - 1)) with a calibrated rate, else 2 (the paper's: the rate
         halves every pass).
     n_per_pass : int, optional
         N. Default: the StreamProblem's n in :meth:`solve`; in ``partial_fit`` without it,

@@ -11,7 +11,8 @@ vector theta in R^d; the weights are
     w = f^{-1}(theta),   w_j = sign(theta_j) |theta_j|^(p-1) / ||theta||_p^(p-2)   (w = 0 when theta = 0)
 
 and each example i (the paper samples i uniformly at random from the m examples; here the
-examples come in stream order, or shuffled within each chunk with ``shuffle=True``) makes the step
+rows of each chunk are shuffled every pass with a calibrated rate, ``shuffle``, and come in stream order
+with ``shuffle=False``, a given ``eta`` or ``schedule="paper"``) makes the step
 
     v       = s_i loss'(w . x_i + b, y_i) x_i
     theta~  = theta - eta v
@@ -245,7 +246,7 @@ class SMIDAS(OnlineSolver):
     the p-norm geometry, (q - 1) / (beta max_i ||x_i||_p^2) (the link is (q - 1)-strongly convex
     in the q-norm, the loss beta ||x_i||_p^2-smooth in it), that of the intercept
     1 / (beta (max_i ||x_i||_2^2 + 1)); Bottou's search scales both by the same 2^k. Both then
-    decay geometrically across passes to 1/100 at the last pass. A given ``eta`` keeps the
+    decay geometrically across passes to 1/300 at the last pass. A given ``eta`` keeps the
     fixed rules for what is left out (eta_intercept = 0.03, eta_decay = 1); ``schedule="paper"``
     is the paper's constant rate (eta = 0.1, eta_decay = 0, eta_intercept = 0.03).
 
@@ -259,7 +260,7 @@ class SMIDAS(OnlineSolver):
         Learning rate of the intercept (a plain SGD step). Default: calibrated with eta, else 0.03.
     eta_decay : float, optional
         Both rates are divided by 1 + eta_decay z at pass z = 0, 1, ... (0: the paper's constant
-        rate). Default: the geometric decay to 1/100 with calibrated rates, 1 with a given
+        rate). Default: the geometric decay to 1/300 with calibrated rates, 1 with a given
         ``eta``, 0 with ``schedule="paper"``.
     p : float, optional
         The link's p; default 2 ln d (2 when d < 3).

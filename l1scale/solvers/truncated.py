@@ -300,7 +300,7 @@ class TruncatedState:
         self.clock = np.zeros(1, dtype=np.int64)
         self.solver = solver
         self._layout(solver.soft_threshold)
-        self.rng = np.random.default_rng(solver.random_state)  # for shuffle
+        self.rng = np.random.default_rng(0 if solver.random_state is None else solver.random_state)  # shuffle
         self.gravity = 0.0  # g, set by the solver's first chunk
         self.rate_scale = 1.0  # pass_decay ** pass of the current pass
         self.rate = None  # eta0 as schedule="auto" calibrated it (None: not yet, or eta0 given)
@@ -415,7 +415,7 @@ class TruncatedGradient(CalibratedEta0, OnlineSolver):
     With the defaults (``schedule="auto"``, no ``eta0``) eta0 is calibrated on the data
     (:mod:`~l1scale.solvers.online_base`: Bottou's search around 1 / (beta (max_i ||x_i||^2 + 1)),
     beta the loss's curvature bound), the rate is constant within a pass (power_t = 0) and
-    decays across passes by ``pass_decay`` = 100^(-1/(max_iter - 1)): the paper's multiple-pass
+    decays across passes by ``pass_decay`` = 300^(-1/(max_iter - 1)): the paper's multiple-pass
     mode, with the rate and decay taken from the data and the number of passes. A given
     ``eta0`` (or ``schedule="paper"``) takes VW's schedule for what is left out: eta0 = 0.5,
     power_t = 0.5, t0 = 1, pass_decay = 1.
@@ -441,7 +441,7 @@ class TruncatedGradient(CalibratedEta0, OnlineSolver):
         Offset of the step count (VW's initial_t): the rate is eta0 at t = 1 and starts to
         decay after about t0 steps.
     pass_decay : float, optional
-        Multiplies the rate once per pass. Default 100^(-1/(max_iter - 1)) with a calibrated
+        Multiplies the rate once per pass. Default 300^(-1/(max_iter - 1)) with a calibrated
         rate, else 1.
     **kw
         ``max_iter``, ``holdout``, ``n_iter_no_change``, ``compute_objective``, ``shuffle``,
