@@ -126,7 +126,8 @@ def test_the_model_point_of_the_squared_loss_is_the_linearised_residual_and_sq_h
 @pytest.mark.parametrize("tol", [1e-2, 1e-4, 1e-6])
 def test_cd_certifies_sooner_with_the_model_dual_and_its_dual_point_proves_tol(fit_intercept, tol):
     # Dense correlated features: the support still changes when the suboptimality is already
-    # below tol, so the rescaled residual certifies late; the model's point certifies at once.
+    # below tol, so the rescaled residual certifies late; the model's point certifies at once
+    # (and the model solved on gives a more exact Newton step).
     X, y = make_classification(n_samples=3000, n_features=80, n_informative=30, n_redundant=30, random_state=3)
     y = np.where(y > 0, 1.0, -1.0)
     lam = 0.01 * Problem(X, y, "logistic", lam=1.0, fit_intercept=fit_intercept).lam_max()
@@ -138,7 +139,8 @@ def test_cd_certifies_sooner_with_the_model_dual_and_its_dual_point_proves_tol(f
         results[model_dual] = solver.solve(problem)
     plain, res = results[False], results[True]
     assert plain.converged and res.converged
-    assert res.history.data_accesses[-1] < plain.history.data_accesses[-1]
+    if tol <= 1e-4:  # (at 1e-2 it is tried only from a 1e-3 predicted decrease: about even there)
+        assert res.history.data_accesses[-1] < 0.95 * plain.history.data_accesses[-1]
     # The returned dual point proves the returned model tol-optimal, whoever checks it.
     P = problem.objective(res.coef, res.intercept)
     assert P - problem.dual_value(res.dual_point) <= tol * abs(P)

@@ -300,8 +300,9 @@ def gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at):
 def gram_support_solve(active, local, m, g, w, wpd, Q, Qd, d_b, g_b, lam1, lam2):
     """The quadratic model's minimiser with the signs of w + d held (Newton on the model's
     support): one linear solve on the nonzero coordinates of w + d (and the intercept when Q
-    has its row); a coordinate whose sign would change stops at zero instead. A step longer
-    than 10 in any coordinate (a flat direction: the model is singular there) is not taken.
+    has its row), taken only when no sign changes (else nothing moves: CD goes on) and no
+    coordinate moves by more than 10 (a flat direction: one-hot blocks beside the intercept
+    make the matrix singular).
     Updates wpd and Qd; returns (the intercept's step, multiply-adds done)."""
     size = Q.shape[0]
     fit_b = size > m
@@ -337,10 +338,10 @@ def gram_support_solve(active, local, m, g, w, wpd, Q, Qd, d_b, g_b, lam1, lam2)
         if not abs(x[t]) <= 10.0:  # as CD's steps are bounded (and NaN): the model is flat there
             return 0.0, n_sys**3 // 3
     for t in range(k):
-        j = feat[t]
-        if np.sign(wpd[j] + x[t]) != np.sign(wpd[j]):
-            x[t] = -wpd[j]  # a sign change stops at zero (CD moves it on, if it must)
-        wpd[j] += x[t]
+        if np.sign(wpd[feat[t]] + x[t]) != np.sign(wpd[feat[t]]):
+            return 0.0, n_sys**3 // 3
+    for t in range(k):
+        wpd[feat[t]] += x[t]
     for t in range(n_sys):
         xt = x[t]
         for a in range(size):
@@ -412,7 +413,10 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     With ``dual_decrease`` > 0, a model whose minimiser (at inner_tol) lowers P by at most
     that much is solved on until its largest violation is at most ``dual_tol``: the residual it
     predicts there is then a dual point whose gap is about the suboptimality
-    (:func:`model_dual_point`).
+    (:func:`model_dual_point`). On the Gram matrix, linear solves on the nonzero coordinates
+    (:func:`gram_support_solve`) alternate with the full sweeps. A model not solved that far
+    within max_inner sweeps gives no dual point, but its better solution is kept (a more
+    exact Newton step: on dense correlated data that alone saves outer iterations).
     Returns (d_b, sweeps, work: nonzeros read plus the Gram matrix's multiply-adds, whether
     the Gram matrix was used, whether the model was solved on to dual_tol).
     """
@@ -466,18 +470,19 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
                 d_b += step
                 vmax, vsum = max(vmax, viol), vsum + viol
         sweeps += 1
-        if tight:  # no inner shrinking: every sweep checks the whole model
-            if vmax <= dual_tol and m == m_outer:
-                break
-            m, shrink_at = m_outer, np.inf
-            if use_gram and solves < 4:
+        if tight:
+            if vmax <= dual_tol:
+                if m == m_outer:
+                    break
+                m, shrink_at = m_outer, np.inf  # one sweep over the whole model decides
+                continue
+            if use_gram and m == m_outer and solves < 4:
                 # CD converges linearly, and slowly on an ill-conditioned model; with the signs
                 # found, the model's minimiser is one linear solve on its nonzero coordinates.
                 solves += 1
                 step_b, work = gram_support_solve(active, local, m_outer, g, w, wpd, Q, Qd, d_b, g_b, lam1, lam2)
                 d_b += step_b
                 reads += work
-            continue
         if vsum <= inner_tol:
             if m == m_outer:
                 if tight or dual_decrease <= 0.0:
@@ -496,6 +501,7 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
             m, shrink_at = m_outer, np.inf
         else:
             shrink_at = vmax / n
+    # Not solved on to dual_tol (max_inner): no dual point, but the better-solved model is kept.
     tight = tight and vmax <= dual_tol and m == m_outer
     if use_gram:  # X d + d_b for the line search, from the moved coordinates
         xTd[:] = d_b
