@@ -395,6 +395,13 @@ class InnerSettings(NamedTuple):
     dual_tol: float = 0.0
 
 
+# A model solved on for its dual point gets at most 20 + 2 times the sweeps it took: the tries
+# that fail are the ones that crawl (ill-conditioned, signs still moving), and a capped try
+# keeps its better solution (dense correlated problems, tol 1e-4: 14% fewer reads summed, as
+# without the cap; mnist10k at 0.001 lam_max to 1e-4: 874M -> 694M).
+TIGHT_CAP_MIN, TIGHT_CAP_FACTOR = 20, 2
+
+
 @njit(cache=True, nogil=True)
 def newton_direction(data, indices, indptr, dense, active, m_outer, model, settings):
     """Minimise the quadratic model over active[:m_outer] (and the intercept) by CD sweeps.
@@ -415,15 +422,16 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     predicts there is then a dual point whose gap is about the suboptimality
     (:func:`model_dual_point`). On the Gram matrix, linear solves on the nonzero coordinates
     (:func:`gram_support_solve`) alternate with the full sweeps. A model not solved that far
-    within max_inner sweeps gives no dual point, but its better solution is kept (a more
-    exact Newton step: on dense correlated data that alone saves outer iterations).
+    within ``TIGHT_CAP_MIN + TIGHT_CAP_FACTOR`` times its sweeps gives no dual point, but its
+    better solution is kept (a more exact Newton step: on dense correlated data that alone
+    saves outer iterations).
     Returns (d_b, sweeps, work: nonzeros read plus the Gram matrix's multiply-adds, whether
     the Gram matrix was used, whether the model was solved on to dual_tol).
     """
     g, H, w, wpd, xTd, D, g_b = model
     lam1, lam2, fit_intercept, inner_tol, max_inner, gram_first, gram_max, dual_decrease, dual_tol = settings
     tight = False  # solved on to dual_tol: the model's minimiser gives a dual point
-    solves = 0  # linear solves on the model's support (tight, on the Gram matrix)
+    solves, tight_from = 0, 0  # linear solves on the model's support (tight, on the Gram matrix)
     xTd[:] = 0.0
     n = xTd.shape[0]
     m, shrink_at, d_b, reads, sweeps = m_outer, np.inf, 0.0, 0, 0
@@ -476,6 +484,8 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
                     break
                 m, shrink_at = m_outer, np.inf  # one sweep over the whole model decides
                 continue
+            if sweeps - tight_from > TIGHT_CAP_MIN + TIGHT_CAP_FACTOR * tight_from:
+                break
             if use_gram and m == m_outer and solves < 4:
                 # CD converges linearly, and slowly on an ill-conditioned model; with the signs
                 # found, the model's minimiser is one linear solve on its nonzero coordinates.
@@ -495,7 +505,7 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
                     value = _model_value(active, m_outer, g, w, wpd, xTd, D, d_b, g_b, lam1, lam2)
                 if -value > dual_decrease:
                     break
-                tight, inner_tol = True, 0.0  # on until the largest violation is <= dual_tol
+                tight, inner_tol, tight_from = True, 0.0, sweeps  # on until the largest violation is <= dual_tol
                 if vmax <= dual_tol:
                     break
             m, shrink_at = m_outer, np.inf

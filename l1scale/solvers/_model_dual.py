@@ -18,8 +18,8 @@ is about the square of the suboptimality before it.
 
 The model is the one the solver minimises anyway; what the certificate adds is a tighter inner
 solve (to a tenth of tol lam1, so that the rescaling costs at most about that; a model not
-solved that far within the sweep cap gives no point, but its better solution is kept: a more
-exact Newton step), the rows moved
+solved that far within its sweep cap, ``_cd_kernels.TIGHT_CAP_MIN`` + ``TIGHT_CAP_FACTOR`` times
+the sweeps it took, gives no point, but its better solution is kept: a more exact Newton step), the rows moved
 into the conjugate's domain (``_cd_kernels.model_dual_point``) and one pass over the features
 in play for the exact correlations. It is tried only once the model predicts a decrease of P
 within ``0.1 min(sqrt(tol), 0.01) P`` (the gap after the step falls about as that decrease
@@ -51,10 +51,10 @@ class ModelDual:
 
     # Tried once the model's predicted decrease is within reach * min(sqrt(tol), cap) * |P|
     # (from 1e-3 P for tol >= 1e-4). Measured, nonzeros read at tol 1e-1 / 1e-2 / 1e-4 / 1e-6
-    # without it and with it: mnist10k at 0.01 lam_max 122M / 209M / 350M / 350M -> 154M / 181M /
-    # 186M / 244M, at 0.001 744M / 969M / 975M / 982M -> 629M / 735M / 874M / 832M, a9a at 0.001
-    # 49M / 57M / 57M / 57M -> 46M / 51M / 51M / 50M; 16 dense correlated problems (3,000 x 80),
-    # summed: +2% / +1% / -14% / -11%. Without the cap, loose fits try it early: the dense
+    # without it and with it: mnist10k at 0.01 lam_max 122M / 209M / 350M / 350M -> 149M / 176M /
+    # 200M / 232M, at 0.001 744M / 969M / 975M / 982M -> 605M / 694M / 694M / 832M, a9a at 0.001
+    # 49M / 57M / 57M / 57M -> 52M / 52M / 52M / 50M; 16 dense correlated problems (3,000 x 80),
+    # summed: +2% / -1% / -14% / -11%. Without the cap, loose fits try it early: the dense
     # problems gain (-28% / -22% at 1e-1 / 1e-2) but mnist10k at 0.01, tol 1e-1, reads 264M.
     reach = 0.1
     cap = 0.01
