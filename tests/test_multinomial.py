@@ -485,3 +485,57 @@ def test_a_solve_that_stalls_at_float_resolution_says_so(monkeypatch):
         model.fit(X, y)
     assert not any("max_iter=1000" in str(w.message) for w in caught)
     assert model.result_.stop_reason == "line_search" and max(model.n_iter_) < 1000
+
+
+@pytest.mark.parametrize("layout", ["dense", "csc"])
+@pytest.mark.parametrize("fit_b", [False, True])
+def test_the_support_cg_kernel_solves_the_newton_system_off_the_null_directions(layout, fit_b):
+    from l1scale.data.memory import as_columns
+    from l1scale.solvers import _multinomial_kernels as kernels
+
+    rng = np.random.default_rng(0)
+    n, d, K = 80, 6, 3
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.7)
+    Z = rng.normal(size=(n, K))
+    P = np.exp(Z) / np.exp(Z).sum(axis=1, keepdims=True)
+    c = np.full(n, 1.0 / n)
+    CP = c[:, None] * P
+    S = np.zeros((d, K), dtype=bool)
+    S[0] = True  # a full row: its ones direction is in the null space
+    S[2, [0, 2]] = True
+    S[4, 1] = True
+    S[5] = True
+    sup_j, sup_k = (a.astype(np.int64) for a in np.nonzero(S))
+    rows = np.flatnonzero(S.any(axis=1)).astype(np.int64)
+    position = np.cumsum(S.ravel()).reshape(S.shape) - 1
+    full_pos = position[S.all(axis=1)].astype(np.int64).reshape(-1, K)
+    ns = sup_j.shape[0]
+    size = ns + (K if fit_b else 0)
+    # The system's matrix, densely: columns (j, k) of X (x) e_k and the intercepts' e_k.
+    B = np.zeros((n, K, size))
+    for t, (j, k) in enumerate(zip(sup_j, sup_k)):
+        B[:, k, t] = X[:, j]
+    if fit_b:
+        for k in range(K):
+            B[:, k, ns + k] = 1.0
+    H = c[:, None, None] * (np.einsum("ik,km->ikm", P, np.eye(K)) - P[:, :, None] * P[:, None, :])
+    A = np.einsum("ika,ikm,imb->ab", B, H, B) + kernels.NU * np.eye(size)
+    ones = []
+    for r in full_pos:
+        v = np.zeros(size)
+        v[r] = 1.0
+        ones.append(v)
+    if fit_b:
+        v = np.zeros(size)
+        v[ns:] = 1.0
+        ones.append(v)
+    Q, _ = np.linalg.qr(np.array(ones).T)
+    project = np.eye(size) - Q @ Q.T
+    rhs = rng.normal(size=size)
+    diag = np.abs(np.diag(A)) + 1e-3
+    arrays = as_columns(X if layout == "dense" else sp.csc_matrix(X)).arrays
+    x, products, reads = kernels.support_cg(*arrays, sup_j, sup_k, rows, full_pos, fit_b, P, CP, rhs, diag, 1e-12, 500)
+    assert 0 < products <= size and reads > 0
+    np.testing.assert_allclose(project @ x, x, atol=1e-12)  # off the null directions
+    residual = project @ (A @ x - rhs)
+    assert np.linalg.norm(residual) <= 1e-9 * np.linalg.norm(project @ rhs)

@@ -209,3 +209,109 @@ def intercept_sweep(gb, Hb, db, dZ, S, P, CP):
             dZ[k, i] += delta
             S[i] += P[k, i] * delta
     return vmax
+
+
+@njit(cache=True, nogil=True)
+def _support_product(data, indices, indptr, dense, x, sup_j, sup_k, rows, fit_b, P, CP, V, db, dZ, G, out):
+    """out = (H X)_S-block product of the multinomial Newton system with x = [V_S, db]:
+    (X^T H X V)_S (+ the intercepts' rows sum_i H_i (x_i V + db)) + nu x, H_i = c_i (diag p_i - p_i p_i^T).
+    V, db, dZ, G are workspace. Returns the nonzeros of X read."""
+    ns = sup_j.shape[0]
+    K = P.shape[1]
+    for t in range(ns):
+        V[sup_j[t], sup_k[t]] = x[t]
+    for k in range(K):
+        db[k] = x[ns + k] if fit_b else 0.0
+    reads = support_margins(data, indices, indptr, dense, V, db, dZ)
+    for i in range(dZ.shape[0]):  # dZ becomes H dZ, row by row
+        s = 0.0
+        for k in range(K):
+            s += P[i, k] * dZ[i, k]
+        for k in range(K):
+            dZ[i, k] = CP[i, k] * (dZ[i, k] - s)
+    for q in range(rows.shape[0]):
+        j = rows[q]
+        r_idx, vals = column(data, indices, indptr, dense, j)
+        for k in range(K):
+            G[j, k] = 0.0
+        for p in range(r_idx.shape[0]):
+            i, v = r_idx[p], vals[p]
+            for k in range(K):
+                G[j, k] += v * dZ[i, k]
+        reads += r_idx.shape[0]
+    for t in range(ns):
+        out[t] = G[sup_j[t], sup_k[t]] + NU * x[t]
+    if fit_b:
+        for k in range(K):
+            acc = 0.0
+            for i in range(dZ.shape[0]):
+                acc += dZ[i, k]
+            out[ns + k] = acc + NU * x[ns + k]
+    return reads
+
+
+@njit(cache=True, nogil=True)
+def _project_off_ones(x, full_pos, ns, fit_b, K):
+    """x with the mean across classes removed from every full row's block and the intercepts'."""
+    for r in range(full_pos.shape[0]):
+        mean = 0.0
+        for k in range(K):
+            mean += x[full_pos[r, k]]
+        mean /= K
+        for k in range(K):
+            x[full_pos[r, k]] -= mean
+    if fit_b:
+        mean = 0.0
+        for k in range(K):
+            mean += x[ns + k]
+        mean /= K
+        for k in range(K):
+            x[ns + k] -= mean
+
+
+@njit(cache=True, nogil=True)
+def support_cg(data, indices, indptr, dense, sup_j, sup_k, rows, full_pos, fit_b, P, CP, rhs, diag, rtol, max_iter):
+    """Jacobi-preconditioned conjugate gradients on the multinomial Newton system of the support
+    S = {(sup_j[t], sup_k[t])} (and the intercepts when ``fit_b``), on the complement of the
+    softmax's null directions (ones over a full row of W, ``full_pos``, and over the intercepts),
+    from x = 0. ``rows``: the distinct rows of S. Returns (x, products, nonzeros of X read)."""
+    n, K = P.shape
+    d = 0
+    for t in range(sup_j.shape[0]):
+        d = max(d, sup_j[t] + 1)
+    for q in range(rows.shape[0]):
+        d = max(d, rows[q] + 1)
+    ns = sup_j.shape[0]
+    V, G = np.zeros((d, K)), np.zeros((d, K))
+    db, dZ = np.zeros(K), np.empty((n, K))
+    b = rhs.copy()
+    _project_off_ones(b, full_pos, ns, fit_b, K)
+    x = np.zeros_like(b)
+    res = b.copy()
+    z = res / diag
+    _project_off_ones(z, full_pos, ns, fit_b, K)
+    direction = z.copy()
+    Ad = np.empty_like(b)
+    rz = res @ z
+    stop = rtol * np.sqrt(b @ b)
+    products, reads = 0, 0
+    while products < max_iter:
+        if np.sqrt(res @ res) <= stop or rz <= 0.0:
+            break
+        reads += _support_product(
+            data, indices, indptr, dense, direction, sup_j, sup_k, rows, fit_b, P, CP, V, db, dZ, G, Ad
+        )
+        products += 1
+        _project_off_ones(Ad, full_pos, ns, fit_b, K)
+        curvature = direction @ Ad
+        if not curvature > 0.0:
+            break
+        alpha = rz / curvature
+        x += alpha * direction
+        res -= alpha * Ad
+        z = res / diag
+        _project_off_ones(z, full_pos, ns, fit_b, K)
+        rz_new = res @ z
+        direction = z + (rz_new / rz) * direction
+        rz = rz_new
+    return x, products, reads

@@ -69,7 +69,10 @@ def newton_dual_value(problem, st, G_loss, H, vzero, objective, tol):
     diag = system.pack(np.where(S, H, 1.0), st.D.sum(axis=0) + kernels.NU)
     relative = float(np.max(np.abs(viol), initial=0.0)) / lam1
     rtol = float(np.clip(0.1 * tol / max(relative, 1e-300), *_CG_RTOL_RANGE))
-    x = _projected_cg(system, rhs, diag, rtol)
+    x, _, reads = kernels.support_cg(
+        *problem.columns.arrays, *system.layout, problem.fit_intercept, st.P, st.CP, rhs, diag, rtol, _CG_MAX_ITER
+    )
+    system.reads += reads
     HdZ = system.hessian_margins(x)
     c, P = problem.c, st.P
     rows = c > 0.0
@@ -106,8 +109,9 @@ def newton_dual_value(problem, st, G_loss, H, vzero, objective, tol):
 
 
 class _SupportSystem:
-    """The Newton system on the support: products with (X^T H X)_SS (and the intercepts' rows),
-    packed as one vector ``[V_S, db]``, and the projection off the null directions."""
+    """The Newton system on the support, packed as one vector ``[V_S, db]``: its layout for the
+    CG kernel (``_multinomial_kernels.support_cg``, which also projects off the null
+    directions), and the Hessian times a step's margins."""
 
     def __init__(self, problem, st, S):
         self.problem, self.st, self.S = problem, st, S
@@ -117,9 +121,13 @@ class _SupportSystem:
         self.full_rows = np.flatnonzero(S.all(axis=1))
         self.reads = 0
         d, K = S.shape
-        self._V, self._G = np.zeros((d, K)), np.zeros((d, K))
-        self._H, self._active = np.empty((d, K)), np.empty(d, dtype=np.int64)
+        self._V = np.zeros((d, K))
         self._dZ = np.empty((problem.n_samples, K))
+        # For the CG kernel: the support's (row, class) pairs in packing order, its distinct rows,
+        # and the packed positions of every full row (its ones direction is projected out).
+        sup_j, sup_k = (a.astype(np.int64) for a in np.nonzero(S))
+        position = np.cumsum(S.ravel()).reshape(S.shape) - 1
+        self.layout = (sup_j, sup_k, self.rows, position[self.full_rows].astype(np.int64).reshape(-1, K))
 
     def pack(self, block, intercepts):
         x = block[self.S]
@@ -129,13 +137,6 @@ class _SupportSystem:
         self._V[self.S] = x[: self.n_support]
         return self._V, (x[self.n_support :] if self.fit_b else np.zeros(self.S.shape[1]))
 
-    def project(self, x):
-        """x with the mean across classes removed from the intercepts' block and from every full row."""
-        V, db = self.unpack(x)
-        if self.full_rows.shape[0]:
-            V[self.full_rows] -= V[self.full_rows].mean(axis=1, keepdims=True)
-        return self.pack(V, db - db.mean() if self.fit_b else db)
-
     def hessian_margins(self, x):
         """H (X V + db), row by row: c_i (p_i * dz_i - p_i (p_i . dz_i)), shape (n, K)."""
         V, db = self.unpack(x)
@@ -143,49 +144,3 @@ class _SupportSystem:
         self.reads += kernels.support_margins(*arrays, V, db, self._dZ)
         st = self.st
         return st.CP * self._dZ - st.CP * (st.P * self._dZ).sum(axis=1, keepdims=True)
-
-    def product(self, x):
-        HdZ = self.hessian_margins(x)
-        lam1 = self.problem.penalty.l1
-        kernels.outer_pass(
-            *self.problem.columns.arrays,
-            self.rows,
-            HdZ,
-            self.st.D,
-            self.st.W,
-            lam1,
-            0.0,
-            np.inf,
-            False,
-            self._G,
-            self._H,
-            self._active,
-        )
-        self.reads += columns_nnz(self.problem.columns, self.rows)
-        return self.pack(self._G, HdZ.sum(axis=0)) + kernels.NU * x
-
-
-def _projected_cg(system, rhs, diag, rtol):
-    """Jacobi-preconditioned CG on the complement of the null directions, from x = 0."""
-    b = system.project(rhs)
-    x = np.zeros_like(b)
-    res = b.copy()
-    z = system.project(res / diag)
-    direction = z.copy()
-    rz = float(res @ z)
-    stop = rtol * np.sqrt(float(b @ b))
-    for _ in range(_CG_MAX_ITER):
-        if np.sqrt(float(res @ res)) <= stop or rz <= 0.0:
-            break
-        Ad = system.project(system.product(direction))
-        curvature = float(direction @ Ad)
-        if not curvature > 0.0:
-            break
-        alpha = rz / curvature
-        x += alpha * direction
-        res -= alpha * Ad
-        z = system.project(res / diag)
-        rz_new = float(res @ z)
-        direction = z + (rz_new / rz) * direction
-        rz = rz_new
-    return x

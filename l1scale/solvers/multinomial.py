@@ -434,3 +434,19 @@ def _warm_up():
             problem = MultinomialProblem(Xv, np.array([0, 1, 2]), 0.1)
             state = _State(problem, np.zeros((2, 3)), np.zeros(3))
             MultinomialCD(tol=1e-3, max_iter=2)._solve(problem, state, Timer(), 0)
+            # The support-Newton point's CG, which a two-step solve may not reach.
+            one = np.zeros(1, dtype=np.int64)
+            kernels.support_cg(
+                *problem.columns.arrays,
+                one,
+                one,
+                one,
+                np.zeros((0, 3), dtype=np.int64),
+                True,
+                state.P,
+                state.CP,
+                np.ones(4),
+                np.ones(4),
+                0.1,
+                2,
+            )
