@@ -255,7 +255,7 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
     def _classification_data(self, X, y, sample_weight):
         """In-memory X, y validated; (X, y, classes, weights times class weights)."""
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
-        check_classification_targets(y)
+        _check_class_labels(y)
         classes = np.unique(y)
         if classes.shape[0] < 2:
             raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs at least two")
@@ -656,6 +656,18 @@ def _restore_fit_facts(est, meta, regression):
             est.feature_names_in_ = np.asarray(names, dtype=object)
         else:
             est.set_feature_names(names)
+
+
+def _check_class_labels(y):
+    """scikit-learn's ``check_classification_targets`` for 1-D labels (validate_data made them
+    1-D), without its cost where the answer is plain: integer and boolean labels are classes,
+    and so are floats that are all integral. Anything else (non-integral floats, objects,
+    strings) goes to scikit-learn's check, which raises its own error where it must. On small
+    data the full check is a fifth of a fit (wine: 0.3 of 1.4 ms)."""
+    kind = y.dtype.kind
+    if kind in "iub" or (kind == "f" and y.size and bool(np.all(np.isfinite(y) & (y == np.floor(y))))):
+        return
+    check_classification_targets(y)
 
 
 def _check_class_weight(class_weight):
