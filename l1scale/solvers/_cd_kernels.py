@@ -736,17 +736,27 @@ def support_cg(
         if fit_intercept:
             product[k] += nu * direction[k]
         products += 1
-        curvature = direction @ product
-        if not curvature > 0.0:
+        if not cg_advance(x, res, direction, product, rz):
             break
-        alpha = rz / curvature
-        x += alpha * direction
-        res -= alpha * product
         z = res / diag
         rz_new = res @ z
         direction = z + (rz_new / rz) * direction
         rz = rz_new
     return products, reads
+
+
+@njit(cache=True, nogil=True)
+def cg_advance(x, res, direction, product, rz):
+    """One conjugate-gradient move along ``direction`` (``product``: the matrix times it; ``rz``:
+    res . z of the preconditioned residual): x and res updated in place. Returns False, moving
+    nothing, where the direction has no positive curvature."""
+    curvature = direction @ product
+    if not curvature > 0.0:
+        return False
+    alpha = rz / curvature
+    x += alpha * direction
+    res -= alpha * product
+    return True
 
 
 def warm_up():

@@ -14,6 +14,7 @@ from numba import njit
 
 from ..data.memory import column
 from ..losses import softmax_row
+from ._cd_kernels import cg_advance
 
 # Curvature floor of the quadratic model (liblinear's nu), as in the binary solver.
 NU = 1e-12
@@ -303,12 +304,8 @@ def support_cg(data, indices, indptr, dense, sup_j, sup_k, rows, full_pos, fit_b
         )
         products += 1
         _project_off_ones(Ad, full_pos, ns, fit_b, K)
-        curvature = direction @ Ad
-        if not curvature > 0.0:
+        if not cg_advance(x, res, direction, Ad, rz):
             break
-        alpha = rz / curvature
-        x += alpha * direction
-        res -= alpha * Ad
         z = res / diag
         _project_off_ones(z, full_pos, ns, fit_b, K)
         rz_new = res @ z
