@@ -17,15 +17,14 @@ third-order error: once the model predicts a small decrease, the gap after the s
 is about the square of the suboptimality before it.
 
 The model is the one the solver minimises anyway; what the certificate adds is a tighter inner
-solve (to a tenth of tol lam1, so that the rescaling costs at most about that; a model not
-solved that far within its sweep cap, ``_cd_kernels.TIGHT_CAP_MIN`` + ``TIGHT_CAP_FACTOR`` times
-the sweeps it took, gives no point, but its better solution is kept: a more exact Newton step), the rows moved
-into the conjugate's domain (``_cd_kernels.model_dual_point``) and one pass over the features
-in play for the exact correlations. It is tried only once the model predicts a decrease of P
-within ``0.1 min(sqrt(tol), 0.01) P`` (the gap after the step falls about as that decrease
-squared),
-and only for a model over every feature in play (a working set's leaves out features that may
-violate at its point).
+solve (to a tenth of tol lam1, so that the rescaling costs at most about that; a model not solved
+that far within its sweep cap, ``_cd_kernels.TIGHT_CAP_MIN`` + ``TIGHT_CAP_FACTOR`` times the
+sweeps it took, gives no point, but its better solution is kept: a more exact Newton step), the
+rows moved into the conjugate's domain (``_cd_kernels.model_dual_point``) and one pass over the
+features in play for the exact correlations. It is tried only once the model predicts a decrease
+of P within ``0.1 min(sqrt(tol), 0.01) P`` (the gap after the step falls about as that decrease
+squared), and only for a model over every feature in play (a working set's leaves out features
+that may violate at its point).
 """
 
 from __future__ import annotations

@@ -46,8 +46,9 @@ the residual that the quadratic model predicts at the support's Newton point is 
 gap is about the suboptimality itself; when it certifies, that Newton step is taken and the
 solve stops. While the support still changes, the quadratic model's own minimiser gives such a
 point (``_model_dual.ModelDual``): once a model over every feature in play predicts a small
-decrease, it is solved on tightly and the residual it predicts is offered after the step. The best dual point is returned (``Result.dual_point``), so that anyone can
-check the gap (``Problem.dual_value``). A certificate is taken at every full pass (it costs one pass over the n margins on top of the gradient
+decrease, it is solved on tightly and the residual it predicts is offered after the step. The
+best dual point is returned (``Result.dual_point``), so that anyone can check the gap
+(``Problem.dual_value``). A certificate is taken at every full pass (it costs one pass over the n margins on top of the gradient
 pass), so that ``tol`` stops the solve as soon as it can. With an intercept, b is made
 exactly optimal for w before each full pass (a 1-D Newton solve on the margins, itself a
 descent step), so that sum_i c_i u_i = 0 as the dual needs. Gap-safe screening removes,
