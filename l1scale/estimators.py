@@ -227,7 +227,7 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
             return self._fit_declared(stream, classes)
         if stream is None and self.solver_ in STREAMING_SOLVERS:
             X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
-            check_classification_targets(y)
+            _check_class_labels(y)
             # Streams carry float labels: stream the class codes, map them back after.
             labels, codes = np.unique(y, return_inverse=True)
             stream = Stream.from_arrays(

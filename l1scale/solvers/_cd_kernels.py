@@ -500,9 +500,10 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
                 # Close to the optimum (the model predicts a small decrease): solve on, so that
                 # the residual it predicts at its minimiser meets the KKT conditions to dual_tol.
                 if use_gram:
-                    value = _model_value_gram(active, local, m_outer, g, w, wpd, Qd, d_b, g_b, lam1, lam2)
+                    quad = _curvature_term_gram(active, local, m_outer, w, wpd, Qd, d_b)
                 else:
-                    value = _model_value(active, m_outer, g, w, wpd, xTd, D, d_b, g_b, lam1, lam2)
+                    quad = _curvature_term(xTd, D)
+                value = _model_value(active, m_outer, g, w, wpd, d_b, g_b, lam1, lam2, quad)
                 if -value > dual_decrease:
                     break
                 tight, inner_tol, tight_from = True, 0.0, sweeps  # on until the largest violation is <= dual_tol
@@ -527,28 +528,34 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
 
 
 @njit(cache=True, nogil=True)
-def _model_value(active, m, g, w, wpd, xTd, D, d_b, g_b, lam1, lam2):
-    """The model's value at d = wpd - w (and d_b) minus its value at 0, from X d + d_b."""
-    acc = g_b * d_b + 0.5 * NU * d_b * d_b
+def _model_value(active, m, g, w, wpd, d_b, g_b, lam1, lam2, quad):
+    """The model's value at d = wpd - w (and d_b) minus its value at 0, given its curvature term
+    ``quad`` = (X d + d_b)^T diag(D) (X d + d_b) (from X d + d_b, or from the Gram matrix)."""
+    sq = 0.0
     for k in range(m):
-        j = active[k]
-        dj = wpd[j] - w[j]
-        acc += g[j] * dj + 0.5 * (lam2 + NU) * dj * dj + lam1 * (abs(wpd[j]) - abs(w[j]))
-    quad = 0.0
-    for i in range(xTd.shape[0]):
-        quad += D[i] * xTd[i] * xTd[i]
-    return acc + 0.5 * quad
+        dj = wpd[active[k]] - w[active[k]]
+        sq += dj * dj
+    linear = model_decrease(active, m, g, w, wpd, lam1) + g_b * d_b
+    return linear + 0.5 * ((lam2 + NU) * sq + NU * d_b * d_b + quad)
 
 
 @njit(cache=True, nogil=True)
-def _model_value_gram(active, local, m, g, w, wpd, Qd, d_b, g_b, lam1, lam2):
-    """:func:`_model_value` from the Gram matrix's Q (d, d_b) (its last row: the intercept's)."""
-    acc = (g_b + 0.5 * Qd[Qd.shape[0] - 1]) * d_b + 0.5 * NU * d_b * d_b if d_b != 0.0 else 0.0
+def _curvature_term(xTd, D):
+    """(X d + d_b)^T diag(D) (X d + d_b) from X d + d_b."""
+    quad = 0.0
+    for i in range(xTd.shape[0]):
+        quad += D[i] * xTd[i] * xTd[i]
+    return quad
+
+
+@njit(cache=True, nogil=True)
+def _curvature_term_gram(active, local, m, w, wpd, Qd, d_b):
+    """:func:`_curvature_term` from Qd = Q (d, d_b) of the Gram matrix (its last row: the
+    intercept's, when d_b moves)."""
+    quad = d_b * Qd[Qd.shape[0] - 1] if d_b != 0.0 else 0.0
     for k in range(m):
-        j = active[k]
-        dj = wpd[j] - w[j]
-        acc += (g[j] + 0.5 * Qd[local[k]]) * dj + 0.5 * (lam2 + NU) * dj * dj + lam1 * (abs(wpd[j]) - abs(w[j]))
-    return acc
+        quad += (wpd[active[k]] - w[active[k]]) * Qd[local[k]]
+    return quad
 
 
 @njit(cache=True, nogil=True)
