@@ -142,4 +142,13 @@ def test_the_solver_with_gram_models_reaches_the_plain_solvers_optimum(loss, fit
             assert ("(Gram)" in printed) == (gram_max > 0 and "CD on the model" in printed)
         plain, gram = results
         assert gram.objective == pytest.approx(plain.objective, rel=1e-10)
-        np.testing.assert_array_equal(np.sign(gram.coef), np.sign(plain.coef))
+        if l1_ratio < 1.0:  # the ridge part makes the optimum unique: the same model
+            np.testing.assert_array_equal(np.sign(gram.coef), np.sign(plain.coef))
+        elif loss != "squared_hinge":
+            # At pure L1 the optimum can be a flat face: a block's columns sum to one (to the
+            # intercept's column), so weight moves between blocks, or a block and the intercept,
+            # keeping the margins and the L1 norm (probit with intercept: the two solutions differ
+            # by 3e-3 at equal objectives). The Gram model's face descents land on a vertex of it.
+            # A loss strictly convex in the margin has unique optimal margins: those agree.
+            z_plain, z_gram = X @ plain.coef + plain.intercept, X @ gram.coef + gram.intercept
+            np.testing.assert_allclose(z_gram, z_plain, atol=1e-5 * np.abs(z_plain).max())

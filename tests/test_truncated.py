@@ -170,7 +170,10 @@ def test_passes_reach_the_batch_objective(name, path, d, ratio, eta0, decay, pas
     if name == "earn":
         assert max(res.history.nnz) < 0.03 * d, msg
     else:
-        off = ref.coef == 0
+        # Features zero at every optimum: strictly inside the subdifferential (|gradient| < lam at
+        # the optimal margins, which are unique). a9a's one-hot blocks are collinear without an
+        # intercept, so the optimum is a flat face whose vertices differ in a few other weights.
+        off = np.abs(ref.loss_gradient) < 0.99 * lam
         assert np.sort(np.abs(res.coef[off]))[-2] < 2e-3, msg  # dust (one a9a column is collinear)
 
 
