@@ -471,6 +471,27 @@ def test_the_newton_point_dual_certifies_sooner(fit_intercept, monkeypatch):
         assert res.history.data_accesses[-1] < 0.9 * without[tol].history.data_accesses[-1]
 
 
+def test_the_newton_point_is_tried_while_a_feature_is_still_a_little_outside(monkeypatch):
+    """Between 1e-2 and 1e-6 the point is tried while a zero weight violates optimality by up to
+    min(sqrt(tol), 100 tol, 0.01) lam1 (its gap grows as about a tenth of that violation), not
+    only up to tol lam1: on digits at 1e-4 that certifies an outer iteration sooner."""
+    from l1scale.solvers import _multinomial_newton
+
+    assert _multinomial_newton.entering_reach(1e-1) == 1e-1 and _multinomial_newton.entering_reach(1e-2) == 1e-2
+    assert _multinomial_newton.entering_reach(1e-4) == pytest.approx(1e-2)
+    assert _multinomial_newton.entering_reach(1e-6) == pytest.approx(1e-4)
+    X, y = _digits(n=1797)
+    problem = MultinomialProblem(X, y, lam_ratio=0.02)
+    p_star = _tight(problem).objective
+    wide = MultinomialCD(tol=1e-4).solve(problem)
+    monkeypatch.setattr(_multinomial_newton, "entering_reach", lambda tol: tol)
+    narrow = MultinomialCD(tol=1e-4).solve(problem)
+    for res in (wide, narrow):
+        assert res.converged and (res.objective - p_star) / p_star <= 1e-4
+    assert wide.n_iter < narrow.n_iter
+    assert wide.history.data_accesses[-1] < 0.8 * narrow.history.data_accesses[-1]
+
+
 def test_a_solve_that_stalls_at_float_resolution_says_so(monkeypatch):
     # tol = 1e-14 is below what the residual's gap resolves in this objective: the solve stops when
     # P no longer moves, long before max_iter, and the warning says that rather than blaming
