@@ -453,10 +453,10 @@ TIGHT_CAP_MIN, TIGHT_CAP_FACTOR = 20, 2
 # its faces (:func:`gram_face_descent`, a linear solve each), at most FACE_SOLVES solves in a
 # row. Measured, nonzeros read (multiply-adds of the solves included) at tol 1e-1 / 1e-2 /
 # 1e-4 / 1e-6: 16 dense correlated problems (3,000 x 80) summed 812M / 850M / 932M / 1176M ->
-# 746M / 769M / 773M / 676M; a9a at 0.001 lam_max, where one-hot blocks beside the intercept
+# 788M / 805M / 809M / 716M; a9a at 0.001 lam_max, where one-hot blocks beside the intercept
 # make the models singular and CD took 1,000 sweeps on one of them (57 now), 52M / 52M / 52M /
-# 50M -> 53M / 42M / 42M / 45M, at 0.01 lam_max 28M / 35M / 41M / 41M -> 25M / 32M / 32M / 41M;
-# mnist10k and earn unchanged.
+# 50M -> 54M / 42M / 42M / 45M, at 0.01 lam_max 28M / 35M / 41M / 41M -> 25M / 25M / 31M / 31M;
+# mnist10k, earn and news20 unchanged.
 FACE_AFTER, FACE_SOLVES = 10, 8
 
 
