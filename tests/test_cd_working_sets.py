@@ -138,6 +138,36 @@ def test_screening_carried_along_a_path_only_removes_zeros_of_the_next_optimum(l
     assert removed > 5 * p.n_features  # the test has teeth: most zeros are screened at the first lams
 
 
+@pytest.mark.parametrize("l1_ratio", [1.0, 0.5])
+def test_a_path_hands_the_carried_screening_the_dual_value_it_would_compute(l1_ratio, monkeypatch):
+    """A solve that ends at its last certifying pass's point gives the carried screening that pass's
+    residual dual value (not computed twice per lam); it is the value the screening computes itself,
+    and the path is the same as with every value recomputed."""
+    X, y = _data("logistic", seed=9)
+    base = Problem(sp.csr_matrix(X), y, "logistic", lam=1.0, l1_ratio=l1_ratio)
+    grid = lam_grid(base.lam_max(), 20, 0.01)
+    given, update = [], SequentialScreening.update
+
+    def checked(self, problem, w, b, z, primal, residual, loss_gradient, exact, residual_dual=None):
+        if residual_dual is not None:
+            fresh = problem.certificate_from(w[exact], b, z, None, loss_gradient[exact], primal=primal)
+            assert residual_dual == pytest.approx(fresh.objective - fresh.value, rel=1e-14, abs=1e-15)
+            given.append(residual_dual)
+        return update(self, problem, w, b, z, primal, residual, loss_gradient, exact, residual_dual)
+
+    monkeypatch.setattr(SequentialScreening, "update", checked)
+    path = list(CoordinateDescent(tol=1e-4).solve_path(base, grid))
+    assert len(given) >= 5  # the test has teeth: many lams end at their certifying pass
+
+    def recompute(self, *args, residual_dual=None):  # the value dropped: computed again
+        return update(self, *args)
+
+    monkeypatch.setattr(SequentialScreening, "update", recompute)
+    recomputed = list(CoordinateDescent(tol=1e-4).solve_path(base, grid))
+    for a, b in zip(path, recomputed, strict=True):
+        np.testing.assert_array_equal(a.coef, b.coef)
+
+
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_solve_path_gives_each_lams_cold_optimum(loss, fit_intercept):

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..problems.base import Certificate
+
 __all__ = ["DualPoints", "SequentialScreening", "columns_nnz", "residual_distance"]
 
 # A feature is screened out only when its bound is below lam1 by this relative margin, so
@@ -42,6 +44,7 @@ class DualPoints:
         # |x_j^T (c u)| for the features it was computed on.
         self.best_point = np.zeros(problem.n_samples)
         self.best_corr = np.full(problem.n_features, np.inf)
+        self.residual_dual = None  # the dual value of the last rescaled residual offered by certificate
 
     def certificate(self, w, b, z, v, cols, primal):
         """The certificate at (w, b): its rescaled residual offered, then the best dual point's gap.
@@ -61,6 +64,7 @@ class DualPoints:
         cert = self.problem.certificate_from(w[cols], b, z, None, v_cols, primal=primal)
         if not self.has_dual:
             return cert
+        self.residual_dual = cert.objective - cert.value  # the rescaled residual's own (a path carries it)
         if self._offer(cert, v_cols, cols):
             self.best_point[:] = self.problem.loss.derivative(self.problem.y, z)
         return self.best(cert, primal)
@@ -134,15 +138,20 @@ class SequentialScreening:
         self.residual = None
         self.corr = np.full(problem.n_features, np.inf)
 
-    def update(self, problem, w, b, z, primal, residual, loss_gradient, exact):
+    def update(self, problem, w, b, z, primal, residual, loss_gradient, exact, residual_dual=None):
         """Take a solution of ``problem``: (w, b), its margins z, objective ``primal``, residual
         ``c * loss'(y, z)``, and loss gradient ``X^T residual`` known on the features ``exact``
-        (every other feature is zero at ``problem``'s optimum)."""
+        (every other feature is zero at ``problem``'s optimum). ``residual_dual``: the dual value of
+        that residual rescaled on ``exact``, when the solve's last certificate computed it at this
+        very point (it is then not computed again: one pass of conjugates per lam)."""
         if self.residual is not None:
             self.corr += self.norms * residual_distance(residual, self.residual, self.c)
         self.residual = residual.copy()
         v = loss_gradient[exact]
-        cert = problem.certificate_from(w[exact], b, z, None, v, primal=primal)
+        if residual_dual is None:
+            cert = problem.certificate_from(w[exact], b, z, None, v, primal=primal)
+        else:
+            cert = Certificate.duality_gap(primal, residual_dual)
         pen = problem.penalty
         scale = 1.0 if pen.l2 != 0.0 else min(1.0, pen.l1 / max(float(np.max(np.abs(v), initial=0.0)), 1e-300))
         if np.isfinite(cert.value) and scale > 0.0:

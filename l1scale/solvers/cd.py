@@ -287,11 +287,13 @@ class CoordinateDescent(Solver):
                 screened = carried.screen(lam_problem, pt.w, pt.b, pt.z, pt.objective)
             if gradient is None and coef_init is None and self.working_set:
                 gradient = problem.null_gradient()
-            result, kept = self._solve(lam_problem, pt, timer, compile_seconds, gradient, screened)
+            result, kept, residual_dual = self._solve(lam_problem, pt, timer, compile_seconds, gradient, screened)
             compile_seconds = 0.0
             result.coef = result.coef.copy()  # the iterate goes on to the next lam
             if carried is not None:
-                carried.update(lam_problem, pt.w, pt.b, pt.z, pt.objective, pt.r, result.loss_gradient, kept)
+                carried.update(
+                    lam_problem, pt.w, pt.b, pt.z, pt.objective, pt.r, result.loss_gradient, kept, residual_dual
+                )
             gradient = result.loss_gradient
             yield result
 
@@ -312,6 +314,8 @@ class CoordinateDescent(Solver):
         history = History()
         st = _Loop(kept=kept, ws_size=self.first_working_set)
         stop_reason, converged, cert = "max_iter", False, None
+        # The rescaled residual's dual value when the solve ends at its last certifying pass's point.
+        residual_dual = None
         polish = None  # the loss gradient's bounds after a final support-Newton step, when one is taken
         ck, saved = checkpoints.start(self, problem)
         if saved is not None:
@@ -387,6 +391,7 @@ class CoordinateDescent(Solver):
                     st.recorded = self._record(history, st.it, objective, cert.value, nnz, timer, pt, m)
                 if cert.relative <= self.tol:
                     stop_reason, converged = cert.name, True
+                    residual_dual = dual.residual_dual if newton is None else None
                     if newton is not None:
                         polish = newton_dual.polish(pt, newton, H, g_loss, st.kept, norms, vmax / lam1)
                         st.it += polish is not None
@@ -399,6 +404,7 @@ class CoordinateDescent(Solver):
                     or (st.stalled and everything and cert.value > 0.5 * st.stall_cert)
                 ):
                     st.failed = st.failed or st.stalled
+                    residual_dual = dual.residual_dual
                     break
                 if st.stalled:
                     st.stall_cert = cert.value
@@ -558,7 +564,7 @@ class CoordinateDescent(Solver):
         result.loss_gradient = loss_gradient
         if cert.name == "duality_gap":
             result.dual_point = dual.best_point.copy()
-        return result, st.kept
+        return result, st.kept, residual_dual
 
     def _record(self, history, it, objective, certificate, nnz, timer, pt, m):
         history.append(
