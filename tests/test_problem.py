@@ -256,3 +256,25 @@ def test_regularization_is_validated_and_resolved_in_one_place():
     ):
         with pytest.raises(ValueError, match="exactly one of lam and lam_ratio"):
             make()
+
+
+@pytest.mark.parametrize("loss", ["logistic", "probit", "squared", "squared_hinge"])
+def test_the_null_models_intercept_in_closed_form_is_the_newton_solves(loss):
+    """b0 (w = 0): log-odds, ndtri and weighted mean in closed form, equal to the 1-D Newton solve's
+    minimiser with sample weights; the gradient at the null model is taken there."""
+    from l1scale.losses import get_loss
+    from l1scale.problems.memory import null_intercept, optimal_intercept
+
+    rng = np.random.default_rng(4)
+    n = 500
+    y = np.where(rng.random(n) < 0.3, 1.0, -1.0) if loss != "squared" else rng.normal(2.0, 1.0, n)
+    c = rng.uniform(0.2, 3.0, n)
+    c /= c.sum()
+    b0 = null_intercept(get_loss(loss), y, c)
+    assert b0 == pytest.approx(optimal_intercept(get_loss(loss), y, c, np.zeros(n)), abs=1e-10)
+    X = rng.normal(size=(n, 4))
+    p = Problem(X, y, loss, lam=0.01, sample_weight=c * n)
+    assert p.null_intercept() == pytest.approx(b0, abs=1e-12)
+    r0 = p.c * p.loss.derivative(p.y, np.full(n, b0))
+    np.testing.assert_allclose(p.null_gradient(), X.T @ r0, atol=1e-12)
+    assert abs(r0.sum()) <= 1e-12  # b0 is optimal: the intercept's gradient vanishes

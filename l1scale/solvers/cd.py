@@ -88,6 +88,8 @@ class _Iterate:
         self.problem = problem
         self.w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).reshape(d)
         self.b = float(intercept_init or 0.0) if problem.fit_intercept else 0.0
+        if coef_init is None and intercept_init is None and problem.fit_intercept:
+            self.b = problem.null_intercept()  # the optimum at w = 0: recenter's solve starts there
         self.z, self.lv, self.z_new, self.lv_new = np.zeros(n), np.zeros(n), np.empty(n), np.empty(n)
         self.r, self.D, self.xTd = np.empty(n), np.empty(n), np.zeros(n)
         self.loss_sum, self.pen, self.reads = 0.0, 0.0, 0
