@@ -428,6 +428,15 @@ class OnlineSolver(Solver):
         tried = {}
         seed = 0 if self.random_state is None else self.random_state
 
+        def sample_objective(w, b):
+            """P(w, b) on the calibration sample (mean-form loss, the elastic net)."""
+            z = np.asarray(X @ w, dtype=np.float64).reshape(-1) + b
+            return (
+                float(np.sum(s * loss.value(y, z))) / W
+                + l1 * float(np.abs(w).sum())
+                + 0.5 * l2 * float(np.square(w).sum())
+            )
+
         def value(k):
             trial = self._trial(ref * 2.0**k)
             # The state's own copy, sharing what is not data (a solver it refers to: callbacks, files).
@@ -437,26 +446,11 @@ class OnlineSolver(Solver):
                 with np.errstate(all="ignore"):
                     trial._learn(st, rows, y, s, 0, 0, kind=loss.kernel_id, l1=l1, l2=l2, holdout=0)
                     trial._catch_up(st)
-                    w, b = st.coef, st.intercept
-                    z = np.asarray(X @ w, dtype=np.float64).reshape(-1) + b
-                    f = (
-                        float(np.sum(s * loss.value(y, z))) / W
-                        + l1 * float(np.abs(w).sum())
-                        + 0.5 * l2 * float(np.square(w).sum())
-                    )
+                    f = sample_objective(st.coef, st.intercept)
             except (ZeroDivisionError, FloatingPointError, OverflowError):
                 f = np.inf
             tried[k] = f if np.isfinite(f) else np.inf
             return tried[k]
-
-        def start_value(st, X, y, s, W):
-            w, b = st.coef, st.intercept
-            z = np.asarray(X @ w, dtype=np.float64).reshape(-1) + b
-            return (
-                float(np.sum(s * loss.value(y, z))) / W
-                + l1 * float(np.abs(w).sum())
-                + 0.5 * l2 * float(np.square(w).sum())
-            )
 
         best_k, best = 0, value(0)
         step = 1 if value(1) < best else -1
@@ -472,7 +466,7 @@ class OnlineSolver(Solver):
         # for w = 0, b = 0): the runs are many passes long and their rate decays.
         up = round(math.log2(AUTO_RATE_FACTOR))
         above = tried.get(best_k + up, np.inf) if up > 0 else best
-        if not (np.isfinite(above) and above <= 2.0 * start_value(state, X, y, s, W)):
+        if not (np.isfinite(above) and above <= 2.0 * sample_objective(state.coef, state.intercept)):
             up = 0
         state.rate = ref * 2.0 ** (best_k + up)
         return tried
