@@ -22,6 +22,10 @@ from ..losses import conjugate_domain_clip
 # Curvature floor of the quadratic model (liblinear's nu): keeps H_jj > 0 on
 # columns whose rows all have zero curvature.
 NU = 1e-12
+# A dense Gram matrix by BLAS against the scalar loop of a sparse one, per multiply-add (measured
+# about 10x on 3,000 x 80; the copy of the columns is part of it): the rent-or-buy choices weigh
+# its work in the scalar loops' units.
+DENSE_GRAM_SPEEDUP = 8.0
 
 
 @njit(cache=True, nogil=True)
@@ -203,7 +207,13 @@ def gram_cost(data, indices, indptr, dense, active, m, counts):
 
     The Gram matrix sums, over the rows, the outer product of each row's entries in those
     columns: sum_i k_i (k_i + 1) / 2 for k_i entries in row i. counts (n,) is scratch, left
-    holding k_i."""
+    holding k_i. Dense columns are multiplied by BLAS (:func:`model_gram`): their work is the
+    multiply-adds over ``DENSE_GRAM_SPEEDUP``, in the units of the scalar loops it is weighed
+    against."""
+    if dense:
+        n = counts.shape[0]
+        counts[:] = m
+        return n * m, 0.5 * n * m * (m + 1) / DENSE_GRAM_SPEEDUP
     counts[:] = 0
     nnz = 0
     for s in range(m):
@@ -218,12 +228,46 @@ def gram_cost(data, indices, indptr, dense, active, m, counts):
 
 
 @njit(cache=True, nogil=True)
+def _dense_gram(data, indptr, active, m, D, fit_intercept):
+    """:func:`model_gram` of dense columns: the columns and their D-weighted copies as the rows
+    of two (m, n) arrays, multiplied by BLAS (about 10x the scalar loop: 0.7 ms against 7 ms for
+    3,000 x 80), then made exactly symmetric."""
+    n = D.shape[0]
+    A, B = np.empty((m, n)), np.empty((m, n))
+    for s in range(m):
+        start = indptr[active[s]]
+        for i in range(n):
+            v = data[start + i]
+            A[s, i] = v
+            B[s, i] = D[i] * v
+    size = m + 1 if fit_intercept else m
+    Q = np.zeros((size, size))
+    if m > 0:
+        Q[:m, :m] = np.dot(B, A.T)
+    for a in range(m):
+        for b in range(a + 1, m):
+            Q[b, a] = Q[a, b]
+    if fit_intercept:
+        for a in range(m):
+            acc = 0.0
+            for i in range(n):
+                acc += B[a, i]
+            Q[a, m] = acc
+            Q[m, a] = acc
+        Q[m, m] = D.sum()
+    return Q
+
+
+@njit(cache=True, nogil=True)
 def model_gram(data, indices, indptr, dense, active, m, D, counts, fit_intercept):
     """Q = X_A^T diag(D) X_A over the columns A = active[:m] (local order), bordered by the
     intercept's row sum_i D_i x_iA and corner sum_i D_i when it is fitted: the curvature of
     the quadratic model without its ridge (lam2 + nu). counts: the row counts of
     :func:`gram_cost`. The columns are transposed into rows first, so that each row adds
-    its outer product (glmnet's covariance updates, weighted). Shape (m [+ 1], m [+ 1])."""
+    its outer product (glmnet's covariance updates, weighted); dense columns are copied out
+    and multiplied by BLAS instead. Shape (m [+ 1], m [+ 1])."""
+    if dense:
+        return _dense_gram(data, indptr, active, m, D, fit_intercept)
     n = counts.shape[0]
     start = np.empty(n + 1, dtype=np.int64)
     start[0] = 0
