@@ -239,7 +239,7 @@ class MultinomialCD(Solver):
             if full:
                 G_loss = G if lam2 == 0.0 else G - lam2 * W
                 best_dual = max(best_dual, problem.dual(st.P, G_loss))
-                cert = problem.certificate_from(W, st.P, G_loss, objective, best_dual)
+                cert = problem.gap_certificate(objective, best_dual)
                 newton = None
                 if cert.relative > self.tol and self.newton_dual:
                     # The dual point of the support's Newton step (``_multinomial_newton``).
