@@ -142,17 +142,69 @@ def column(data, indices, indptr, dense, j):
 row = column
 
 
+# The hot loops over one column, with a dense column read by position: no index array to load,
+# so the compiler vectorises them (multinomial_cd's model sweeps on digits: 1.5x the fit).
+
+
 @njit(cache=True, nogil=True, inline="always")
 def column_moments(data, indices, indptr, dense, j, r, D):
     """(sum_i r_i x_ij, sum_i D_i x_ij^2) over column j: the loss gradient and the diagonal
     curvature of coordinate j, given r = c loss' and D = c loss'' on the margins."""
     rows, vals = column(data, indices, indptr, dense, j)
     acc_g, acc_h = 0.0, 0.0
-    for p in range(rows.shape[0]):
-        i = rows[p]
-        acc_g += r[i] * vals[p]
-        acc_h += D[i] * vals[p] * vals[p]
+    if dense:
+        for i in range(vals.shape[0]):
+            v = vals[i]
+            acc_g += r[i] * v
+            acc_h += D[i] * v * v
+    else:
+        for p in range(rows.shape[0]):
+            i = rows[p]
+            acc_g += r[i] * vals[p]
+            acc_h += D[i] * vals[p] * vals[p]
     return acc_g, acc_h
+
+
+@njit(cache=True, nogil=True, inline="always")
+def column_dot(data, indices, indptr, dense, j, r):
+    """sum_i r_i x_ij over column j."""
+    rows, vals = column(data, indices, indptr, dense, j)
+    acc = 0.0
+    if dense:
+        for i in range(vals.shape[0]):
+            acc += r[i] * vals[i]
+    else:
+        for p in range(rows.shape[0]):
+            acc += r[rows[p]] * vals[p]
+    return acc
+
+
+@njit(cache=True, nogil=True, inline="always")
+def column_weighted_dot(data, indices, indptr, dense, j, D, v):
+    """sum_i D_i v_i x_ij over column j."""
+    rows, vals = column(data, indices, indptr, dense, j)
+    acc = 0.0
+    if dense:
+        for i in range(vals.shape[0]):
+            acc += vals[i] * D[i] * v[i]
+    else:
+        for p in range(rows.shape[0]):
+            i = rows[p]
+            acc += vals[p] * D[i] * v[i]
+    return acc
+
+
+@njit(cache=True, nogil=True, inline="always")
+def column_axpy(data, indices, indptr, dense, j, a, z):
+    """z += a x_j (column j); returns the column's stored entries (the nonzeros read)."""
+    rows, vals = column(data, indices, indptr, dense, j)
+    if dense:
+        for i in range(vals.shape[0]):
+            z[i] += a * vals[i]
+    else:
+        for p in range(rows.shape[0]):
+            z[rows[p]] += a * vals[p]
+    return rows.shape[0]
 
 
 @njit(cache=True, nogil=True)

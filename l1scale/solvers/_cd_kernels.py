@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..data.memory import column, column_moments
+from ..data.memory import column, column_axpy, column_dot, column_moments, column_weighted_dot
 from ..losses import conjugate_domain_clip
 
 # Curvature floor of the quadratic model (liblinear's nu): keeps H_jj > 0 on
@@ -75,12 +75,8 @@ def check_pass(data, indices, indptr, dense, cols, r, w, lam1, lam2, g):
     vmax, vsum, nnz, vzero = 0.0, 0.0, 0, 0.0
     for k in range(cols.shape[0]):
         j = cols[k]
-        rows, vals = column(data, indices, indptr, dense, j)
-        acc = 0.0
-        for p in range(rows.shape[0]):
-            acc += r[rows[p]] * vals[p]
         wj = w[j]
-        gj = acc + lam2 * wj
+        gj = column_dot(data, indices, indptr, dense, j, r) + lam2 * wj
         g[j] = gj
         if wj == 0.0:
             viol = max(abs(gj) - lam1, 0.0)
@@ -103,10 +99,7 @@ def support_margins(data, indices, indptr, dense, w, b, z):
     for j in range(w.shape[0]):
         wj = w[j]
         if wj != 0.0:
-            rows, vals = column(data, indices, indptr, dense, j)
-            for p in range(rows.shape[0]):
-                z[rows[p]] += wj * vals[p]
-            reads += rows.shape[0]
+            reads += column_axpy(data, indices, indptr, dense, j, wj, z)
     return reads
 
 
@@ -161,12 +154,10 @@ def model_sweep(data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, l
     vmax, vsum, reads, s, moves = 0.0, 0.0, 0, 0, 0
     while s < m:
         j = active[s]
-        rows, vals = column(data, indices, indptr, dense, j)
         x = wpd[j]
-        G = g[j] + (lam2 + NU) * (x - w[j])
-        for p in range(rows.shape[0]):
-            G += vals[p] * D[rows[p]] * xTd[rows[p]]
-        reads += rows.shape[0]
+        G = g[j] + (lam2 + NU) * (x - w[j]) + column_weighted_dot(data, indices, indptr, dense, j, D, xTd)
+        nnz = indptr[j + 1] - indptr[j]
+        reads += nnz
         shrink, viol, z = _coordinate_step(x, G, lam1, H[j], shrink_at)
         if shrink:
             m -= 1
@@ -178,9 +169,7 @@ def model_sweep(data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, l
         vmax = max(vmax, viol)
         vsum += viol
         wpd[j] = x + z
-        for p in range(rows.shape[0]):
-            xTd[rows[p]] += z * vals[p]
-        reads += rows.shape[0]
+        reads += column_axpy(data, indices, indptr, dense, j, z, xTd)
         moves += 1
     return m, vmax, vsum, reads, moves
 
@@ -646,10 +635,7 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
             j = active[s]
             dj = wpd[j] - w[j]
             if dj != 0.0:
-                rows, vals = column(data, indices, indptr, dense, j)
-                for p in range(rows.shape[0]):
-                    xTd[rows[p]] += dj * vals[p]
-                reads += rows.shape[0]
+                reads += column_axpy(data, indices, indptr, dense, j, dj, xTd)
     return d_b, sweeps, reads, use_gram, tight
 
 
@@ -776,10 +762,7 @@ def _support_times(data, indices, indptr, dense, support, x, fit_intercept, t):
     k = support.shape[0]
     t[:] = x[k] if fit_intercept else 0.0
     for q in range(k):
-        rows, vals = column(data, indices, indptr, dense, support[q])
-        xq = x[q]
-        for p in range(rows.shape[0]):
-            t[rows[p]] += xq * vals[p]
+        column_axpy(data, indices, indptr, dense, support[q], x[q], t)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -787,11 +770,7 @@ def _support_transpose_times(data, indices, indptr, dense, support, t, fit_inter
     """out[:k] = X_S^T t (and out[k] = sum(t)). Shapes: t (n,), out (k [+ 1],)."""
     k = support.shape[0]
     for q in range(k):
-        rows, vals = column(data, indices, indptr, dense, support[q])
-        acc = 0.0
-        for p in range(rows.shape[0]):
-            acc += t[rows[p]] * vals[p]
-        out[q] = acc
+        out[q] = column_dot(data, indices, indptr, dense, support[q], t)
     if fit_intercept:
         out[k] = t.sum()
 
