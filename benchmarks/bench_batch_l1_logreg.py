@@ -276,7 +276,6 @@ class Peers:
 
     def __init__(self, X_csr, y, args):
         self.X_csr = X_csr
-        self.X_csc = X_csr.tocsc()  # skglm's input (its own layout, as a user would give it)
         self.y = y
         self.n, self.d = X_csr.shape
         self.args = args
@@ -329,8 +328,11 @@ class Peers:
     def liblinear(self, lam, intercept, eps):
         from liblinear import liblinearutil as ll
 
-        prob = self.liblinear_problem()
-        t, m, times = self.timed(lambda: liblinear_fit(ll, prob, 1.0 / (self.n * lam), eps, intercept))
+        # The problem is built inside the timed call: a user's data reach liblinear as a matrix,
+        # and its conversion into liblinear's rows is part of the wait (as l1scale's layout is).
+        t, m, times = self.timed(
+            lambda: liblinear_fit(ll, ll.problem(self.y, self.X_csr), 1.0 / (self.n * lam), eps, intercept)
+        )
         w, b = liblinear_solution(m, self.d, intercept)
         return t, w, b, {"times": times}
 
@@ -361,8 +363,10 @@ class Peers:
         from skglm import SparseLogisticRegression as SkglmLR
 
         def fit():
+            # On the CSR matrix every solver gets: skglm converts it to CSC inside fit, as
+            # l1scale does (until 2026-11-24 it was handed a CSC copy made outside the timing).
             return SkglmLR(alpha=lam, fit_intercept=intercept, tol=tol, max_iter=100, max_epochs=1000).fit(
-                self.X_csc, self.y
+                self.X_csr, self.y
             )
 
         t, m, times = self.timed(fit)
@@ -890,8 +894,9 @@ def write_markdown(path, results, meta):
         "saga tol 1e-2..1e-7 with max_iter set so that one fit takes ~--saga-run-budget s; skglm / celer "
         "tol 1e-2..1e-11; glmnet thresh 1e-2..1e-12). A ladder stops once the 1e-6 target is met, once a fit "
         f"is killed at {args['fit_timeout']:g} s (or fails), or when {args['budget']:g} s of fits are spent "
-        f"(saga: {args['saga_budget']:g} s). Not timed: reading the data, building liblinear's `problem`, "
-        "skglm's CSC copy of X (its preferred input)."
+        f"(saga: {args['saga_budget']:g} s). Every solver gets the same CSR matrix; its conversions (l1scale's "
+        "and skglm's to CSC, liblinear's `problem`) are inside the timed call (before 2026-11-24 skglm got a CSC "
+        "copy and liblinear its `problem` outside the timing). Not timed: reading the data."
     )
     L.append(
         "- liblinear: `-s 6 -c 1/(n lam)`, with intercept `-B 1 -R` (unregularised bias). "
@@ -1083,7 +1088,7 @@ def peer_warm_ups(solvers, args, meta):
         with warnings.catch_warnings():
             _quiet()
             for fi in (False, True):
-                SkglmLR(alpha=0.01, fit_intercept=fi).fit(Xs.tocsc(), ys)
+                SkglmLR(alpha=0.01, fit_intercept=fi).fit(Xs, ys)
         meta["skglm_compile_s"] = time.perf_counter() - t0
     if "celer" in solvers:
         from celer import LogisticRegression as CelerLR
