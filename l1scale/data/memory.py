@@ -180,10 +180,9 @@ def column_dot(data, indices, indptr, dense, j, r):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def column_weighted_dot(data, indices, indptr, dense, j, D, v):
-    """sum_i D_i v_i x_ij over column j."""
+def column_weighted_dot(data, indices, indptr, dense, j, D, v, acc):
+    """acc + sum_i x_ij D_i v_i over column j, summed onto acc in the column's order."""
     rows, vals = column(data, indices, indptr, dense, j)
-    acc = 0.0
     if dense:
         for i in range(vals.shape[0]):
             acc += vals[i] * D[i] * v[i]

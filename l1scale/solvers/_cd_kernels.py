@@ -155,7 +155,7 @@ def model_sweep(data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, l
     while s < m:
         j = active[s]
         x = wpd[j]
-        G = g[j] + (lam2 + NU) * (x - w[j]) + column_weighted_dot(data, indices, indptr, dense, j, D, xTd)
+        G = column_weighted_dot(data, indices, indptr, dense, j, D, xTd, g[j] + (lam2 + NU) * (x - w[j]))
         nnz = indptr[j + 1] - indptr[j]
         reads += nnz
         shrink, viol, z = _coordinate_step(x, G, lam1, H[j], shrink_at)
