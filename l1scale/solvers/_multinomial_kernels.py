@@ -223,33 +223,52 @@ def intercept_sweep(gb, Hb, db, dZ, S, P, CP):
 
 
 @njit(cache=True, nogil=True)
-def _support_product(data, indices, indptr, dense, x, sup_j, sup_k, rows, fit_b, P, CP, V, db, dZ, G, out):
+def _support_product(data, indices, indptr, dense, x, sup_j, sup_k, rows, fit_b, P, CP, V, db, dZ, G, out, A):
     """out = (H X)_S-block product of the multinomial Newton system with x = [V_S, db]:
     (X^T H X V)_S (+ the intercepts' rows sum_i H_i (x_i V + db)) + nu x, H_i = c_i (diag p_i - p_i p_i^T).
-    V, db, dZ, G are workspace. Returns the nonzeros of X read."""
+    V, db, dZ, G are workspace. Dense data: A (len(rows), n) holds the columns of ``rows``, and the
+    two products with X are BLAS's. Returns the nonzeros of X read."""
     ns = sup_j.shape[0]
     K = P.shape[1]
     for t in range(ns):
         V[sup_j[t], sup_k[t]] = x[t]
     for k in range(K):
         db[k] = x[ns + k] if fit_b else 0.0
-    reads = support_margins(data, indices, indptr, dense, V, db, dZ)
+    if dense:
+        Vr = np.empty((rows.shape[0], K))
+        for q in range(rows.shape[0]):
+            for k in range(K):
+                Vr[q, k] = V[rows[q], k]
+        dZ[:, :] = np.dot(A.T, Vr)
+        for i in range(dZ.shape[0]):
+            for k in range(K):
+                dZ[i, k] += db[k]
+        reads = rows.shape[0] * dZ.shape[0]
+    else:
+        reads = support_margins(data, indices, indptr, dense, V, db, dZ)
     for i in range(dZ.shape[0]):  # dZ becomes H dZ, row by row
         s = 0.0
         for k in range(K):
             s += P[i, k] * dZ[i, k]
         for k in range(K):
             dZ[i, k] = CP[i, k] * (dZ[i, k] - s)
-    for q in range(rows.shape[0]):
-        j = rows[q]
-        r_idx, vals = column(data, indices, indptr, dense, j)
-        for k in range(K):
-            G[j, k] = 0.0
-        for p in range(r_idx.shape[0]):
-            i, v = r_idx[p], vals[p]
+    if dense:
+        Gr = np.dot(A, dZ)
+        for q in range(rows.shape[0]):
             for k in range(K):
-                G[j, k] += v * dZ[i, k]
-        reads += r_idx.shape[0]
+                G[rows[q], k] = Gr[q, k]
+        reads += rows.shape[0] * dZ.shape[0]
+    else:
+        for q in range(rows.shape[0]):
+            j = rows[q]
+            r_idx, vals = column(data, indices, indptr, dense, j)
+            for k in range(K):
+                G[j, k] = 0.0
+            for p in range(r_idx.shape[0]):
+                i, v = r_idx[p], vals[p]
+                for k in range(K):
+                    G[j, k] += v * dZ[i, k]
+            reads += r_idx.shape[0]
     for t in range(ns):
         out[t] = G[sup_j[t], sup_k[t]] + NU * x[t]
     if fit_b:
@@ -306,11 +325,17 @@ def support_cg(data, indices, indptr, dense, sup_j, sup_k, rows, full_pos, fit_b
     rz = res @ z
     stop = rtol * np.sqrt(b @ b)
     products, reads = 0, 0
+    A = np.empty((rows.shape[0] if dense else 0, n))  # dense: the rows' columns, for BLAS
+    if dense:
+        for q in range(rows.shape[0]):
+            start = indptr[rows[q]]
+            for i in range(n):
+                A[q, i] = data[start + i]
     while products < max_iter:
         if np.sqrt(res @ res) <= stop or rz <= 0.0:
             break
         reads += _support_product(
-            data, indices, indptr, dense, direction, sup_j, sup_k, rows, fit_b, P, CP, V, db, dZ, G, Ad
+            data, indices, indptr, dense, direction, sup_j, sup_k, rows, fit_b, P, CP, V, db, dZ, G, Ad, A
         )
         products += 1
         _project_off_ones(Ad, full_pos, ns, fit_b, K)
