@@ -321,9 +321,8 @@ class Peers:
     def liblinear_problem(self):
         from liblinear import liblinearutil as ll
 
-        if (
-            self._ll_prob is None
-        ):  # for the reference solve only: built once (with or without bias: -B is a train option)
+        # For the reference solve only: built once (with or without bias: -B is a train option).
+        if self._ll_prob is None:
             self._ll_prob = ll.problem(self.y, self.X_csr)
         return self._ll_prob
 
