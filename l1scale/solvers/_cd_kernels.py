@@ -224,7 +224,7 @@ def _dense_gram(data, indptr, active, m, D, fit_intercept):
     is not reachable from cached compiled code; computing three of the four blocks instead was
     no faster on 20,000 x 178.)"""
     n = D.shape[0]
-    root = np.sqrt(D)
+    root = np.sqrt(np.maximum(D, 0.0))  # a rounding below zero must not become a NaN
     C = np.empty((m, n))
     for s in range(m):
         start = indptr[active[s]]
