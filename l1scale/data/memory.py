@@ -208,6 +208,18 @@ def column_axpy(data, indices, indptr, dense, j, a, z):
 
 
 @njit(cache=True, nogil=True)
+def dense_columns(data, indptr, cols, n):
+    """The columns ``cols`` of a dense column layout copied into the rows of a C-ordered
+    (len(cols), n) array: the operand of BLAS products over a working set's columns."""
+    out = np.empty((cols.shape[0], n))
+    for q in range(cols.shape[0]):
+        start = indptr[cols[q]]
+        for i in range(n):
+            out[q, i] = data[start + i]
+    return out
+
+
+@njit(cache=True, nogil=True)
 def column_norms(data, indices, indptr, dense, c, out):
     """out[j] = sqrt(sum_i c_i x_ij^2) for every column of a column layout. Shapes: c (n,), out (d,)."""
     for j in range(out.shape[0]):

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..data.memory import column, column_axpy, column_dot, column_moments, column_weighted_dot
+from ..data.memory import column, column_axpy, column_dot, column_moments, column_weighted_dot, dense_columns
 from ..losses import conjugate_domain_clip
 
 # Curvature floor of the quadratic model (liblinear's nu): keeps H_jj > 0 on
@@ -225,11 +225,10 @@ def _dense_gram(data, indptr, active, m, D, fit_intercept):
     no faster on 20,000 x 178.)"""
     n = D.shape[0]
     root = np.sqrt(np.maximum(D, 0.0))  # a rounding below zero must not become a NaN
-    C = np.empty((m, n))
+    C = dense_columns(data, indptr, active[:m], n)
     for s in range(m):
-        start = indptr[active[s]]
         for i in range(n):
-            C[s, i] = root[i] * data[start + i]
+            C[s, i] *= root[i]
     size = m + 1 if fit_intercept else m
     Q = np.zeros((size, size))
     if m > 0:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..data.memory import column
+from ..data.memory import column, dense_columns
 from ..losses import softmax_row
 from ._cd_kernels import cg_advance
 
@@ -325,12 +325,8 @@ def support_cg(data, indices, indptr, dense, sup_j, sup_k, rows, full_pos, fit_b
     rz = res @ z
     stop = rtol * np.sqrt(b @ b)
     products, reads = 0, 0
-    A = np.empty((rows.shape[0] if dense else 0, n))  # dense: the rows' columns, for BLAS
-    if dense:
-        for q in range(rows.shape[0]):
-            start = indptr[rows[q]]
-            for i in range(n):
-                A[q, i] = data[start + i]
+    # Dense: the rows' columns, for BLAS.
+    A = dense_columns(data, indptr, rows, n) if dense else np.empty((0, n))
     while products < max_iter:
         if np.sqrt(res @ res) <= stop or rz <= 0.0:
             break
