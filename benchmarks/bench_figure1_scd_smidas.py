@@ -228,7 +228,10 @@ def run_batch(method, problem, budget_accesses, seed):
             raise _Budget
 
     if method.startswith("scd"):
-        solver = StochasticCD(tol=1e-15, max_iter=10**7, random_state=seed, curvature=curvature, callback=stop)
+        # Algorithm 2's uniform draws (the default samples the coordinates that can move).
+        solver = StochasticCD(
+            tol=1e-15, max_iter=10**7, random_state=seed, curvature=curvature, sampling="uniform", callback=stop
+        )
     else:
         solver = GreedyCD(tol=1e-15, max_iter=10**7, epoch_size=1, curvature=curvature, callback=stop)
     t0 = time.perf_counter()
