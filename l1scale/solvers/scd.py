@@ -37,7 +37,10 @@ curvature of F along coordinate j. Choices of ours, the paper being silent or na
 - Elastic net: lam2 adds ``lam2 v_j`` to g_j and lam2 to beta_j (the L2 term's own curvature).
 - Unpenalised intercept (our extension; the paper has none): coordinate 2d, drawn like the
   others, updated by the same rule without lam and without the sign constraint,
-  ``b -= sum_i c_i loss'(y_i, z_i) / beta`` (its column is all ones, so beta_b = beta).
+  ``b -= sum_i c_i loss'(y_i, z_i) / beta`` (its column is all ones, so beta_b = beta); under
+  ``curvature="newton"`` the same safeguarded Newton step as the features' on that column
+  (h_b = sum_i c_i loss''(y_i, z_i); with few positives the loss is far flatter than beta there:
+  mnist 3-vs-rest at 0.01 lam_max with intercept, 50 epochs, 3.4e-3 -> 8.2e-4).
   After every epoch b is also made exactly optimal for the current w (a 1-D Newton solve,
   an exact coordinate minimisation), as the duality gap needs.
 
@@ -177,13 +180,52 @@ def _scd_epoch(data, indices, indptr, dense, kind, y, c, z, r, v, curv, lam1, la
 
 
 @njit(cache=True)
+def _intercept_newton_step(kind, y, c, z, r, D, v, bound, j):
+    """The intercept's safeguarded Newton step (v[j] = b, its column all ones): eta = -g / h with
+    g = sum_i r_i and h = sum_i D_i, halved until Armijo's condition holds on F and never shorter
+    than Algorithm 2's step -g / beta; z, r and D follow on every row. Returns the work (n per
+    pass over the rows)."""
+    n = z.shape[0]
+    g, h = 0.0, 0.0
+    for i in range(n):
+        g += r[i]
+        h += D[i]
+    safe = -g / bound
+    if safe == 0.0:
+        return n
+    work = n
+    eta = -g / h if h > 0.0 else safe
+    if abs(eta) > abs(safe):
+        for _ in range(30):
+            change = 0.0
+            for i in range(n):
+                change += c[i] * (loss_value(kind, y[i], z[i] + eta) - loss_value(kind, y[i], z[i]))
+            work += n
+            if change <= 0.01 * eta * g:
+                break
+            eta *= 0.5
+            if abs(eta) <= abs(safe):
+                eta = safe
+                break
+    else:
+        eta = safe
+    v[j] += eta
+    for i in range(n):
+        z[i] += eta
+        r[i] = c[i] * loss_derivative(kind, y[i], z[i])
+        D[i] = c[i] * loss_curvature(kind, y[i], z[i])
+    return work + n
+
+
+@njit(cache=True)
 def _scd_newton_epoch(data, indices, indptr, dense, kind, y, c, z, r, D, v, bound, lam1, lam2, order, max_work=np.inf):
     """SCD steps with the coordinate's own curvature (``curvature="newton"``): on coordinate j,
     h_j = sum_i c_i loss''(y_i, z_i) x_ij^2 + lam2 (read with g_j, D = c * loss'' kept with z),
     eta = max(-v_j, -g_j / h_j), halved until Armijo's condition holds on F (the change of the
     loss summed over the column's rows), and never shorter than Algorithm 2's step on the bound
     beta_j (``bound``), which is taken instead once the halving reaches it: that step always
-    decreases F. The intercept (j = 2d) keeps Algorithm 2's step.
+    decreases F. The intercept (j = 2d) takes the same step on its column of ones
+    (:func:`_intercept_newton_step`).
     Shapes: y, c, z, r, D (n,); v, bound (2d [+1],); order (steps,). Returns (nonzeros read,
     work) with ``max_work`` as in :func:`_scd_epoch`.
     """
@@ -194,10 +236,8 @@ def _scd_newton_epoch(data, indices, indptr, dense, kind, y, c, z, r, D, v, boun
             break
         j = order[s]
         if j == 2 * d:
+            _intercept_newton_step(kind, y, c, z, r, D, v, bound[j], j)
             work += z.shape[0]
-            _coordinate_step(data, indices, indptr, dense, kind, y, c, z, r, v, bound, j, r.sum())
-            for i in range(z.shape[0]):
-                D[i] = c[i] * loss_curvature(kind, y[i], z[i])
             continue
         sign = 1.0 if j < d else -1.0
         rows, vals = column(data, indices, indptr, dense, j if j < d else j - d)
