@@ -292,3 +292,16 @@ def test_hinge_is_not_smooth():
     with pytest.raises(NotImplementedError, match="curvature"):
         hinge.curvature(1.0, 0.0)
     np.testing.assert_array_equal(hinge.derivative(np.ones(3), np.array([0.5, 1.0, 2.0])), [-1.0, -1.0, 0.0])
+
+
+@pytest.mark.parametrize("kind", [0, 1, 2, 3, 4])
+def test_derivative_and_curvature_together_are_the_separate_values_to_the_bit(kind):
+    """losses.loss_derivative_curvature (one exp for the logistic loss) returns what
+    loss_derivative and loss_curvature return, bit for bit, at margins of every size and sign."""
+    from l1scale.losses import loss_curvature, loss_derivative, loss_derivative_curvature
+
+    rng = np.random.default_rng(0)
+    zs = np.concatenate([[0.0, -0.0, 1e-300, -1e-300, 40.0, -40.0, 800.0, -800.0], rng.normal(scale=5.0, size=500)])
+    for y in (-1.0, 1.0):
+        for z in zs:
+            assert loss_derivative_curvature(kind, y, z) == (loss_derivative(kind, y, z), loss_curvature(kind, y, z))

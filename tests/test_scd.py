@@ -382,7 +382,7 @@ def test_intercept_takes_a_safeguarded_newton_step():
     (h = sum_i c_i loss''), safeguarded like the features': with 5% positives, near the optimal
     intercept the loss is far flatter than its bound beta = 1/4, so Algorithm 2's step -g / beta
     is far shorter than the Newton step; F decreases, z, r, D follow."""
-    from l1scale.solvers.scd import _intercept_newton_step, _weighted_curvatures
+    from l1scale.solvers.scd import _curvatures_and_values, _intercept_newton_step
 
     rng = np.random.default_rng(3)
     n = 400
@@ -394,19 +394,16 @@ def test_intercept_takes_a_safeguarded_newton_step():
     def objective(z):
         return float(c @ loss.value(y, z))
 
-    def start():
-        z = z0.copy()
-        r, D = c * loss.derivative(y, z), np.empty(n)
-        _weighted_curvatures(loss.kernel_id, y, c, z, D)
-        return z, r, D, np.array([-2.2])
-
-    z, r, D, v = start()
+    z = z0.copy()
+    r, D, lv, v = c * loss.derivative(y, z), np.empty(n), np.empty(n), np.array([-2.2])
+    _curvatures_and_values(loss.kernel_id, y, c, z, D, lv)
     g0 = float(r.sum())
-    _intercept_newton_step(loss.kernel_id, y, c, z, r, D, v, loss.curvature_bound, 0)
+    _intercept_newton_step(loss.kernel_id, y, c, z, r, D, lv, v, loss.curvature_bound, 0, np.empty(n))
     newton_g = float(r.sum())
     assert objective(z) < objective(z0)
     np.testing.assert_allclose(z, z0 + (v[0] + 2.2), rtol=0, atol=1e-14)
     np.testing.assert_allclose(r, c * loss.derivative(y, z), rtol=1e-14)
     np.testing.assert_allclose(D, c * loss.curvature(y, z), rtol=1e-14)
+    np.testing.assert_array_equal(lv, loss.value(y, z))  # the loss values follow, to the bit
     bound_step_g = float((c * loss.derivative(y, z0 - g0 / loss.curvature_bound)).sum())
     assert abs(newton_g) < 0.5 * abs(bound_step_g)  # the Newton step goes further (measured: 0.35x)

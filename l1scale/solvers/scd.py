@@ -80,7 +80,14 @@ from numba import njit
 from .. import checkpoint as checkpoints
 from ..data.memory import column
 from ..exceptions import ConvergenceWarning
-from ..losses import loss_curvature, loss_derivative, loss_value, weighted_conjugate, weighted_value
+from ..losses import (
+    loss_curvature,
+    loss_derivative,
+    loss_derivative_curvature,
+    loss_value,
+    weighted_conjugate,
+    weighted_value,
+)
 from ..problems.base import ProblemLike
 from .base import History, Result, Solver, Timer, compiled_once
 
@@ -114,10 +121,11 @@ def _residuals(kind, y, c, z, r):
 
 
 @njit(cache=True)
-def _weighted_curvatures(kind, y, c, z, D):
-    """D_i = c_i loss''(y_i, z_i) for every row. Shapes (n,)."""
+def _curvatures_and_values(kind, y, c, z, D, lv):
+    """D_i = c_i loss''(y_i, z_i) and lv_i = loss(y_i, z_i) for every row. Shapes (n,)."""
     for i in range(z.shape[0]):
         D[i] = c[i] * loss_curvature(kind, y[i], z[i])
+        lv[i] = loss_value(kind, y[i], z[i])
 
 
 @njit(cache=True)
@@ -180,11 +188,11 @@ def _scd_epoch(data, indices, indptr, dense, kind, y, c, z, r, v, curv, lam1, la
 
 
 @njit(cache=True)
-def _intercept_newton_step(kind, y, c, z, r, D, v, bound, j):
+def _intercept_newton_step(kind, y, c, z, r, D, lv, v, bound, j, trial):
     """The intercept's safeguarded Newton step (v[j] = b, its column all ones): eta = -g / h with
     g = sum_i r_i and h = sum_i D_i, halved until Armijo's condition holds on F and never shorter
-    than Algorithm 2's step -g / beta; z, r and D follow on every row. Returns the work (n per
-    pass over the rows)."""
+    than Algorithm 2's step -g / beta; z, r, D and lv (loss values) follow on every row.
+    ``trial``: scratch of n floats. Returns the work (n per pass over the rows)."""
     n = z.shape[0]
     g, h = 0.0, 0.0
     for i in range(n):
@@ -195,13 +203,16 @@ def _intercept_newton_step(kind, y, c, z, r, D, v, bound, j):
         return n
     work = n
     eta = -g / h if h > 0.0 else safe
+    evaluated = False  # trial holds the loss values at the step taken
     if abs(eta) > abs(safe):
         for _ in range(30):
             change = 0.0
             for i in range(n):
-                change += c[i] * (loss_value(kind, y[i], z[i] + eta) - loss_value(kind, y[i], z[i]))
+                trial[i] = loss_value(kind, y[i], z[i] + eta)
+                change += c[i] * (trial[i] - lv[i])
             work += n
             if change <= 0.01 * eta * g:
+                evaluated = True
                 break
             eta *= 0.5
             if abs(eta) <= abs(safe):
@@ -212,13 +223,16 @@ def _intercept_newton_step(kind, y, c, z, r, D, v, bound, j):
     v[j] += eta
     for i in range(n):
         z[i] += eta
-        r[i] = c[i] * loss_derivative(kind, y[i], z[i])
-        D[i] = c[i] * loss_curvature(kind, y[i], z[i])
+        derivative, curvature = loss_derivative_curvature(kind, y[i], z[i])
+        r[i], D[i] = c[i] * derivative, c[i] * curvature
+        lv[i] = trial[i] if evaluated else loss_value(kind, y[i], z[i])
     return work + n
 
 
 @njit(cache=True)
-def _scd_newton_epoch(data, indices, indptr, dense, kind, y, c, z, r, D, v, bound, lam1, lam2, order, max_work=np.inf):
+def _scd_newton_epoch(
+    data, indices, indptr, dense, kind, y, c, z, r, D, lv, v, bound, lam1, lam2, order, max_work=np.inf
+):
     """SCD steps with the coordinate's own curvature (``curvature="newton"``): on coordinate j,
     h_j = sum_i c_i loss''(y_i, z_i) x_ij^2 + lam2 (read with g_j, D = c * loss'' kept with z),
     eta = max(-v_j, -g_j / h_j), halved until Armijo's condition holds on F (the change of the
@@ -226,17 +240,20 @@ def _scd_newton_epoch(data, indices, indptr, dense, kind, y, c, z, r, D, v, boun
     beta_j (``bound``), which is taken instead once the halving reaches it: that step always
     decreases F. The intercept (j = 2d) takes the same step on its column of ones
     (:func:`_intercept_newton_step`).
-    Shapes: y, c, z, r, D (n,); v, bound (2d [+1],); order (steps,). Returns (nonzeros read,
+    The loss values ``lv`` are kept with z, so that a trial step evaluates the loss at its new
+    margins only (and those of the step taken become lv).
+    Shapes: y, c, z, r, D, lv (n,); v, bound (2d [+1],); order (steps,). Returns (nonzeros read,
     work) with ``max_work`` as in :func:`_scd_epoch`.
     """
     d = indptr.shape[0] - 1
     reads, work = 0, 0
+    trial = np.empty(z.shape[0])
     for s in range(order.shape[0]):
         if reads + work >= max_work:
             break
         j = order[s]
         if j == 2 * d:
-            _intercept_newton_step(kind, y, c, z, r, D, v, bound[j], j)
+            _intercept_newton_step(kind, y, c, z, r, D, lv, v, bound[j], j, trial)
             work += z.shape[0]
             continue
         sign = 1.0 if j < d else -1.0
@@ -253,15 +270,17 @@ def _scd_newton_epoch(data, indices, indptr, dense, kind, y, c, z, r, D, v, boun
         if safe == 0.0:
             continue
         eta = max(-v[j], -g / h) if h > 0.0 else safe
+        evaluated = False  # trial holds the loss values at the step taken
         if abs(eta) > abs(safe):
             for _ in range(30):
                 change = lam1 * eta + lam2 * (v[j] * eta + 0.5 * eta * eta)
                 for p in range(rows.shape[0]):
                     i = rows[p]
-                    zi = z[i] + sign * eta * vals[p]
-                    change += c[i] * (loss_value(kind, y[i], zi) - loss_value(kind, y[i], z[i]))
+                    trial[p] = loss_value(kind, y[i], z[i] + sign * eta * vals[p])
+                    change += c[i] * (trial[p] - lv[i])
                 reads += rows.shape[0]
                 if change <= 0.01 * eta * g:
+                    evaluated = True
                     break
                 eta *= 0.5
                 if abs(eta) <= abs(safe):
@@ -270,12 +289,13 @@ def _scd_newton_epoch(data, indices, indptr, dense, kind, y, c, z, r, D, v, boun
         else:
             eta = safe
         v[j] += eta
-        step = sign * eta
+        step = sign * eta  # the trial's margins, to the bit: z_i + (sign eta) x_ij
         for p in range(rows.shape[0]):
             i = rows[p]
             z[i] += step * vals[p]
-            r[i] = c[i] * loss_derivative(kind, y[i], z[i])
-            D[i] = c[i] * loss_curvature(kind, y[i], z[i])
+            derivative, curvature = loss_derivative_curvature(kind, y[i], z[i])
+            r[i], D[i] = c[i] * derivative, c[i] * curvature
+            lv[i] = trial[p] if evaluated else loss_value(kind, y[i], z[i])
         reads += rows.shape[0]
     return reads, reads + work
 
@@ -595,14 +615,15 @@ class StochasticCD(_DuplicatedCD):
             )
         seed = None if self.random_state is None else int(self.random_state)
         self._rng = np.random.default_rng(seed)
-        self._D = np.empty(problem.n_samples) if self.curvature == "newton" else None
+        newton = self.curvature == "newton"
+        self._D, self._lv = (np.empty(problem.n_samples), np.empty(problem.n_samples)) if newton else (None, None)
         # An active epoch's work: the gradient pass, then steps until they have read two more
         # passes' worth (a uniform epoch reads each column about twice: for g_j and g_{j+d}).
         self._pass = problem.columns.nnz if not problem.columns.dense else problem.n_samples * problem.n_features
 
     def _epoch(self, arrays, kind, y, c, z, r, v, curv, lam1, lam2):
         if self._D is not None:
-            _weighted_curvatures(kind, y, c, z, self._D)  # z as the epoch's certificate left it
+            _curvatures_and_values(kind, y, c, z, self._D, self._lv)  # z as the epoch's certificate left it
         if self.sampling == "uniform":
             return self._steps(
                 arrays,
@@ -641,7 +662,7 @@ class StochasticCD(_DuplicatedCD):
         """The steps on ``order`` (until ``max_work``): (nonzeros read, work)."""
         if self._D is None:
             return _scd_epoch(*arrays, kind, y, c, z, r, v, curv, lam1, lam2, order, max_work)
-        return _scd_newton_epoch(*arrays, kind, y, c, z, r, self._D, v, curv, lam1, lam2, order, max_work)
+        return _scd_newton_epoch(*arrays, kind, y, c, z, r, self._D, self._lv, v, curv, lam1, lam2, order, max_work)
 
 
 class GreedyCD(_DuplicatedCD):
@@ -719,8 +740,9 @@ def _warm_up():
     _residuals(0, v2, v2, z, r)
     _scd_epoch(data, idx, ptr, False, 0, v2, v2, z, r, v, curv, 0.1, 0.0, np.arange(3, dtype=np.int64))
     D = np.zeros(2)
-    _weighted_curvatures(0, v2, v2, z, D)
-    _scd_newton_epoch(data, idx, ptr, False, 0, v2, v2, z, r, D, v, curv, 0.1, 0.0, np.arange(3, dtype=np.int64))
+    lv = np.zeros(2)
+    _curvatures_and_values(0, v2, v2, z, D, lv)
+    _scd_newton_epoch(data, idx, ptr, False, 0, v2, v2, z, r, D, lv, v, curv, 0.1, 0.0, np.arange(3, dtype=np.int64))
     _greedy_epoch(data, idx, ptr, False, 0, v2, v2, z, r, v, curv, 0.1, 0.0, 1, np.empty(1))
     weighted_conjugate(0, v2, v2, v2, 1.0)  # certificates (Problem.certificate_from)
     weighted_value(0, v2, v2, v2)
