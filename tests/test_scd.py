@@ -316,8 +316,8 @@ def arcene():
 def test_active_sampling_reaches_1e3_where_uniform_draws_do_not(arcene, fit_intercept):
     """ARCENE (100 rows, 10,000 dense-ish columns) at 0.01 lam_max: about a hundred of the 20,000
     duplicated coordinates can move, so uniform draws spend nearly every step on a coordinate whose
-    step is zero. Measured (50 epochs, random_state=0): uniform 1.2e-2 / 9.7e-3, active 2.6e-4 /
-    2.2e-4 (with / without intercept), each epoch reading about as many stored values."""
+    step is zero. Measured (50 epochs, random_state=0): uniform 1.2e-2 / 9.7e-3, active 9.7e-5 /
+    1.1e-4 (with / without intercept), each epoch reading about as many stored values."""
     X, y = arcene
     p = Problem(X, y, "logistic", lam_ratio=0.01, fit_intercept=fit_intercept)
     ref = _reference(p)
@@ -343,8 +343,10 @@ def test_active_epoch_reads_the_gradient_pass_and_two_more():
 
 
 def test_active_sampling_draws_only_coordinates_that_can_move(monkeypatch):
-    """The coordinates left out of an active epoch are those whose step at its start is exactly
-    zero (v_j = 0 and g_j >= 0); the intercept is always in; every coordinate when none can move."""
+    """An active epoch leaves out the coordinates whose step at its start is exactly zero (v_j = 0
+    and g_j >= 0) and draws the others with probability (violation_j + mean violation), the
+    violation being |g_j| where v_j > 0 and -g_j where v_j = 0; the intercept four times as often
+    as an average active feature; every coordinate, uniformly, when none can move."""
     X, y = _data("logistic", n=200, d=30, seed=5)
     p = Problem(X, y, "logistic", lam_ratio=0.3)
     solver = StochasticCD(tol=1e-12, max_iter=3)
@@ -352,23 +354,28 @@ def test_active_sampling_draws_only_coordinates_that_can_move(monkeypatch):
     original = StochasticCD._active
 
     def spy(self, v, lam1, lam2):
-        active = original(self, v, lam1, lam2)
-        seen.append((v.copy(), self._gradient.copy(), active))
-        return active
+        active, probability = original(self, v, lam1, lam2)
+        seen.append((v.copy(), self._gradient.copy(), active, probability))
+        return active, probability
 
     monkeypatch.setattr(StochasticCD, "_active", spy)
     _run(solver, p)
     d = X.shape[1]
     lam1 = p.penalty.l1
     assert len(seen) == 3
-    for v, grad, active in seen:
+    for v, grad, active, probability in seen:
         g = np.concatenate([grad, -grad]) + lam1
         movable = np.flatnonzero((v[: 2 * d] > 0) | (g < 0))
         assert active.tolist() == movable.tolist() + [2 * d]
         assert 0 < movable.shape[0] < 2 * d  # a real choice: some left out, some in
+        violation = np.where(v[movable] > 0, np.abs(g[movable]), -g[movable])
+        weights = violation + violation.mean()
+        expected = np.append(weights, 4.0 * weights.mean())
+        np.testing.assert_allclose(probability, expected / expected.sum(), rtol=1e-12)
     v = np.zeros(2 * d + 1)
-    solver._gradient = np.zeros(d)  # nothing can move: every coordinate is drawn
-    assert original(solver, v, lam1, 0.0).tolist() == list(range(2 * d + 1))
+    solver._gradient = np.zeros(d)  # nothing can move: every coordinate, uniformly
+    active, probability = original(solver, v, lam1, 0.0)
+    assert active.tolist() == list(range(2 * d + 1)) and probability is None
 
 
 def test_sampling_is_checked():
