@@ -202,7 +202,7 @@ def test_contract_errors_and_warm_start():
     with pytest.raises(ValueError, match="curvature"):
         StochasticCD(curvature="exact").solve(Problem(X, y, "logistic", lam_ratio=0.1))
     with pytest.raises(ValueError, match="curvature"):
-        GreedyCD(curvature="newton").solve(Problem(X, y, "logistic", lam_ratio=0.1))  # SCD's only
+        GreedyCD(curvature="exact").solve(Problem(X, y, "logistic", lam_ratio=0.1))
     p = Problem(X, y, "logistic", lam_ratio=0.1)
     with pytest.warns(ConvergenceWarning, match="scd did not reach"):
         res = StochasticCD(max_iter=1).solve(p)
@@ -414,3 +414,25 @@ def test_intercept_takes_a_safeguarded_newton_step():
     np.testing.assert_array_equal(lv, loss.value(y, z))  # the loss values follow, to the bit
     bound_step_g = float((c * loss.derivative(y, z0 - g0 / loss.curvature_bound)).sum())
     assert abs(newton_g) < 0.5 * abs(bound_step_g)  # the Newton step goes further (measured: 0.35x)
+
+
+def test_detcd_newton_steps_choose_as_the_paper_and_go_further():
+    """DetCD's default (curvature="newton") chooses each coordinate by the paper's rule (the
+    guaranteed decrease on the column bound) and takes SCD's safeguarded Newton step on it: the
+    first step picks the coordinate that "column" picks, lowers P at least as much, and over
+    epochs on features far flatter than their bound (small tf-idf-like columns at small lam) gets
+    much closer to the optimum."""
+    rng = np.random.default_rng(0)
+    X = sp.random(600, 120, density=0.03, random_state=rng, format="csc")
+    X.data = rng.uniform(0.01, 0.1, X.data.shape[0])
+    y = np.where(X @ rng.standard_normal(120) + 0.01 * rng.standard_normal(600) > 0, 1.0, -1.0)
+    p = Problem(X, y, "logistic", lam_ratio=0.01)
+    ref = _reference(p)
+    one = {c: _run(GreedyCD(tol=1e-15, max_iter=1, epoch_size=1, curvature=c), p) for c in ("newton", "column")}
+    assert np.flatnonzero(one["newton"].coef).tolist() == np.flatnonzero(one["column"].coef).tolist()
+    assert one["newton"].objective <= one["column"].objective
+    gaps = {}
+    for curvature in ("newton", "column"):
+        res = _run(GreedyCD(tol=1e-15, max_iter=10, curvature=curvature), p)
+        gaps[curvature] = _rel(res.objective, ref.objective)
+    assert gaps["newton"] < 0.05 * gaps["column"]  # measured: 2.4e-3 against 0.16
