@@ -288,14 +288,20 @@ def test_newton_steps_reach_the_optimum_and_never_lose_to_the_bound(loss, fit_in
     assert newton.n_iter <= bound.n_iter
 
 
+def _small_columns(d, density):
+    """600 rows of columns of small norm (values in [0.01, 0.1], tf-idf-like) and labels of a dense
+    model with little noise, at 0.01 lam_max: a loss far flatter than its curvature bound."""
+    rng = np.random.default_rng(0)
+    X = sp.random(600, d, density=density, random_state=rng, format="csc")
+    X.data = rng.uniform(0.01, 0.1, X.data.shape[0])
+    y = np.where(X @ rng.standard_normal(d) + 0.01 * rng.standard_normal(600) > 0, 1.0, -1.0)
+    return Problem(X, y, "logistic", lam_ratio=0.01)
+
+
 def test_newton_steps_on_small_columns_take_far_fewer_epochs():
     # Columns of small norm and a loss far from its curvature bound (tf-idf text at small lam):
     # the bound's step is orders of magnitude too short.
-    rng = np.random.default_rng(0)
-    X = sp.random(600, 300, density=0.02, random_state=rng, format="csc")
-    X.data = rng.uniform(0.01, 0.1, X.data.shape[0])
-    y = np.where(X @ rng.standard_normal(300) + 0.01 * rng.standard_normal(600) > 0, 1.0, -1.0)
-    p = Problem(X, y, "logistic", lam_ratio=0.01)
+    p = _small_columns(300, 0.02)
     ref = _reference(p)
     gaps = {}
     for curvature in ("newton", "column"):
@@ -422,11 +428,7 @@ def test_detcd_newton_steps_choose_as_the_paper_and_go_further():
     first step picks the coordinate that "column" picks, lowers P at least as much, and over
     epochs on features far flatter than their bound (small tf-idf-like columns at small lam) gets
     much closer to the optimum."""
-    rng = np.random.default_rng(0)
-    X = sp.random(600, 120, density=0.03, random_state=rng, format="csc")
-    X.data = rng.uniform(0.01, 0.1, X.data.shape[0])
-    y = np.where(X @ rng.standard_normal(120) + 0.01 * rng.standard_normal(600) > 0, 1.0, -1.0)
-    p = Problem(X, y, "logistic", lam_ratio=0.01)
+    p = _small_columns(120, 0.03)
     ref = _reference(p)
     one = {c: _run(GreedyCD(tol=1e-15, max_iter=1, epoch_size=1, curvature=c), p) for c in ("newton", "column")}
     assert np.flatnonzero(one["newton"].coef).tolist() == np.flatnonzero(one["column"].coef).tolist()

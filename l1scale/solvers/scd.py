@@ -191,30 +191,25 @@ def _scd_epoch(data, indices, indptr, dense, kind, y, c, z, r, v, curv, lam1, la
     return reads, reads + work
 
 
-@njit(cache=True)
-def _intercept_newton_step(kind, y, c, z, r, D, lv, v, bound, j, trial):
-    """The intercept's safeguarded Newton step (v[j] = b, its column all ones): eta = -g / h with
-    g = sum_i r_i and h = sum_i D_i, halved until Armijo's condition holds on F and never shorter
-    than Algorithm 2's step -g / beta; z, r, D and lv (loss values) follow on every row.
-    ``trial``: scratch of n floats. Returns the work (n per pass over the rows)."""
-    n = z.shape[0]
-    g, h = 0.0, 0.0
-    for i in range(n):
-        g += r[i]
-        h += D[i]
-    safe = -g / bound
-    if safe == 0.0:
-        return n
-    work = n
-    eta = -g / h if h > 0.0 else safe
+@njit(cache=True, inline="always")
+def _safeguarded_move(kind, y, c, z, r, D, lv, rows, vals, sign, v, j, g, eta, safe, lam1, lam2, trial):
+    """The safeguarded Newton move of coordinate j along x_hat_j = sign * (vals on ``rows``): the
+    Newton step ``eta`` halved until Armijo's condition holds on F (penalty lam1 eta + lam2 (v_j eta
+    + eta^2 / 2); the loss summed over the rows against the values ``lv`` kept with z), taken only
+    while longer than ``safe`` (Algorithm 2's step on the bound, which always decreases F), which is
+    taken otherwise. v_j, z, r = c loss', D = c loss'' and lv follow on the rows (the trial's
+    values when the step taken was the last tried). ``trial``: scratch of len(rows) floats.
+    Returns the passes over the rows (tried steps and the move)."""
+    passes = 1
     evaluated = False  # trial holds the loss values at the step taken
     if abs(eta) > abs(safe):
         for _ in range(30):
-            change = 0.0
-            for i in range(n):
-                trial[i] = loss_value(kind, y[i], z[i] + eta)
-                change += c[i] * (trial[i] - lv[i])
-            work += n
+            change = lam1 * eta + lam2 * (v[j] * eta + 0.5 * eta * eta)
+            for p in range(rows.shape[0]):
+                i = rows[p]
+                trial[p] = loss_value(kind, y[i], z[i] + sign * eta * vals[p])
+                change += c[i] * (trial[p] - lv[i])
+            passes += 1
             if change <= 0.01 * eta * g:
                 evaluated = True
                 break
@@ -225,12 +220,33 @@ def _intercept_newton_step(kind, y, c, z, r, D, lv, v, bound, j, trial):
     else:
         eta = safe
     v[j] += eta
-    for i in range(n):
-        z[i] += eta
+    step = sign * eta  # the trial's margins, to the bit: z_i + (sign eta) x_ij
+    for p in range(rows.shape[0]):
+        i = rows[p]
+        z[i] += step * vals[p]
         derivative, curvature = loss_derivative_curvature(kind, y[i], z[i])
         r[i], D[i] = c[i] * derivative, c[i] * curvature
-        lv[i] = trial[i] if evaluated else loss_value(kind, y[i], z[i])
-    return work + n
+        lv[i] = trial[p] if evaluated else loss_value(kind, y[i], z[i])
+    return passes
+
+
+@njit(cache=True)
+def _intercept_newton_step(kind, y, c, z, r, D, lv, v, bound, j, trial):
+    """The intercept's safeguarded Newton step (v[j] = b, its column all ones, unpenalised):
+    eta = -g / h with g = sum_i r_i and h = sum_i D_i, never shorter than Algorithm 2's step
+    -g / beta (:func:`_safeguarded_move`). ``trial``: scratch of n floats. Returns the work (n per
+    pass over the rows)."""
+    n = z.shape[0]
+    g, h = 0.0, 0.0
+    for i in range(n):
+        g += r[i]
+        h += D[i]
+    safe = -g / bound
+    if safe == 0.0:
+        return n
+    eta = -g / h if h > 0.0 else safe
+    rows, ones = np.arange(n), np.ones(n)
+    return n * (1 + _safeguarded_move(kind, y, c, z, r, D, lv, rows, ones, 1.0, v, j, g, eta, safe, 0.0, 0.0, trial))
 
 
 @njit(cache=True)
@@ -274,33 +290,8 @@ def _scd_newton_epoch(
         if safe == 0.0:
             continue
         eta = max(-v[j], -g / h) if h > 0.0 else safe
-        evaluated = False  # trial holds the loss values at the step taken
-        if abs(eta) > abs(safe):
-            for _ in range(30):
-                change = lam1 * eta + lam2 * (v[j] * eta + 0.5 * eta * eta)
-                for p in range(rows.shape[0]):
-                    i = rows[p]
-                    trial[p] = loss_value(kind, y[i], z[i] + sign * eta * vals[p])
-                    change += c[i] * (trial[p] - lv[i])
-                reads += rows.shape[0]
-                if change <= 0.01 * eta * g:
-                    evaluated = True
-                    break
-                eta *= 0.5
-                if abs(eta) <= abs(safe):
-                    eta = safe
-                    break
-        else:
-            eta = safe
-        v[j] += eta
-        step = sign * eta  # the trial's margins, to the bit: z_i + (sign eta) x_ij
-        for p in range(rows.shape[0]):
-            i = rows[p]
-            z[i] += step * vals[p]
-            derivative, curvature = loss_derivative_curvature(kind, y[i], z[i])
-            r[i], D[i] = c[i] * derivative, c[i] * curvature
-            lv[i] = trial[p] if evaluated else loss_value(kind, y[i], z[i])
-        reads += rows.shape[0]
+        passes = _safeguarded_move(kind, y, c, z, r, D, lv, rows, vals, sign, v, j, g, eta, safe, lam1, lam2, trial)
+        reads += passes * rows.shape[0]
     return reads, reads + work
 
 
@@ -632,16 +623,7 @@ class StochasticCD(_DuplicatedCD):
         checkpoint=None,
         checkpoint_interval=checkpoints.DEFAULT_INTERVAL,
     ):
-        super().__init__(
-            tol=tol,
-            max_iter=max_iter,
-            random_state=random_state,
-            curvature=curvature,
-            callback=callback,
-            verbose=verbose,
-            checkpoint=checkpoint,
-            checkpoint_interval=checkpoint_interval,
-        )
+        super().__init__(tol, max_iter, random_state, curvature, callback, verbose, checkpoint, checkpoint_interval)
         self.sampling = sampling
 
     def _start(self, problem, v):
@@ -764,16 +746,7 @@ class GreedyCD(_DuplicatedCD):
         checkpoint=None,
         checkpoint_interval=checkpoints.DEFAULT_INTERVAL,
     ):
-        super().__init__(
-            tol=tol,
-            max_iter=max_iter,
-            random_state=random_state,
-            curvature=curvature,
-            callback=callback,
-            verbose=verbose,
-            checkpoint=checkpoint,
-            checkpoint_interval=checkpoint_interval,
-        )
+        super().__init__(tol, max_iter, random_state, curvature, callback, verbose, checkpoint, checkpoint_interval)
         self.epoch_size = epoch_size
 
     def _start(self, problem, v):
