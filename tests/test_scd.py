@@ -438,3 +438,24 @@ def test_detcd_newton_steps_choose_as_the_paper_and_go_further():
         res = _run(GreedyCD(tol=1e-15, max_iter=10, curvature=curvature), p)
         gaps[curvature] = _rel(res.objective, ref.objective)
     assert gaps["newton"] < 0.05 * gaps["column"]  # measured: 2.4e-3 against 0.16
+
+
+def test_drawing_by_violation_beats_uniform_draws_over_the_active_coordinates(monkeypatch):
+    """Half of an active epoch's feature draws go by violation of optimality. On synthetic text
+    (1,000 rows, 5,000 features, about 460 nonzeros at the optimum) at 0.01 lam_max, 50 epochs:
+    measured 3.3e-4 relative suboptimality, against 1.6e-3 with the same epochs drawing uniformly
+    over the same active coordinates (seeds 1, 2: 3.5e-4 / 3.0e-4 against 1.2e-3 / 1.0e-3)."""
+    from l1scale.data.synthetic import make_sparse_text
+
+    X, y = make_sparse_text(1000, 5000, random_state=0)
+    p = Problem(X, y, "logistic", lam_ratio=0.01, fit_intercept=False)
+    ref = _reference(p)
+    by_violation = _run(StochasticCD(tol=1e-12, max_iter=50), p)
+    original = StochasticCD._active
+
+    def uniform_over_active(self, v, lam1, lam2):
+        return original(self, v, lam1, lam2)[0], None
+
+    monkeypatch.setattr(StochasticCD, "_active", uniform_over_active)
+    uniform = _run(StochasticCD(tol=1e-12, max_iter=50), p)
+    assert _rel(by_violation.objective, ref.objective) < 1e-3 < _rel(uniform.objective, ref.objective)
