@@ -8,10 +8,10 @@ runs 50 passes, ``holdout=0`` (every row learned from):
 
 - before: the defaults before issue 16's second round: per-feature rates (D_j = 1 / RMS of
   feature j's nonzero values squared), the calibrated rate decayed geometrically to 1/1000 of
-  itself, rows in stream order (``shuffle=False``, ``AUTO_RATE_FACTOR = 1``,
-  ``AUTO_FINAL_FRACTION = 1000``: the previous page's "after" column, bit for bit);
+  itself, rows in stream order, no centred columns (``shuffle=False``, ``AUTO_RATE_FACTOR = 1``,
+  ``AUTO_FINAL_FRACTION = 1000``, ``CENTRE_RATIO`` beyond any column's);
 - after: the defaults (rows shuffled every pass, the first pass one octave above the calibrated
-  rate, decaying to 1/300 of it).
+  rate, decaying to 1/300 of it, dense columns far from zero learned centred).
 
 DetCD runs 50 epochs (d greedy steps each, every one a full X^T r) on the sets of at most
 ``DETCD_MAX_FEATURES`` features: before, Algorithm 2's step on the chosen coordinate
@@ -116,16 +116,17 @@ def solvers():
 
 def _with_previous_rates(solve):
     """``solve`` with online_base's AUTO_RATE_FACTOR = 1 and AUTO_FINAL_FRACTION = 1000 (the
-    rates of the first per-feature defaults), restored afterwards."""
+    rates of the first per-feature defaults) and no centred columns (CENTRE_RATIO beyond any
+    column's), restored afterwards."""
     from l1scale.solvers import online_base
 
     def run(*args, **kwargs):
-        saved = online_base.AUTO_RATE_FACTOR, online_base.AUTO_FINAL_FRACTION
-        online_base.AUTO_RATE_FACTOR, online_base.AUTO_FINAL_FRACTION = 1.0, 1000.0
+        saved = online_base.AUTO_RATE_FACTOR, online_base.AUTO_FINAL_FRACTION, online_base.CENTRE_RATIO
+        online_base.AUTO_RATE_FACTOR, online_base.AUTO_FINAL_FRACTION, online_base.CENTRE_RATIO = 1.0, 1000.0, 1e150
         try:
             return solve(*args, **kwargs)
         finally:
-            online_base.AUTO_RATE_FACTOR, online_base.AUTO_FINAL_FRACTION = saved
+            online_base.AUTO_RATE_FACTOR, online_base.AUTO_FINAL_FRACTION, online_base.CENTRE_RATIO = saved
 
     return run
 
@@ -219,7 +220,8 @@ def table(rows, max_rows):
             f"{max_rows} (seed 0), P* from `cd` at tol 1e-10. Online solvers, before: the previous defaults "
             "(per-feature rates, the calibrated rate decaying to 1/1000 of itself, rows in stream order); after: "
             "the defaults (rows shuffled every pass, the first pass one octave above the calibrated rate, decaying "
-            'to 1/300 of it). SCD, before: `curvature="column", sampling="uniform"` (Algorithm 2: uniform draws, '
+            "to 1/300 of it; dense columns whose |mean| exceeds 5 standard deviations learned centred, with an "
+            'intercept). SCD, before: `curvature="column", sampling="uniform"` (Algorithm 2: uniform draws, '
             "the bound-based step); after: the defaults (the safeguarded Newton step, and active sampling: each "
             "epoch draws from the coordinates that can move at its start, for two passes' worth of stored values "
             "after the gradient pass that picks them). DetCD, on the sets of at most "

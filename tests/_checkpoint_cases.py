@@ -22,7 +22,24 @@ def data():
     return X, y
 
 
+def offset_data():
+    """Dense columns far from zero (|mean| / std about 20): an online solve learns them centred."""
+    rng = np.random.default_rng(8)
+    X = 40.0 + 2.0 * rng.normal(size=(400, 12))
+    w = np.zeros(12)
+    w[:3] = [1.0, -0.8, 0.5]
+    y = np.where((X - 40.0) @ w + 0.5 * rng.normal(size=400) > 0, 1.0, -1.0)
+    return X, y
+
+
+# An online solver on offset_data: "<solver>:centred".
+CENTRED = "sgd_cumulative:centred"
+
+
 def problem(name):
+    if name == CENTRED:
+        X, y = offset_data()
+        return StreamProblem(Stream.from_arrays(X, y, chunk_rows=50), "logistic", lam_ratio=0.05)
     X, y = data()
     if name in ("smidas", "truncated_gradient", "sgd_cumulative", "mp", "rmmp"):
         return StreamProblem(Stream.from_arrays(X, y, chunk_rows=50), "logistic", lam_ratio=0.05)
@@ -30,6 +47,7 @@ def problem(name):
 
 
 def solver(name, **kw):
+    name = name.split(":")[0]
     options = {
         "smidas": {"max_iter": 12, "shuffle": True, "random_state": 5},
         "truncated_gradient": {"max_iter": 12, "shuffle": True, "random_state": 5},

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _checkpoint_cases import data, problem, solve, solver
+from _checkpoint_cases import CENTRED, data, problem, solve, solver
 
 from l1scale import SparseLogisticRegression
 from l1scale.checkpoint import Checkpoint
@@ -54,7 +54,7 @@ def _temporaries(directory):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
-@pytest.mark.parametrize("name", IN_MEMORY + ONLINE + STREAMING)
+@pytest.mark.parametrize("name", IN_MEMORY + ONLINE + [CENTRED] + STREAMING)
 def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, name):
     """SIGKILL after a few iterations / passes; the resumed run ends where an uninterrupted one
     ends: the same coefficients, intercept, iteration count and History objective, bit for bit."""
@@ -82,7 +82,7 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, name):
     assert resumed.n_iter == fresh.n_iter
     assert len(resumed.history) == len(fresh.history)
     np.testing.assert_array_equal(np.asarray(resumed.history.objective), np.asarray(fresh.history.objective))
-    if name in ONLINE + STREAMING:
+    if name in ONLINE + [CENTRED] + STREAMING:
         # passes 1..at were not read again: the label scan, then the passes after the checkpoint
         assert resumed_problem.stream.passes < 1 + fresh.n_iter
     # and a finished run's checkpoint gives the same model again

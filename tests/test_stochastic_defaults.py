@@ -286,3 +286,74 @@ def test_octave_above_is_not_taken_when_it_diverges(monkeypatch):
         solver.solve(StreamProblem(Stream.from_arrays(X, y), "logistic", 1e-3))
         rates.append(solver.eta0)
     assert rates[0] == rates[1]
+
+
+# ------------------------------------------------------------------ centred columns (schedule="auto", intercept)
+def _offset_columns():
+    """Dense columns far from zero: 40 + N(0, 2^2), |mean| / std about 20."""
+    rng = np.random.default_rng(8)
+    X = 40.0 + 2.0 * rng.normal(size=(600, 12))
+    w = np.zeros(12)
+    w[:3] = [1.0, -0.8, 0.5]
+    return X, np.where((X - 40.0) @ w + 0.5 * rng.normal(size=600) > 0, 1.0, -1.0)
+
+
+def test_centring_takes_only_columns_whose_offset_dwarfs_their_spread():
+    from l1scale.solvers.online_base import CENTRE_RATIO, FeatureStats
+
+    n = 1000
+    rng = np.random.default_rng(0)
+    columns = {
+        "offset": 40.0 + 2.0 * rng.normal(size=n),  # |mean| / std ~ 20: centred
+        "constant": np.full(n, 3.0),  # no spread at all: centred (the intercept's direction)
+        "mild": 4.0 + 2.0 * rng.normal(size=n),  # ~ 2: left alone
+        "half": (rng.random(n) < 0.5).astype(float),  # a binary feature in half the rows: 1
+        "common": (np.arange(n) < 0.99 * n).astype(float),  # in 99% of the rows: sqrt(99) ~ 9.9
+        "centred": rng.normal(size=n),
+    }
+    stats = FeatureStats.zeros(len(columns))
+    A = np.column_stack(list(columns.values()))
+    stats.add(sp.csr_matrix(A[:400]))  # chunks of either layout add up
+    stats.add(A[400:])
+    center = dict(zip(columns, stats.centring()))
+    assert CENTRE_RATIO == 5.0
+    np.testing.assert_allclose(center["offset"], columns["offset"].mean(), rtol=1e-12)
+    assert center["constant"] == 3.0 and center["common"] == pytest.approx(0.99)
+    assert center["mild"] == center["half"] == center["centred"] == 0.0
+    after = stats.centred(stats.centring())
+    np.testing.assert_allclose(after.sum_sq[0], ((columns["offset"] - columns["offset"].mean()) ** 2).sum(), rtol=1e-9)
+    assert after.nnz[0] == n and after.sum_sq[2] == stats.sum_sq[2]
+
+
+@pytest.mark.parametrize("name", list(ONLINE))
+def test_offset_columns_are_learned_centred_and_mapped_back(name, monkeypatch):
+    """With an intercept and a calibrated rate the solve learns such columns centred, an exact
+    change of variables: the model returned is in the raw columns (its objective is evaluated on
+    them), the state left behind is raw (partial_fit goes on from it), and the same rows given
+    centred by hand (no column then qualifies) give the same model to rounding."""
+    X, y = _offset_columns()
+    sub, res = _suboptimality(ONLINE[name](max_iter=20, holdout=0), X, y, 0.05, True)
+    center = X.mean(axis=0)
+    by_hand_sub, by_hand = _suboptimality(ONLINE[name](max_iter=20, holdout=0), X - center, y, 0.05, True)
+    np.testing.assert_allclose(res.coef, by_hand.coef, rtol=1e-6, atol=1e-9)
+    assert res.intercept == pytest.approx(by_hand.intercept - float(center @ by_hand.coef), rel=1e-6)
+    assert sub == pytest.approx(by_hand_sub, rel=1e-3, abs=1e-9)
+    solver = ONLINE[name](max_iter=20, holdout=0)
+    batch = Problem(X, y, "logistic", lam_ratio=0.05)
+    solver.solve(StreamProblem(Stream.from_arrays(X, y), "logistic", batch.lam))
+    assert not solver.state_.center.any() and solver.state_.intercept == pytest.approx(res.intercept, rel=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["sgd_cumulative", "smidas"])
+def test_centring_reaches_1e3_on_madelon(name, monkeypatch):
+    """madelon (2,000 rows, 500 dense columns of mean about 480 and |mean| / std 10-800) at 0.1
+    lam_max with intercept, 50 passes. Measured: SGD-C 5.6e-5, SMIDAS 1.7e-4; uncentred 3.4e-2,
+    2.2e-2 (the curvature along the columns' common mean is 10^2-10^5 times the rest)."""
+    from l1scale.solvers import online_base
+
+    X, y = load_svmlight_pm("madelon", "madelon/madelon.bz2", 500)
+    sub, _ = _suboptimality(ONLINE[name](max_iter=50, holdout=0), X, y, 0.1, True)
+    monkeypatch.setattr(online_base, "CENTRE_RATIO", 1e150)  # no column qualifies
+    uncentred, _ = _suboptimality(ONLINE[name](max_iter=50, holdout=0), X, y, 0.1, True)
+    assert sub <= 1e-3 < uncentred

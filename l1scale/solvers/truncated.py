@@ -306,6 +306,8 @@ class TruncatedState:
         self.rate = None  # eta0 as schedule="auto" calibrated it (None: not yet, or eta0 given)
         self.scale = np.ones(self.n_features)  # per-feature rates D (soft-threshold layout; precondition)
         self.scaled = False  # whether ``scale`` is in use: then ``w`` holds w_j / D_j
+        # Column offsets while a solve learns on centred columns (OnlineSolver.solve); 0: none.
+        self.center = np.zeros(self.n_features)
 
     def _layout(self, soft_threshold: bool):
         self.soft_threshold = bool(soft_threshold)
@@ -363,6 +365,10 @@ class TruncatedState:
     @property
     def intercept(self) -> float:
         return float(self.scalars[0]) if self.fit_intercept else 0.0
+
+    def shift_intercept(self, delta: float):
+        """b += delta (the solve's centring undone)."""
+        self.scalars[0] += delta
 
     @property
     def steps(self) -> int:
