@@ -437,6 +437,9 @@ class _DuplicatedCD(Solver):
             reads += cols.nnz
         r = np.empty(problem.n_samples)  # c * loss'(y, z), kept with z
         curv, reads = self._curvatures(problem, v.shape[0], reads)
+        # curvature="newton": D = c * loss'' and the loss values, kept with z by the Newton steps.
+        newton = self.curvature == "newton"
+        self._D, self._lv = (np.empty(problem.n_samples), np.empty(problem.n_samples)) if newton else (None, None)
         self._start(problem, v)
         history, it = History(), 0
         stop_reason, converged = "max_iter", False
@@ -470,6 +473,8 @@ class _DuplicatedCD(Solver):
                 break
             if it >= self.max_iter:
                 break
+            if self._D is not None:
+                _curvatures_and_values(kind, y, c, z, self._D, self._lv)  # z as the certificate left it
             epoch_reads, stalled = self._epoch(arrays, kind, y, c, z, r, v, curv, lam1, lam2)
             reads += epoch_reads
             it += 1
@@ -633,15 +638,11 @@ class StochasticCD(_DuplicatedCD):
             )
         seed = None if self.random_state is None else int(self.random_state)
         self._rng = np.random.default_rng(seed)
-        newton = self.curvature == "newton"
-        self._D, self._lv = (np.empty(problem.n_samples), np.empty(problem.n_samples)) if newton else (None, None)
         # An active epoch's work: the gradient pass, then steps until they have read two more
         # passes' worth (a uniform epoch reads each column about twice: for g_j and g_{j+d}).
         self._pass = problem.columns.nnz if not problem.columns.dense else problem.n_samples * problem.n_features
 
     def _epoch(self, arrays, kind, y, c, z, r, v, curv, lam1, lam2):
-        if self._D is not None:
-            _curvatures_and_values(kind, y, c, z, self._D, self._lv)  # z as the epoch's certificate left it
         if self.sampling == "uniform":
             return self._steps(
                 arrays,
@@ -755,14 +756,11 @@ class GreedyCD(_DuplicatedCD):
             raise ValueError(f"epoch_size must be >= 1, got epoch_size={self.epoch_size!r}")
         self._steps = max(steps, 1)
         self._grad = np.empty(problem.n_features)
-        newton = self.curvature == "newton"
-        self._D, self._lv = (np.empty(problem.n_samples), np.empty(problem.n_samples)) if newton else (None, None)
 
     def _epoch(self, arrays, kind, y, c, z, r, v, curv, lam1, lam2):
         if self._D is None:
             taken, reads = _greedy_epoch(*arrays, kind, y, c, z, r, v, curv, lam1, lam2, self._steps, self._grad)
         else:
-            _curvatures_and_values(kind, y, c, z, self._D, self._lv)  # z as the epoch's certificate left it
             taken, reads = _greedy_newton_epoch(
                 *arrays, kind, y, c, z, r, self._D, self._lv, v, curv, lam1, lam2, self._steps, self._grad
             )
