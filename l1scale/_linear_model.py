@@ -228,18 +228,20 @@ class SparseLinearModel(BaseEstimator):
         solver = self._make_solver(k, n_problems, stage)
         return copy.copy(solver) if solver is self.solver else solver
 
-    def _solve_all(self, X, targets, sample_weight, coef_init, intercept_init):
-        """The binary problems (X, y_k), y_k in ``targets``, held in memory: [(Result, lam)] in
-        the order of ``targets``. With more than one they run in threads over ``n_jobs``
-        (joblib's conventions; the kernels release the GIL) on X converted to the column
-        layout once; each solve is seeded alike, so the results do not depend on n_jobs."""
+    def _solve_all(self, X, targets, sample_weight, coef_init, intercept_init, checked=False):
+        """The problems (X, y_k), y_k in ``targets``, held in memory: [(Result, lam)] in the
+        order of ``targets``. With more than one they run in threads over ``n_jobs``
+        (joblib's conventions; the kernels release the GIL); each solve is seeded alike, so the
+        results do not depend on n_jobs. X is converted to the column layout once, for every
+        problem; ``checked``: X has just been validated (``validate_data``), so the problems
+        built on it do not scan it again."""
 
         def warm(k):
             return (None if coef_init is None else coef_init[k], None if intercept_init is None else intercept_init[k])
 
+        X = column_matrix(X, checked=checked)  # shared by every problem: Problem(X, ...) copies nothing
         if len(targets) == 1:
             return [self._solve(X, targets[0], sample_weight, *warm(0))]
-        X = column_matrix(X)  # shared by every problem: Problem(X, ...) copies nothing
         n_jobs = getattr(self, "n_jobs", None)
         with single_threaded_blas(n_jobs):
             return Parallel(n_jobs=n_jobs, prefer="threads")(

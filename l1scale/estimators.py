@@ -246,7 +246,12 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         coef_init, intercept_init = self._warm(len(targets), X.shape[1])
         # One-vs-rest: the binary problems in threads over n_jobs.
         fits = self._solve_all(
-            X, [np.where(y == positive, 1.0, -1.0) for positive in targets], sample_weight, coef_init, intercept_init
+            X,
+            [np.where(y == positive, 1.0, -1.0) for positive in targets],
+            sample_weight,
+            coef_init,
+            intercept_init,
+            checked=sigma is None,  # a standardised X is a new matrix: its Problems check it
         )
         self._set_fitted(classes, [result for result, _ in fits], [lam for _, lam in fits])
         _standardize.finish(self, sigma)
@@ -490,12 +495,8 @@ class SparseLinearRegression(RegressorMixin, SparseLinearModel):
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
         X, sigma = _standardize.begin(self, X, sample_weight)
         coef_init, intercept_init = self._warm(1, X.shape[1])
-        result, lam = self._solve(
-            X,
-            np.asarray(y, dtype=np.float64),
-            sample_weight,
-            None if coef_init is None else coef_init[0],
-            None if intercept_init is None else intercept_init[0],
+        ((result, lam),) = self._solve_all(
+            X, [np.asarray(y, dtype=np.float64)], sample_weight, coef_init, intercept_init, checked=sigma is None
         )
         self._set_fitted(result, lam)
         _standardize.finish(self, sigma)

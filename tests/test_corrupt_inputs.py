@@ -109,6 +109,97 @@ def test_a_valid_matrix_passes_and_the_checks_see_every_rule():
         check_compressed(data, indices, indptr, X.shape[0], X.shape[1] - 1)
 
 
+def _unsorted(X, row):
+    """A copy of X (CSR or CSC) with the first two entries of ``row`` (major) swapped."""
+    X = X.copy()
+    start = X.indptr[row]
+    X.indices[start], X.indices[start + 1] = X.indices[start + 1], X.indices[start]
+    X.has_sorted_indices = False
+    return X
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("value_dtype", [np.float32, np.float64])
+def test_one_scan_checks_the_values_and_tells_the_canonical_format(fmt, index_dtype, value_dtype):
+    rng = np.random.default_rng(3)
+    X = sp.random(40, 30, density=0.2, format="coo", random_state=3, dtype=value_dtype)
+    # Empty stretches inside indptr (column 5, row 7): a row (column) boundary that is not a descent.
+    keep = (X.col != 5) & (X.row != 7)
+    X = sp.coo_matrix((X.data[keep], (X.row[keep], X.col[keep])), shape=X.shape).asformat(fmt)
+    X.indices, X.indptr = X.indices.astype(index_dtype), X.indptr.astype(index_dtype)
+    n_major = X.shape[0] if fmt == "csr" else X.shape[1]
+    cases = [(X, True)]
+    # Every row (column) with two entries, unsorted; and one duplicate entry.
+    for major in rng.permutation([m for m in range(n_major) if X.indptr[m + 1] - X.indptr[m] >= 2])[:5]:
+        cases.append((_unsorted(X, major), False))
+    dup = X.copy()
+    start = dup.indptr[np.flatnonzero(np.diff(dup.indptr) >= 2)[0]]
+    dup.indices[start + 1] = dup.indices[start]
+    cases.append((dup, False))
+    for M, canonical in cases:
+        fresh = M.copy()  # no cached flag
+        expected = bool(
+            getattr(sp, f"{fmt}_matrix")((fresh.data, fresh.indices, fresh.indptr), shape=M.shape).has_canonical_format
+        )
+        assert expected == canonical
+        assert check_sparse_structure(fresh, finite=True) is canonical
+        if canonical:
+            assert fresh._has_canonical_format  # scipy's cache set, so a conversion does not scan again
+    # A value that is not finite is named by its row and column, in either layout.
+    for bad in (np.nan, np.inf, -np.inf):
+        M = X.copy()
+        k = M.indptr[11] + 1
+        M.data[k] = bad
+        row, col = (11, M.indices[k]) if fmt == "csr" else (M.indices[k], 11)
+        with pytest.raises(DataFormatError, match=rf"row {row}, column {col}"):
+            check_sparse_structure(M, finite=True)
+        check_sparse_structure(M)  # the structure alone is sound
+        with pytest.raises(ValueError, match=rf"NaN or infinity \(first at row {row}, column {col}\)"):
+            Problem(M, np.where(np.arange(40) % 2, 1.0, -1.0), lam_ratio=0.1)
+
+
+def test_a_fit_reads_a_sparse_x_once_to_check_it(monkeypatch):
+    """The estimator's check (index arrays, finite values, canonical format, one scan) is the
+    only one: the Problem it builds on the converted matrix does not scan it again, and the
+    conversion of a canonical matrix is not scanned by scipy either."""
+    from l1scale.data import validation
+
+    X, y = small_data()
+    scans = []
+    original = validation._scan_compressed
+
+    def counted(*args):
+        scans.append(args[0].shape)
+        return original(*args)
+
+    monkeypatch.setattr(validation, "_scan_compressed", counted)
+    a = SparseLogisticRegression(lam_ratio=0.1).fit(X, y)
+    assert len(scans) == 1
+    # A non-canonical X (duplicates) is summed as before: the same model as from the summed X.
+    doubled = _with_duplicates(X)
+    assert not doubled.copy().has_canonical_format
+    b = SparseLogisticRegression(lam_ratio=0.1).fit(doubled, y)
+    np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-10, atol=1e-12)
+    # A NaN is an error naming its place, for a classifier and a regressor, CSR and CSC.
+    bad = X.copy()
+    bad.data[4] = np.nan
+    for M in (bad, bad.tocsc()):
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            SparseLogisticRegression(lam_ratio=0.1).fit(M, y)
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            SparseLinearRegression(lam_ratio=0.1).fit(M, y)
+
+
+def _with_duplicates(X):
+    """X (CSR) with each stored value split into two halves at the same place."""
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    order = np.argsort(np.r_[rows, rows], kind="stable")
+    data = np.r_[X.data / 2, X.data / 2][order]
+    indices = np.r_[X.indices, X.indices][order]
+    return sp.csr_matrix((data, indices, 2 * X.indptr), shape=X.shape)
+
+
 # --------------------------------------------------------------------------- chunk caches
 
 

@@ -28,6 +28,7 @@ from numba import njit
 from .validation import check_sparse_structure
 
 __all__ = [
+    "CHECKED_MARK",
     "Matrix",
     "as_columns",
     "as_rows",
@@ -78,7 +79,14 @@ def _as_sparse_layout(X, fmt: str, dtype, checked: bool) -> Matrix:
     # Before scipy's conversion, which trusts the index arrays as the kernels do.
     if not checked:
         check_sparse_structure(X)
-    X = X.asformat(fmt, copy=False)
+    # A CSR <-> CSC conversion of a canonical matrix is canonical (scipy's transpose writes each
+    # row's entries in order); say so, rather than have scipy scan the new arrays to find out.
+    # The check above (or the caller's) has set the flag of a canonical X without a scan.
+    canonical = X.format in ("csr", "csc") and X.has_canonical_format
+    converted = X.asformat(fmt, copy=False)
+    if converted is not X and canonical:
+        converted.has_canonical_format = True
+    X = converted
     if not X.has_canonical_format:
         X = X.copy()  # never sort or merge the caller's matrix in place
         X.sum_duplicates()
@@ -123,10 +131,22 @@ def matrix_of(columns: Matrix):
     return M
 
 
-def column_matrix(X, dtype=np.float64):
+# The attribute that marks a matrix made by :func:`column_matrix` from a checked one: a
+# Problem built on it does not check it again (see ``problems.memory.check_design``).
+CHECKED_MARK = "_l1scale_checked"
+
+
+def column_matrix(X, dtype=np.float64, *, checked=False):
     """X converted once into the column layout, as a matrix (:func:`matrix_of`):
-    ``as_columns`` of the result, and so every Problem built on it, copies nothing."""
-    return matrix_of(as_columns(X, dtype))
+    ``as_columns`` of the result, and so every Problem built on it, copies nothing.
+
+    ``checked``: the caller has just checked X (index arrays and finite values, as an
+    estimator's ``validate_data`` does); a sparse result, a new matrix object that only the
+    library holds, is then marked so, and the Problems built on it do not scan it again."""
+    M = matrix_of(as_columns(X, dtype, checked=checked))
+    if checked and sp.issparse(M):
+        setattr(M, CHECKED_MARK, True)
+    return M
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import ndtri
 
-from ..data.memory import as_columns, column_dots_and_norms, matrix_of
+from ..data.memory import CHECKED_MARK, as_columns, column_dots_and_norms, matrix_of
 from ..data.validation import check_sparse_structure
 from ..losses import get_loss, weighted_conjugate, weighted_derivatives, weighted_value
 from ..penalties import Regularization
@@ -36,11 +36,20 @@ __all__ = [
 
 
 def check_design(X, name="X"):
-    """Validate a design matrix: 2-D, numeric, finite. Returns CSC/CSR/ndarray as float64."""
+    """Validate a design matrix: 2-D, numeric, finite. Returns CSC/CSR/ndarray as float64.
+
+    A sparse matrix is checked in one pass (index arrays, finite values, canonical format:
+    ``data.validation.check_sparse_structure``); one that the library made itself from a
+    checked matrix (``data.memory.column_matrix(X, checked=True)``, what an estimator hands to
+    the Problems of one fit) is taken as it is."""
     if sp.issparse(X):
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-D")
-        check_sparse_structure(X, name)  # before anything reads X through its indices
+        if getattr(X, CHECKED_MARK, False):
+            return X
+        check_sparse_structure(X, name, finite=True)  # before anything reads X through its indices
+        if X.format in ("csr", "csc"):
+            return X
         data = X.data
     else:
         X = np.asarray(X)
