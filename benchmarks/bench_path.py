@@ -385,6 +385,8 @@ def write_markdown(path, blob):
             "glmnet at 1e-6 | ratio 1e-6 |"
         )
         L.append("|---|---|---|---|---|---|---|---|---|")
+        if meta.get("paths_from"):  # an n_jobs-only run that kept an earlier run's path figures
+            L.insert(-2, f"(From {meta['paths_from']}.)\n")
         for ds, r in paths.items():
             s = r["solvers"]
             cells = [ds, "yes" if r["intercept"] else "no", f"{r['n']:,} x {r['d']:,}"]
@@ -527,6 +529,22 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
+def _carry_previous(previous_json, blob, parts):
+    """A run of some parts keeps the other parts' figures from the previous result file (the page
+    says which run they are from), so that the page always shows both the paths and n_jobs."""
+    if not previous_json.exists():
+        return
+    previous = json.loads(previous_json.read_text())
+    origin = previous.get("meta", {})
+    for part, key, note in (("path", "paths", "paths_from"), ("njobs", "njobs", "njobs_from")):
+        if part in parts or not previous.get(key):
+            continue
+        blob[key] = previous[key]
+        blob["meta"][note] = origin.get(note) or (
+            f"the run of {origin.get('date', '?')} (this run measured the {' and '.join(sorted(parts))} only)"
+        )
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.from_json:
@@ -580,6 +598,7 @@ def main(argv=None):
             dump()
     if "njobs" in parts:
         blob["njobs"] = run_njobs(args, log)
+    _carry_previous(out_dir / f"{stem}.json", blob, parts)
     dump()
     log(f"done in {meta['total_wall_s']:.0f}s: {out_dir / (stem + '.md')}")
 

@@ -12,12 +12,22 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 
-from joblib import effective_n_jobs
+from joblib import effective_n_jobs, parallel_config
 from threadpoolctl import threadpool_limits
 
-__all__ = ["single_threaded_blas"]
+__all__ = ["single_threaded_blas", "thread_count"]
+
+
+def thread_count(n_jobs) -> int:
+    """How many workers ``joblib.Parallel(n_jobs=n_jobs, prefer="threads")`` runs: joblib's
+    ``effective_n_jobs`` under the same preference for threads (a backend the caller chose with
+    ``joblib.parallel_config`` still wins). Plain ``effective_n_jobs`` answers for the default
+    process backend, which is 1 inside a daemonic process (a multiprocessing worker, a forked
+    benchmark child), where threads still run n_jobs at once."""
+    with parallel_config(prefer="threads"):
+        return effective_n_jobs(n_jobs)
 
 
 def single_threaded_blas(n_jobs):
     """A context in which BLAS uses one thread when ``n_jobs`` means more than one (a no-op otherwise)."""
-    return threadpool_limits(limits=1, user_api="blas") if effective_n_jobs(n_jobs) > 1 else nullcontext()
+    return threadpool_limits(limits=1, user_api="blas") if thread_count(n_jobs) > 1 else nullcontext()

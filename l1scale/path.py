@@ -31,12 +31,12 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, delayed
 from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.utils.validation import check_is_fitted
 
 from . import _multinomial_fit, _standardize, metrics
-from ._threads import single_threaded_blas
+from ._threads import single_threaded_blas, thread_count
 from .data.memory import column_matrix
 from .estimators import SparseLogisticRegression
 from .problems.memory import Problem
@@ -568,7 +568,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         else:
             grids = [np.sort(np.asarray(self.lams, dtype=np.float64))[::-1]] * len(targets)
         n = len(targets)
-        ahead = n < effective_n_jobs(self.n_jobs)  # refits alongside the folds, the longest first
+        ahead = n < thread_count(self.n_jobs)  # refits alongside the folds, the longest first
         counter = _Counter(self.progress, sum(g.size for g in grids) * (len(folds) + 1))
         kw = dict(
             l1_ratio=self.l1_ratio,
