@@ -254,7 +254,21 @@ def table(rows, max_rows):
 
 NOTES = """## What changed, and what still misses
 
-SCD, this round: **active sampling** (`sampling="active"`, the default). Each epoch starts from the
+SCD and DetCD, this round: **centred columns**, as the online solvers had them the round before. Under
+the default Newton steps (`curvature="newton"`), with an intercept, the columns whose |mean| exceeds 5
+standard deviations (`problems.memory.centring_offsets`, the same criterion; c-weighted means) are
+learned as x_ij - mean_j, the intercept absorbing mean . w: the same problem (the same margins, and
+the same dual: sum_i c_i u_i = 0), without the coupling that makes every step on such a column
+shift all the margins by about its mean, which the intercept must then take back. madelon with
+intercept: SCD at 0.1 lam_max 3.6e-5 -> 0 (to rounding), at 0.01 6.0e-2 -> 2.6e-5; DetCD at 0.01
+2.1e-2 -> 5.1e-9. The rows where a few columns qualify moved within the target (arcene at 0.01
+with intercept 9.7e-5 -> 1.2e-4, text at 0.01 with intercept 1.1e-4 -> 4.2e-4, text_10k 3.1e-8 ->
+6.8e-7). SCD 45 -> 46 of 48, DetCD 26 -> 27 of 28. Algorithm 2's steps (`curvature="column"` or
+`"paper"`, the Figure 1 reproduction) keep the raw columns. What still misses: SCD on a9a at 0.01
+with intercept (1.2e-3; one-hot blocks beside the intercept) and madelon at 0.01 without intercept
+(SCD 6.9e-2, DetCD 2.1e-2), where centring would change the problem.
+
+SCD, the round before: **active sampling** (`sampling="active"`, the default). Each epoch starts from the
 gradient X^T r that the epoch's certificate computes anyway (now counted in the data accesses: one
 pass) and draws from the coordinates that can move there (v_j > 0 or g_j < 0, and the intercept: a
 step on any other is exactly zero): half of the features' draws uniform, half in proportion to how
@@ -279,13 +293,13 @@ Measured on this page's rows, each change on its own (random_state=0; three seed
   20,000) 3.4-5.6e-4 / 1.1-2.2e-4 / 0.6-0.8e-4 / 0.2-0.5e-4, while a9a at 0.01 with intercept stayed at
   1.2-2.7e-3 and small text went from 2.1-2.8e-4 to 3.1-4.2e-4 at 8-16 times: 4 was kept.
 
-SCD now meets the target on 45 of the 48 rows (28 with the first defaults), and no row that met it
-before misses it now. What still misses: a9a at 0.01 with intercept (1.2e-3) and madelon at 0.01
+SCD then met the target on 45 of the 48 rows (28 with the first defaults), and no row that met it
+before missed it. What still missed: a9a at 0.01 with intercept (1.2e-3) and madelon at 0.01
 (6.0e-2, 6.9e-2): coupled directions (a9a's one-hot blocks beside the intercept; madelon's nearly
 collinear columns, its 20 informative features and their linear combinations) that single-coordinate
 steps follow slowly whatever the sampling; `cd` solves them.
 
-DetCD is on the page now, on the sets of at most 1,000 features (an epoch is d greedy steps, each a
+DetCD came on the page then, on the sets of at most 1,000 features (an epoch is d greedy steps, each a
 full X^T r). With its first default (Algorithm 2's step on the chosen coordinate, on the curvature
 bound) 25 of 28 rows were within 1e-3: it missed w8a at 0.01 lam_max with intercept (2.1e-2; the
 intercept was right to 3e-2, the error sat in features seen in 2 of the 3,000 rows whose optimal

@@ -32,14 +32,19 @@ def offset_data():
     return X, y
 
 
-# An online solver on offset_data: "<solver>:centred".
+# An online solver on offset_data: "<solver>:centred"; SCD on it in memory (it learns the columns
+# centred too, under its default Newton steps).
 CENTRED = "sgd_cumulative:centred"
+SCD_CENTRED = "scd:centred"
 
 
 def problem(name):
     if name == CENTRED:
         X, y = offset_data()
         return StreamProblem(Stream.from_arrays(X, y, chunk_rows=50), "logistic", lam_ratio=0.05)
+    if name == SCD_CENTRED:
+        X, y = offset_data()
+        return Problem(X, y, "logistic", lam_ratio=0.05)
     X, y = data()
     if name in ("smidas", "truncated_gradient", "sgd_cumulative", "mp", "rmmp"):
         return StreamProblem(Stream.from_arrays(X, y, chunk_rows=50), "logistic", lam_ratio=0.05)

@@ -84,6 +84,7 @@ from ..exceptions import ConvergenceWarning, DivergenceError
 from ..losses import loss_value
 from ..penalties import ElasticNet
 from ..problems.base import ProblemLike
+from ..problems.memory import CENTRE_RATIO, centring_offsets
 from .base import History, Result, Solver
 
 _PREFETCH = 2  # chunks read ahead by the reader thread
@@ -148,9 +149,6 @@ CALIBRATION_ROWS = 1000
 AUTO_FINAL_FRACTION = 300.0
 #: ``schedule="auto"``: the first pass's rate is the calibrated (best one-epoch) rate times this.
 AUTO_RATE_FACTOR = 2.0
-#: ``schedule="auto"`` with an intercept learns the columns whose |mean| exceeds this many
-#: standard deviations centred (``FeatureStats.centring``).
-CENTRE_RATIO = 5.0
 #: Calibration tries the reference rate times 2^k for |k| <= this.
 _CALIBRATION_OCTAVES = 16
 SCHEDULES = ("auto", "paper")
@@ -895,22 +893,14 @@ class FeatureStats:
 
     def centring(self) -> np.ndarray:
         """The offsets of the columns worth centring (d,): the mean of each column whose mean
-        is more than ``CENTRE_RATIO`` times its standard deviation in size, 0 for the others.
-        Such an offset stretches the curvature along the columns' common mean by about the
-        ratio squared. A column whose fraction f of rows hold one value has |mean| / std =
-        sqrt(f / (1 - f)): 5 needs f > 0.96, so sparse and one-hot features are left alone.
-        Measured on the shared sets (3,000-row samples): madelon's columns qualify (496 of 500;
-        their |mean| / std is 5-800), elsewhere a few (arcene 30 of 10,000, up to 6.9; magic04
-        one, 6.1; none of a9a's, up to 4.1). At 1 (every column whose mean exceeds its spread)
-        a9a at 0.01 lam_max and the sorted magic04 lost their 1e-3; at 10 madelon's columns of
-        ratio 5-10 stayed uncentred and its runs at 5-6e-3 (and an earlier session's centring of
-        all columns hurt w8a and mnist)."""
+        is more than ``CENTRE_RATIO`` times its standard deviation in size, 0 for the others
+        (``problems.memory.centring_offsets``, where the criterion and its measurements are)."""
         if self.rows == 0:
             return np.zeros_like(self.sums)
         mean = self.sums / self.rows
         with np.errstate(over="ignore", invalid="ignore"):
-            variance = np.maximum(self.sum_sq / self.rows - mean * mean, 0.0)
-            return np.where(mean * mean > CENTRE_RATIO**2 * variance, mean, 0.0)
+            variance = self.sum_sq / self.rows - mean * mean
+        return centring_offsets(mean, variance, CENTRE_RATIO)
 
     def centred(self, center) -> FeatureStats:
         """The statistics of the columns after ``x_ij - center_j``: every row holds a value of a
