@@ -285,6 +285,37 @@ def test_gradient_init_only_picks_the_first_working_set():
     np.testing.assert_array_equal(wrong.coef != 0, right.coef != 0)
 
 
+def test_a_paths_first_working_sets_follow_the_strong_rule(monkeypatch):
+    """Along a path each lam's first working set holds the support and the zero weights that
+    glmnet's sequential strong rule keeps (|g_j| >= 2 lam - lam_prev), at least
+    ``first_strong_set`` (a cold start keeps its floor of ``first_working_set``); the full pass
+    that ends the round certifies, so every lam still reaches the plain solve's optimum."""
+    X, y = _data("logistic", n=300, d=400, seed=8)
+    base = Problem(sp.csc_matrix(X), y, "logistic", lam=1.0)
+    grid = lam_grid(base.lam_max(), 8, 0.05)
+    sizes = []
+    original = CoordinateDescent._first_size
+
+    def recorded(self, nnz, g_init, w_kept, lam1, previous_l1):
+        size = original(self, nnz, g_init, w_kept, lam1, previous_l1)
+        strong = (
+            None if previous_l1 is None else int(((w_kept == 0) & (np.abs(g_init) >= 2 * lam1 - previous_l1)).sum())
+        )
+        sizes.append((nnz, strong, size))
+        return size
+
+    monkeypatch.setattr(CoordinateDescent, "_first_size", recorded)
+    solver = CoordinateDescent(tol=1e-12, max_iter=1000)
+    results = list(solver.solve_path(base, grid))
+    assert sizes[0][1] is None and sizes[0][2] == solver.first_working_set  # the cold start
+    warm = [s for s in sizes[1:] if s[0] > 0]
+    assert warm and all(size == max(solver.first_strong_set, nnz + strong) for nnz, strong, size in warm)
+    assert any(size < solver.first_working_set for _, _, size in warm)  # smaller than a cold start's
+    for lam, res in zip(grid, results):
+        plain = _solve(base.with_lam(lam))
+        assert res.objective == pytest.approx(plain.objective, rel=1e-9)
+
+
 def test_problem_with_lam_shares_the_data():
     X, y = _data("logistic", seed=7)
     p = Problem(sp.csr_matrix(X), y, "logistic", lam=0.1)
