@@ -53,60 +53,48 @@ def test_solves_in_threads_see_one_blas_thread(blas_with_two_threads, make):
     np.testing.assert_array_equal(model.classes_, [0, 1, 2])
 
 
-def _in_daemonic_child(fn):
-    """fn() run in a daemonic forked process (a multiprocessing worker's situation); its result."""
-    import multiprocessing as mp
+_ENDS = []  # the CV's tasks, in the order they end (appended in the worker)
 
-    ctx = mp.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
 
-    def child():
-        try:
-            send.send(fn())
-        finally:
-            send.close()
+def _cv_in_a_worker():
+    """In a multiprocessing pool's worker (a daemonic process): joblib's plain count, ours, and
+    the order in which a binary CV's tasks end."""
+    import warnings
 
-    proc = ctx.Process(target=child, daemon=True)
-    proc.start()
-    send.close()
-    try:
-        assert recv.poll(120), "the child did not answer"
-        return recv.recv()
-    finally:
-        proc.join()
+    from joblib import effective_n_jobs
+
+    from l1scale._threads import thread_count
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # joblib warns that its process backend falls back to 1
+        plain = effective_n_jobs(2)
+    X, y = make_classification(n_samples=400, n_features=30, n_informative=6, random_state=1)
+    SparseLogisticRegressionCV(n_lams=6, cv=3, n_jobs=2).fit(X, y)
+    return plain, thread_count(2), list(_ENDS)
 
 
 def test_thread_counts_hold_in_a_daemonic_process(monkeypatch):
     """joblib's effective_n_jobs answers 1 in a daemonic process (its process backend cannot
     start workers there) while threads still run n_jobs at once: the CV must count threads, or
     its refit waits for the last fold instead of running beside the folds."""
-    import warnings
+    import multiprocessing as mp
 
-    from joblib import effective_n_jobs, parallel_config
+    from joblib import parallel_config
 
     from l1scale import path as path_module
     from l1scale._threads import thread_count
 
-    X, y = make_classification(n_samples=400, n_features=30, n_informative=6, random_state=1)
-    ends = []
     for name in ("_refit_path", "_fold_scores"):
         original = getattr(path_module, name)
 
         def recorded(*args, _original=original, _name=name, **kw):
             out = _original(*args, **kw)
-            ends.append(_name)
+            _ENDS.append(_name)
             return out
 
         monkeypatch.setattr(path_module, name, recorded)
-
-    def child():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # joblib warns that its process backend falls back to 1
-            plain = effective_n_jobs(2)
-        SparseLogisticRegressionCV(n_lams=6, cv=3, n_jobs=2).fit(X, y)
-        return plain, thread_count(2), list(ends)
-
-    plain, threads, order = _in_daemonic_child(child)
+    with mp.get_context("fork").Pool(1) as pool:  # a pool's workers are daemonic
+        plain, threads, order = pool.apply(_cv_in_a_worker)
     assert plain == 1 and threads == 2
     assert sorted(order) == ["_fold_scores"] * 3 + ["_refit_path"]
     assert order[-1] == "_fold_scores"  # the refit ran beside the folds, not after them
