@@ -12,6 +12,7 @@ from l1scale.losses import (
     get_loss,
     loss_conjugate,
     weighted_conjugate,
+    weighted_conjugate_at,
     weighted_terms,
     weighted_terms_along,
     weighted_value,
@@ -274,6 +275,38 @@ def test_weighted_conjugate_equals_the_ufuncs(name, margins):
         assert got == pytest.approx(expected, rel=1e-12, abs=1e-15)
     for yi, ui in zip(y[:20], -0.05 * np.sign(y[:20]) * np.arange(20)):
         assert loss_conjugate(loss.kernel_id, yi, ui) == pytest.approx(float(loss.conjugate(yi, ui)), rel=1e-14)
+
+
+@pytest.mark.parametrize("name", CONJUGATE)
+def test_the_conjugate_at_a_kept_residual_is_the_conjugate_at_the_margins(name, margins):
+    """weighted_conjugate_at: from the residual r = c loss' a solver keeps with its margins (no
+    loss' evaluated) or from a dual point u in loss' units, the sum weighted_conjugate gives;
+    rows of zero weight are skipped (their u may lie outside the domain); and a certificate
+    from the residual is the certificate from the margins."""
+    from l1scale.problems import Problem
+
+    z, c, _ = margins
+    loss = get_loss(name)
+    y = _labels(name, z)
+    c = c.copy()
+    c[::7] = 0.0
+    u = loss.derivative(y, z)
+    u_far = u.copy()
+    u_far[c == 0.0] = 1e9 * np.sign(-y[c == 0.0]) if loss.is_classification else 1e9
+    for scale in (1.0, 0.7):
+        expected = weighted_conjugate(loss.kernel_id, y, z, c, scale)
+        assert weighted_conjugate_at(loss.kernel_id, y, c * u, c, scale, True) == pytest.approx(expected, rel=1e-12)
+        assert weighted_conjugate_at(loss.kernel_id, y, u_far, c, scale, False) == pytest.approx(expected, rel=1e-12)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(z.shape[0], 5))
+    problem = Problem(X, y, loss, lam=0.01, sample_weight=np.where(c > 0, 1.0 + rng.random(z.shape[0]), 0.0))
+    w, b = 0.1 * rng.normal(size=5), 0.2
+    zz = X @ w + b
+    r = problem.c * loss.derivative(y, zz)
+    v = X.T @ r
+    plain = problem.certificate_from(w, b, zz, None, v)
+    kept = problem.certificate_from(w, b, zz, None, v, residual=r)
+    assert kept.value == pytest.approx(plain.value, rel=1e-10, abs=1e-15)
 
 
 # ------------------------------------------------------------------ registry

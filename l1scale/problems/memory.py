@@ -21,7 +21,7 @@ from scipy.special import ndtri
 
 from ..data.memory import CHECKED_MARK, Matrix, as_columns, column_dots_and_norms, matrix_of
 from ..data.validation import check_sparse_structure
-from ..losses import get_loss, weighted_conjugate, weighted_derivatives, weighted_value
+from ..losses import get_loss, weighted_conjugate, weighted_conjugate_at, weighted_derivatives, weighted_value
 from ..penalties import Regularization
 from .base import Certificate, InMemoryProblemBase
 
@@ -332,7 +332,7 @@ class Problem(InMemoryProblemBase):
             return -np.inf
         return float(self._dual(None, u, np.asarray(self.X.T @ cu).ravel()))
 
-    def certificate_from(self, w, b, z, u, v, *, primal=None) -> Certificate:
+    def certificate_from(self, w, b, z, u, v, *, primal=None, residual=None) -> Certificate:
         """The certificate from quantities a solver already has.
 
         Parameters
@@ -346,12 +346,15 @@ class Problem(InMemoryProblemBase):
         v : ndarray (n_features,) X^T (c * u), the gradient of the loss term
         primal : float, optional
             P(w, b) when the caller already knows it.
+        residual : ndarray (n_samples,), optional
+            c * loss'(y, z), when the solver keeps it with z (and u is None): the conjugate
+            then reads it instead of evaluating loss' again.
         """
         if primal is None:
             primal = self._loss_sum(z) + self.penalty.value(w)
         primal = float(primal)
         if self.loss.has_conjugate:
-            gap = primal - self._dual(z, u, v)
+            gap = primal - self._dual(z, u, v, residual)
             return Certificate("duality_gap", gap, gap / max(abs(primal), 1e-300), primal)
         viol = float(np.max(self.penalty.subdifferential_distance(w, v), initial=0.0))
         if self.fit_intercept:
@@ -365,25 +368,30 @@ class Problem(InMemoryProblemBase):
             return float(weighted_value(self.loss.kernel_id, self.y, np.asarray(z, dtype=np.float64), self.c))
         return _wsum(self.c, self.loss.value(self.y, z))
 
-    def _conjugate_sum(self, z, u, scale) -> float:
-        """sum_i c_i f_i*(scale * u_i), u = loss'(y, z) when not given."""
-        if u is None and self.loss.kernel_id >= 0:
-            return float(
-                weighted_conjugate(self.loss.kernel_id, self.y, np.asarray(z, dtype=np.float64), self.c, scale)
-            )
+    def _conjugate_sum(self, z, u, scale, residual=None) -> float:
+        """sum_i c_i f_i*(scale * u_i): u = residual / c when the residual c * loss'(y, z) is
+        given, else loss'(y, z) when u is not given."""
+        kind = self.loss.kernel_id
+        if kind >= 0:
+            if residual is not None:
+                return float(weighted_conjugate_at(kind, self.y, residual, self.c, scale, True))
+            if u is not None:
+                return float(weighted_conjugate_at(kind, self.y, np.asarray(u, dtype=np.float64), self.c, scale, False))
+            return float(weighted_conjugate(kind, self.y, np.asarray(z, dtype=np.float64), self.c, scale))
         u = self.loss.derivative(self.y, z) if u is None else np.asarray(u, dtype=np.float64)
         f = self.loss.conjugate(self.y, scale * u)
         # Rows of zero weight do not enter the dual (and may sit outside the domain).
         return _wsum(self.c, np.where(self.c != 0.0, f, 0.0))
 
-    def _dual(self, z, u, v) -> float:
+    def _dual(self, z, u, v, residual=None) -> float:
         pen = self.penalty
+        residual = residual if u is None else None
         if pen.l2 == 0.0:
             # Rescale into the dual feasible set ||X^T (c u)||_inf <= lam; the scale
             # factor is <= 1, so u stays inside the conjugate's domain.
             scale = min(1.0, pen.l1 / max(float(np.max(np.abs(v), initial=0.0)), 1e-300))
-            return -self._conjugate_sum(z, u, scale)
-        return -self._conjugate_sum(z, u, 1.0) - pen.conjugate_of_negative(v)
+            return -self._conjugate_sum(z, u, scale, residual)
+        return -self._conjugate_sum(z, u, 1.0, residual) - pen.conjugate_of_negative(v)
 
 
 def _wsum(c, x) -> float:

@@ -46,7 +46,7 @@ class DualPoints:
         self.best_corr = np.full(problem.n_features, np.inf)
         self.residual_dual = None  # the dual value of the last rescaled residual offered by certificate
 
-    def certificate(self, w, b, z, v, cols, primal):
+    def certificate(self, w, b, z, v, cols, primal, residual=None):
         """The certificate at (w, b): its rescaled residual offered, then the best dual point's gap.
 
         Parameters
@@ -59,14 +59,21 @@ class DualPoints:
             The features not screened out: the dual needs feasibility on these only.
         primal : float
             P(w, b).
+        residual : ndarray (n,), optional
+            c * loss'(y, z), when the solver keeps it with z: loss' is then not evaluated again.
         """
         v_cols = v[cols]
-        cert = self.problem.certificate_from(w[cols], b, z, None, v_cols, primal=primal)
+        problem = self.problem
+        cert = problem.certificate_from(w[cols], b, z, None, v_cols, primal=primal, residual=residual)
         if not self.has_dual:
             return cert
         self.residual_dual = cert.objective - cert.value  # the rescaled residual's own (a path carries it)
         if self._offer(cert, v_cols, cols):
-            self.best_point[:] = self.problem.loss.derivative(self.problem.y, z)
+            if residual is None:
+                self.best_point[:] = problem.loss.derivative(problem.y, z)
+            else:  # loss' units; rows of zero weight have none in the dual
+                self.best_point[:] = 0.0
+                np.divide(residual, problem.c, out=self.best_point, where=problem.c > 0.0)
         return self.best(cert, primal)
 
     def offer(self, w, b, z, u, v, cols, primal):
@@ -149,7 +156,7 @@ class SequentialScreening:
         self.residual = residual.copy()
         v = loss_gradient[exact]
         if residual_dual is None:
-            cert = problem.certificate_from(w[exact], b, z, None, v, primal=primal)
+            cert = problem.certificate_from(w[exact], b, z, None, v, primal=primal, residual=residual)
         else:
             cert = Certificate.duality_gap(primal, residual_dual)
         pen = problem.penalty
@@ -165,7 +172,7 @@ class SequentialScreening:
         mask, or None when nothing is known yet (or the loss has no conjugate)."""
         if self.residual is None or not problem.loss.has_conjugate:
             return None
-        cert = problem.certificate_from(w, b, z, None, self.corr, primal=primal)
+        cert = problem.certificate_from(w, b, z, None, self.corr, primal=primal, residual=self.residual)
         if not np.isfinite(cert.value):
             return None
         pen = problem.penalty

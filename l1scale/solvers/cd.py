@@ -391,7 +391,7 @@ class CoordinateDescent(Solver):
             vmax, vsum = max(vmax, abs(g_b)), vsum + abs(g_b)
             if st.full_pass:
                 g_loss = g if lam2 == 0.0 else g - lam2 * w
-                cert = dual.certificate(w, pt.b, pt.z, g_loss, st.kept, objective)
+                cert = dual.certificate(w, pt.b, pt.z, g_loss, st.kept, objective, pt.r)
                 if cert.relative > self.tol and newton_dual.pays(pt, dual, vzero, nnz, g_loss, H, st.kept, objective):
                     cert, newton = newton_dual.certificate(pt, dual, st.kept, g_loss, norms, H, vmax / lam1, objective)
                 if st.recorded != st.it:

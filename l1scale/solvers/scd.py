@@ -569,7 +569,7 @@ class _DuplicatedCD(Solver):
             + pen.l1 * float(np.abs(w).sum())
             + 0.5 * pen.l2 * float(np.sum(w * w))
         )
-        cert = problem.certificate_from(w, b, z, None, grad, primal=primal)
+        cert = problem.certificate_from(w, b, z, None, grad, primal=primal, residual=r)
         history.append(
             objective=cert.objective,
             certificate=cert.value,
