@@ -531,7 +531,8 @@ def parse_args(argv=None):
 
 def _carry_previous(previous_json, blob, parts):
     """A run of some parts keeps the other parts' figures from the previous result file (the page
-    says which run they are from), so that the page always shows both the paths and n_jobs."""
+    says which run they are from), so that the page always shows both the paths and n_jobs.
+    Called before the run writes anything (each dataset's results are written as they come)."""
     if not previous_json.exists():
         return
     previous = json.loads(previous_json.read_text())
@@ -579,6 +580,7 @@ def main(argv=None):
     }
     meta["l1scale_compile"] = l1scale_warm_up()
     blob = {"meta": meta, "paths": {}, "njobs": None}
+    _carry_previous(out_dir / f"{stem}.json", blob, parts)
     t_all = time.perf_counter()
 
     def dump():
@@ -598,7 +600,6 @@ def main(argv=None):
             dump()
     if "njobs" in parts:
         blob["njobs"] = run_njobs(args, log)
-    _carry_previous(out_dir / f"{stem}.json", blob, parts)
     dump()
     log(f"done in {meta['total_wall_s']:.0f}s: {out_dir / (stem + '.md')}")
 
