@@ -444,3 +444,43 @@ def test_scd_centring_reaches_1e3_on_madelon(monkeypatch):
     centred = run()
     monkeypatch.setattr(memory, "CENTRE_RATIO", 1e150)  # no column qualifies
     assert centred <= 1e-3 < run()
+
+
+# ------------------------------------------------------------------ a calibration that says nothing
+def test_an_uninformative_calibration_is_done_again_on_the_loss_alone(monkeypatch):
+    """Truncated gradient keeps no memory of its shrinks, so where the gradient noise dwarfs lam
+    (dense columns of spread 10, 0.5 lam_max) one epoch from w = 0 leaves dust whose penalty puts
+    every trial above the zero model: the penalised search would take the smallest rate. It is then
+    done again on the loss alone: a rate more than 10x larger and a model closer to the optimum
+    (measured: 1.1e-3 -> 3.5e-2, 2.5e-2 -> 7.1e-3). SGD-C's penalised search, informative on the
+    same data, is not touched."""
+    rng = np.random.default_rng(5)
+    X = 30.0 + 10.0 * rng.normal(size=(1000, 200))
+    w = np.zeros(200)
+    w[:3] = [0.05, -0.04, 0.03]
+    y = np.where((X - 30.0) @ w + rng.normal(size=1000) > 0, 1.0, -1.0)
+
+    def run(solver):
+        sub, _ = _suboptimality(solver, X, y, 0.5, True)
+        return solver.state_.rate, sub
+
+    rates = {}
+    for fallback in (True, False):
+        monkeypatch.setattr(online_base, "LOSS_ALONE_FALLBACK", fallback)
+        rates[fallback] = (
+            run(TruncatedGradient(max_iter=20, holdout=0)),
+            run(CumulativePenaltySGD(max_iter=20, holdout=0)),
+        )
+    (tg_on, tg_sub_on), sgd_on = rates[True]
+    (tg_off, tg_sub_off), sgd_off = rates[False]
+    assert tg_on > 10 * tg_off and tg_sub_on < 0.5 * tg_sub_off
+    assert sgd_on == sgd_off
+    # Above lam_max w = 0 is the optimum: no trial can beat it, and the smallest rate stays.
+    with pytest.warns(UserWarning, match="lam_max"):
+        batch = Problem(X, y, "logistic", lam_ratio=1.5)
+    for fallback in (True, False):
+        monkeypatch.setattr(online_base, "LOSS_ALONE_FALLBACK", fallback)
+        solver = TruncatedGradient(max_iter=5, holdout=0)
+        solver.solve(StreamProblem(Stream.from_arrays(X, y), "logistic", batch.lam))
+        rates[fallback] = solver.state_.rate
+    assert rates[True] == rates[False]

@@ -530,6 +530,10 @@ class TruncatedGradient(CalibratedEta0, OnlineSolver):
         trial.holdout, trial.shuffle, trial.random_state, trial.checkpoint = 0, True, 0, None
         return trial
 
+    def _unpenalised(self, trial):
+        trial.gravity = 0.0  # a gravity given explicitly too
+        return trial
+
     @property
     def soft_threshold(self) -> bool:
         """Truncation at theta = inf: every weight soft-thresholded (the compact state layout)."""
