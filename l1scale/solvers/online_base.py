@@ -439,8 +439,8 @@ class OnlineSolver(Solver):
         When no rate's epoch ends below the objective it started from, the search says nothing
         about the rate (it would take the smallest it tried, the one that moves least), and unless
         w = 0 is optimal on the sample (lam at or above lam_max: the smallest rate is then right,
-        :func:`_zero_model_optimal`) it is done again on the loss alone: the trials without the L1 penalty (``_unpenalised``) and
-        their objective without it. Truncated gradient on madelon at 0.1 lam_max: it shrinks each
+        :func:`_zero_model_optimal`) it is done again on the loss alone: the trials without the L1
+        penalty (``_unpenalised``) and their objective without it. Truncated gradient on madelon at 0.1 lam_max: it shrinks each
         weight after each noisy step and keeps no memory of it, so one epoch from w = 0 leaves
         every weight the noise moved as dust, whose penalty put every rate's objective above the
         zero model's (dense centred columns, |x_ij g| 10-50 against lam 0.85): it took 2e-7 and 50
