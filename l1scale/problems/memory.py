@@ -34,6 +34,7 @@ __all__ = [
     "check_sample_weight",
     "lam_max",
     "newton_intercept",
+    "null_correlation",
     "null_intercept",
     "optimal_intercept",
 ]
@@ -196,9 +197,16 @@ def lam_max(X, y, loss="logistic", *, l1_ratio=1.0, fit_intercept=True, sample_w
     X = check_design(X)
     y = check_labels(y, loss, X.shape[0])
     c = check_sample_weight(sample_weight, X.shape[0])
+    return null_correlation(X, y, loss, c, fit_intercept) / l1_ratio
+
+
+def null_correlation(X, y, loss, c, fit_intercept) -> float:
+    """``||X^T (c * loss'(y, b0))||_inf`` for validated data (c summing to 1): the largest
+    correlation with the residual of the null model (b0 = 0 without intercept, the
+    intercept-only optimum with one); w = 0 is optimal for every l1 penalty at least this."""
     b0 = null_intercept(loss, y, c) if fit_intercept else 0.0
-    v = X.T @ (c * loss.derivative(y, np.full(X.shape[0], b0)))
-    return float(np.max(np.abs(v), initial=0.0)) / l1_ratio
+    v = np.asarray(X.T @ (c * loss.derivative(y, np.full(X.shape[0], b0))), dtype=np.float64)
+    return float(np.max(np.abs(v), initial=0.0))
 
 
 class Problem(InMemoryProblemBase):

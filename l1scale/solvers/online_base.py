@@ -84,7 +84,7 @@ from ..exceptions import ConvergenceWarning, DivergenceError
 from ..losses import loss_value
 from ..penalties import ElasticNet
 from ..problems.base import ProblemLike
-from ..problems.memory import CENTRE_RATIO, centring_offsets, null_intercept
+from ..problems.memory import CENTRE_RATIO, centring_offsets, null_correlation
 from .base import History, Result, Solver
 
 _PREFETCH = 2  # chunks read ahead by the reader thread
@@ -983,10 +983,7 @@ def _zero_model_optimal(state, X, y, s, loss, l1) -> bool:
     if np.any(state.coef):
         return False
     c = np.asarray(s, dtype=np.float64) / float(np.sum(s))
-    y = np.asarray(y, dtype=np.float64)
-    b0 = null_intercept(loss, y, c) if state.fit_intercept else 0.0
-    grad = np.asarray(X.T @ (c * loss.derivative(y, np.full(y.shape[0], b0))), dtype=np.float64)
-    return float(np.max(np.abs(grad), initial=0.0)) <= l1
+    return null_correlation(X, np.asarray(y, dtype=np.float64), loss, c, state.fit_intercept) <= l1
 
 
 def feature_rates(feats: FeatureStats) -> np.ndarray:
