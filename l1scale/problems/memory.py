@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import ndtri
 
-from ..data.memory import CHECKED_MARK, Matrix, as_columns, column_dots_and_norms, matrix_of
+from ..data.memory import CHECKED_MARK, as_columns, column_dots_and_norms, matrix_of
 from ..data.validation import check_sparse_structure
 from ..losses import get_loss, weighted_conjugate, weighted_conjugate_at, weighted_derivatives, weighted_value
 from ..penalties import Regularization
@@ -28,6 +28,7 @@ from .base import Certificate, InMemoryProblemBase
 __all__ = [
     "CENTRE_RATIO",
     "Problem",
+    "centred_design",
     "centring_offsets",
     "check_design",
     "check_labels",
@@ -64,6 +65,25 @@ def centring_offsets(mean, variance, ratio=None):
     mean = np.asarray(mean, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         return np.where(mean * mean > ratio**2 * np.maximum(variance, 0.0), mean, 0.0)
+
+
+def centred_design(X, offsets):
+    """X - 1 offsets^T: the columns with a nonzero offset centred, in X's own layout (a sparse X
+    has those columns filled in; a dense one stays dense). Shared by ``Problem.centred`` and the
+    online solvers' centred chunks."""
+    if not sp.issparse(X):
+        return np.asarray(X, dtype=np.float64) - offsets
+    cols = np.flatnonzero(offsets)
+    n, k = X.shape[0], cols.shape[0]
+    shift = sp.csr_matrix(
+        (
+            np.tile(offsets[cols], n),
+            np.tile(cols, n),
+            np.arange(0, n * k + 1, k) if k else np.zeros(n + 1, dtype=np.int64),
+        ),
+        shape=X.shape,
+    )
+    return (X.tocsr() - shift).asformat(X.format if X.format in ("csr", "csc") else "csr")
 
 
 def check_design(X, name="X"):
@@ -295,7 +315,7 @@ class Problem(InMemoryProblemBase):
         offsets = np.asarray(offsets, dtype=np.float64).reshape(self.n_features)
         other = copy.copy(self)
         other._derived = {}
-        other.columns = _centred_columns(self.columns, offsets)
+        other.columns = as_columns(centred_design(self.X, offsets), checked=True)
         other.X = matrix_of(other.columns)
         return other
 
@@ -406,33 +426,3 @@ def _wsum(c, x) -> float:
     """sum_i c_i x_i without a BLAS call (multi-threaded BLAS dots of length n cost
     milliseconds when the cores are busy)."""
     return float(np.sum(c * x))
-
-
-def _centred_columns(columns, offsets):
-    """A column layout (``data.memory.Matrix``) whose column j is x_j - offsets[j]: a dense layout
-    shifted in a copy; a sparse one with each shifted column stored whole (its zeros become
-    -offsets[j]), the others as they were."""
-    n, d = columns.shape
-    shifted = np.flatnonzero(offsets)
-    if columns.dense:
-        dense = columns.data.reshape(columns.shape, order="F") - offsets
-        return as_columns(np.asfortranarray(dense), checked=True)
-    counts = np.diff(columns.indptr)
-    new_counts = counts.copy()
-    new_counts[shifted] = n
-    indptr = np.zeros(d + 1, dtype=np.int64)
-    np.cumsum(new_counts, out=indptr[1:])
-    data, indices = np.empty(indptr[-1]), np.empty(indptr[-1], dtype=np.int64)
-    # The untouched columns' entries, moved to their new starts.
-    col_of = np.repeat(np.arange(d), counts)
-    keep = offsets[col_of] == 0.0
-    at = indptr[col_of[keep]] + (np.flatnonzero(keep) - columns.indptr[col_of[keep]])
-    data[at], indices[at] = columns.data[keep], columns.indices[keep]
-    rows = np.arange(n, dtype=np.int64)
-    for j in shifted:
-        full = np.zeros(n)
-        start, end = columns.indptr[j], columns.indptr[j + 1]
-        full[columns.indices[start:end]] = columns.data[start:end]
-        data[indptr[j] : indptr[j + 1]] = full - offsets[j]
-        indices[indptr[j] : indptr[j + 1]] = rows
-    return Matrix(data, indices, indptr, False, (n, d))

@@ -84,7 +84,7 @@ from ..exceptions import ConvergenceWarning, DivergenceError
 from ..losses import loss_value
 from ..penalties import ElasticNet
 from ..problems.base import ProblemLike
-from ..problems.memory import CENTRE_RATIO, centring_offsets, null_correlation
+from ..problems.memory import CENTRE_RATIO, centred_design, centring_offsets, null_correlation
 from .base import History, Result, Solver
 
 _PREFETCH = 2  # chunks read ahead by the reader thread
@@ -687,7 +687,7 @@ class OnlineSolver(Solver):
                 # at the end.
                 state.center[:] = feats.centring()
                 if state.center.any():
-                    Xs, feats = centred(Xs, state.center), feats.centred(state.center)
+                    Xs, feats = centred_design(Xs, state.center), feats.centred(state.center)
             self._choose_rates(state, Xs, ys, ss, scale, feats, loss=problem.loss, l1=pen.l1, l2=pen.l2)
             if self.verbose:
                 per = " with per-feature rates" if getattr(state, "scaled", False) else ""
@@ -947,32 +947,11 @@ class FeatureStats:
         return FeatureStats(sum_sq, np.where(on, n, self.nnz), np.where(on, 0.0, self.sums), self.rows)
 
 
-def centred(X, center):
-    """X - 1 center^T: the columns with a nonzero offset centred (CSR stays CSR, those columns
-    filled in; a dense array stays dense)."""
-    import scipy.sparse as sp
-
-    if not sp.issparse(X):
-        return np.asarray(X, dtype=np.float64) - center
-    X = X.tocsr()
-    cols = np.flatnonzero(center)
-    n, k = X.shape[0], cols.shape[0]
-    offsets = sp.csr_matrix(
-        (
-            np.tile(center[cols], n),
-            np.tile(cols, n),
-            np.arange(0, n * k + 1, k) if k else np.zeros(n + 1, dtype=np.int64),
-        ),
-        shape=X.shape,
-    )
-    return (X - offsets).tocsr()
-
-
 def _centred_rows(rows, center):
-    """A chunk's row-layout Matrix with its columns centred (:func:`centred`)."""
+    """A chunk's row-layout Matrix with its columns centred (``problems.memory.centred_design``)."""
     from ..data.memory import as_rows
 
-    return as_rows(centred(_chunk_matrix(rows), center), checked=True)
+    return as_rows(centred_design(_chunk_matrix(rows), center), checked=True)
 
 
 def _zero_model_optimal(state, X, y, s, loss, l1) -> bool:
