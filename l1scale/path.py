@@ -37,7 +37,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _multinomial_fit, _standardize, metrics
 from ._threads import single_threaded_blas, thread_count
-from .data.memory import column_matrix
+from .data.memory import column_matrix, column_matrix_rows
 from .estimators import SparseLogisticRegression
 from .problems.memory import Problem
 from .problems.multinomial import MultinomialProblem
@@ -532,8 +532,9 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         path down to the chosen lam). ``evaluate(path, X_test, y_test)``: the held-out scores.
 
         The paths of every (fold, class) run in threads over n_jobs. X is converted to the
-        column layout once, each fold's training rows once for all classes (as the folds are
-        reached: only a few are held at a time). The refits then follow, each down to its
+        column layout once, and each fold's training rows are taken from it once for all
+        classes (``column_matrix_rows``: no conversion per fold; as the folds are reached, so
+        that only a few are held at a time). The refits then follow, each down to its
         chosen lam, in threads. With fewer classes than threads (a binary problem on 2 cores),
         threads would idle while the last folds and then the refits run: the refits start
         first instead, alongside the folds, over the whole grid, and are cut at the chosen lam
@@ -544,7 +545,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         With ``standardize`` each fold's path scales its training rows by their own standard
         deviations (``regularization_path(standardize=True)``); the grid and the refits use the
         scales of all the data."""
-        X_columns = column_matrix(X)
+        X_columns = column_matrix(X, checked=True)  # fit's validate_data has just checked X
         sigma = None
         if self.standardize:  # all the data's scales: the grid's lam_max and the refits
             sigma = _standardize.column_scales(X_columns, sample_weight)
@@ -586,7 +587,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
 
         def fold_jobs():  # fold by fold, so that a fold's matrices are dropped once its paths are done
             for i, (train, test) in enumerate(folds):
-                X_train, X_test = column_matrix(X[train]), X[test]
+                X_train, X_test = column_matrix_rows(X_columns, train), X[test]
                 for y, lams in zip(targets, grids):
                     if loss == "multinomial" and np.unique(y[train]).shape[0] != evaluate.classes.shape[0]:
                         missing = np.setdiff1d(evaluate.classes, y[train])

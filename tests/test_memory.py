@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 from numba import njit
 
-from l1scale.data.memory import as_columns, as_rows, column, column_matrix, row
+from l1scale.data.memory import CHECKED_MARK, as_columns, as_rows, column, column_matrix, column_matrix_rows, row
 from l1scale.problems import Problem
 
 
@@ -84,3 +84,35 @@ def test_column_matrix_is_converted_once_and_shared(X, fmt):
     w = np.arange(5.0)
     np.testing.assert_allclose(problem.X @ w, X @ w, rtol=1e-12)
     np.testing.assert_allclose(problem.X.T @ np.arange(7.0), X.T @ np.arange(7.0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr", "csc"])
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [0, 2, 3, 6],  # increasing: a KFold's training rows, taken from the CSC arrays
+        [],  # no row
+        [6, 0, 3],  # any other order
+        [1, 1, 4],  # a repeated row
+        np.array([True, False, True, True, False, False, True]),  # a mask
+    ],
+)
+def test_column_matrix_rows_is_the_column_matrix_of_those_rows(X, fmt, rows):
+    """A cross-validation fold's column matrix, from X's, is column_matrix(X[rows]): the same
+    values in the same canonical layout, and X's check carried over."""
+    A = np.where(np.abs(X) > 0.5, X, 0.0)  # zeros, so that some columns lose every value
+    given = {"dense": A, "csr": sp.csr_matrix(A), "csc": sp.csc_matrix(A)}[fmt]
+    M = column_matrix(given, checked=True)
+    sub = column_matrix_rows(M, np.asarray(rows))
+    expected = A[np.asarray(rows, dtype=bool if len(rows) == A.shape[0] else np.int64)]
+    np.testing.assert_array_equal(np.asarray(sub.todense() if sp.issparse(sub) else sub), expected)
+    assert getattr(sub, CHECKED_MARK, False) == (fmt != "dense")  # marks go on sparse matrices only
+    if fmt != "dense":
+        assert sub.format == "csc" and sub.has_canonical_format
+        assert sub.indices.dtype == np.int64 and sub.indptr.dtype == np.int64
+        cols = as_columns(sub, checked=True)
+        if sub.nnz:  # taken as is by the Problems of the fold
+            assert np.shares_memory(cols.indices, sub.indices) and np.shares_memory(cols.data, sub.data)
+        assert np.all(np.diff(sub.indptr) >= 0) and np.all(sub.indices < expected.shape[0])
+    unchecked = column_matrix_rows(column_matrix(given), np.asarray(rows))
+    assert not getattr(unchecked, CHECKED_MARK, False)

@@ -35,6 +35,7 @@ __all__ = [
     "column",
     "column_dots_and_norms",
     "column_matrix",
+    "column_matrix_rows",
     "column_moments",
     "column_norms",
     "matrix_of",
@@ -147,6 +148,63 @@ def column_matrix(X, dtype=np.float64, *, checked=False):
     if checked and sp.issparse(M):
         setattr(M, CHECKED_MARK, True)
     return M
+
+
+def column_matrix_rows(X_columns, rows):
+    """The column matrix of ``X[rows]`` from X's column matrix (:func:`column_matrix`), for
+    the training rows of a cross-validation fold: a sparse X's rows are taken from its CSC
+    arrays by one nogil pass (:func:`_rows_of_columns`), with no row indexing of a CSR matrix
+    and no CSR -> CSC conversion per fold (earn, 5 folds: 31-48 ms -> ~8 ms, and the threads
+    that run the other folds' solves are not held up by the GIL meanwhile).
+
+    ``rows``: strictly increasing row indices (scikit-learn's KFold and StratifiedKFold give
+    them; any other order, or a repeated row, is taken by ``X[rows]`` and a conversion). The
+    result keeps X's check: a matrix marked by ``column_matrix(..., checked=True)`` gives a
+    marked one (its values are a subset of checked values)."""
+    rows = np.asarray(rows)
+    if rows.size == 0:
+        rows = rows.astype(np.int64)  # np.asarray([]) is a float array
+    n = X_columns.shape[0]
+    increasing = rows.ndim == 1 and (rows.shape[0] < 2 or bool(np.all(rows[1:] > rows[:-1])))
+    in_range = rows.shape[0] == 0 or (rows.dtype.kind in "iu" and rows[0] >= 0 and rows[-1] < n)
+    checked = bool(getattr(X_columns, CHECKED_MARK, False))
+    if not (sp.issparse(X_columns) and X_columns.format == "csc" and increasing and in_range):
+        return column_matrix(X_columns[rows], checked=checked)
+    position = np.full(n, -1, dtype=np.int64)
+    position[rows] = np.arange(rows.shape[0], dtype=np.int64)
+    data, indices, indptr = _rows_of_columns(
+        X_columns.data, np.asarray(X_columns.indices, dtype=np.int64), np.asarray(X_columns.indptr), position
+    )
+    M = matrix_of(Matrix(data, indices, indptr, False, (int(rows.shape[0]), X_columns.shape[1])))
+    if checked:
+        setattr(M, CHECKED_MARK, True)
+    return M
+
+
+@njit(cache=True, nogil=True)
+def _rows_of_columns(data, indices, indptr, position):
+    """CSC arrays (data, indices, indptr) of the rows i with ``position[i] >= 0``, renumbered
+    ``position[i]`` (increasing with i, so each column stays sorted): one pass to count each
+    column's kept values, one to copy them."""
+    d = indptr.shape[0] - 1
+    new_indptr = np.zeros(d + 1, dtype=np.int64)
+    for j in range(d):
+        kept = 0
+        for p in range(indptr[j], indptr[j + 1]):
+            if position[indices[p]] >= 0:
+                kept += 1
+        new_indptr[j + 1] = new_indptr[j] + kept
+    new_data = np.empty(new_indptr[d], dtype=data.dtype)
+    new_indices = np.empty(new_indptr[d], dtype=np.int64)
+    q = 0
+    for j in range(d):
+        for p in range(indptr[j], indptr[j + 1]):
+            k = position[indices[p]]
+            if k >= 0:
+                new_data[q] = data[p]
+                new_indices[q] = k
+                q += 1
+    return new_data, new_indices, new_indptr
 
 
 @njit(cache=True, nogil=True, inline="always")

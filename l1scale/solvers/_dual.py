@@ -18,6 +18,7 @@ included: its dual is as strongly concave, and w*_j = 0 exactly when |x_j^T (c u
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from ..problems.base import Certificate
 
@@ -198,4 +199,18 @@ def columns_nnz(columns, cols) -> int:
         return columns.nnz
     if columns.dense:
         return int(cols.shape[0]) * int(columns.shape[0])
-    return int((columns.indptr[cols + 1] - columns.indptr[cols]).sum())
+    return int(_columns_nnz(columns.indptr, cols))
+
+
+@njit(cache=True)
+def _columns_nnz(indptr, cols):
+    """sum_j indptr[j + 1] - indptr[j] over ``cols``. Not nogil on purpose: it takes
+    microseconds, and in a solve running in threads (n_jobs) each release of the GIL lets
+    another thread take it, which this one must then wait for (the NumPy expression it
+    replaces released it four times a call: earn's path held the GIL 12% of its time, this
+    one line 7.6% of that)."""
+    total = 0
+    for k in range(cols.shape[0]):
+        j = cols[k]
+        total += indptr[j + 1] - indptr[j]
+    return total
