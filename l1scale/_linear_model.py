@@ -161,9 +161,10 @@ class SparseLinearModel(BaseEstimator):
                 stacklevel=stacklevel + 1,
             )
 
-    def _make_solver(self, k=0, n_problems=1, stage=""):
+    def _make_solver(self, k=0, n_problems=1, stage="", in_memory=True):
         """The Solver instance for binary problem k (of ``n_problems``); ``stage`` names a second
-        solve of the same problem (two_stage), which keeps its own checkpoint file."""
+        solve of the same problem (two_stage), which keeps its own checkpoint file;
+        ``in_memory``: whether the data are held in memory (a Stream over arrays included)."""
         # One checkpoint file per binary problem (PATH.k) and per stage (PATH.stage2).
         checkpoint = self.checkpoint
         if checkpoint is not None and n_problems > 1:
@@ -190,6 +191,7 @@ class SparseLinearModel(BaseEstimator):
             verbose=self.verbose,
             max_active=self.max_active,
             cache_bytes=getattr(self, "cache_bytes", None),
+            in_memory=in_memory,
         )
         return SOLVERS[self.solver_].from_estimator(settings)
 
@@ -291,7 +293,7 @@ class SparseLinearModel(BaseEstimator):
                 scan=scan,
                 **({} if classes is None else {"classes": classes}),
             )
-            solver = self._make_solver(k, len(positives))
+            solver = self._make_solver(k, len(positives), in_memory=getattr(stream, "in_memory", False))
             if is_dask_dataset(stream):
                 from .distributed import distributed_solver
 

@@ -70,7 +70,7 @@ def wanted(est, n_classes) -> bool:
 def fit(est, X, y, classes, sample_weight):
     """Fit the multinomial model on in-memory X, y (``classes``: the sorted labels) and set the
     fitted attributes: ``coef_`` (n_classes, n_features), ``intercept_`` (n_classes,), ``lam_``
-    and ``n_iter_`` (one value per row, the same), ``result_`` (one Result) and
+    and ``n_iter_`` and ``converged_`` (one value per row, the same), ``result_`` (one Result) and
     ``multi_class_ = "multinomial"``."""
     lam = {"lam": est.lam} if est.lam is not None else {"lam_ratio": est.lam_ratio or DEFAULT_LAM_RATIO}
     problem = MultinomialProblem(
@@ -84,6 +84,7 @@ def fit(est, X, y, classes, sample_weight):
     est.intercept_ = np.asarray(result.intercept, dtype=np.float64)
     est.lam_ = np.full(K, problem.lam)
     est.n_iter_ = np.full(K, result.n_iter, dtype=np.int64)
+    est.converged_ = np.full(K, bool(result.converged))
     est.result_ = result
     est.multi_class_ = "multinomial"
     return est

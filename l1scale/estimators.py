@@ -125,6 +125,10 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
     lam_ : ndarray
         The lam used for each binary problem.
     n_iter_ : ndarray of int
+    converged_ : ndarray of bool
+        Whether each binary problem's solve met ``tol`` (its certificate at the returned
+        model; ``result_.relative_certificate`` is how far it got). A solve that stops short
+        also warns (ConvergenceWarning). One value per row for a multinomial model.
     result_ : Result or list of Result
         The solver's Result (with its History) per binary problem; with ``standardize`` its
         coefficients are on the standardised scale (``coef_`` on the original one).
@@ -318,6 +322,7 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         self.intercept_ = np.array([r.intercept for r in results])
         self.lam_ = np.array(lams)
         self.n_iter_ = np.array([r.n_iter for r in results], dtype=np.int64)
+        self.converged_ = np.array([r.converged for r in results], dtype=bool)
         self.result_ = results[0] if len(results) == 1 else results
 
     @available_if(SparseLinearModel._is_online)
@@ -350,6 +355,7 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         self.intercept_ = np.array([st.intercept for st in states])
         self.lam_ = np.full(len(states), self.lam_)
         self.n_iter_ = np.ones(len(states), dtype=np.int64)
+        self.__dict__.pop("converged_", None)  # a fit's, no longer this model's (no certificate here)
         return self
 
     def decision_function(self, X):
@@ -416,6 +422,8 @@ class SparseLinearRegression(RegressorMixin, SparseLinearModel):
     intercept_ : float
     lam_ : float
     n_iter_ : int
+    converged_ : bool
+        Whether the solve met ``tol`` (as for :class:`SparseLogisticRegression`).
     result_ : Result
         The solver's Result; with ``standardize``, on the standardised scale.
     solver_ : str
@@ -507,6 +515,7 @@ class SparseLinearRegression(RegressorMixin, SparseLinearModel):
         self.intercept_ = float(result.intercept)
         self.lam_ = lam
         self.n_iter_ = result.n_iter
+        self.converged_ = bool(result.converged)
         self.result_ = result
 
     def _warm(self, n_rows, n_features):
@@ -523,6 +532,7 @@ class SparseLinearRegression(RegressorMixin, SparseLinearModel):
         self.coef_ = states[0].coef
         self.intercept_ = states[0].intercept
         self.n_iter_ = 1
+        self.__dict__.pop("converged_", None)  # a fit's, no longer this model's (no certificate here)
         return self
 
     def predict(self, X):
@@ -651,6 +661,11 @@ def _restore_fit_facts(est, meta, regression):
             for k, s in enumerate(summaries)
         ]
         est.result_ = results[0] if len(results) == 1 else results
+        converged = np.array([r.converged for r in results], dtype=bool)
+        if regression:
+            est.converged_ = bool(converged[0])
+        else:  # a multinomial model saves one summary: one value per row, as n_iter_
+            est.converged_ = np.resize(converged, np.atleast_2d(est.coef_).shape[0])
     names = meta.get("feature_names")
     if isinstance(names, list):
         if meta.get("feature_names_source") == "columns" and getattr(est, "features_", None) is None:

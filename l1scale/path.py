@@ -79,6 +79,8 @@ class PathResult(NamedTuple):
     n_iter : ndarray of int (K,)
     seconds : ndarray (K,)
         Solve time of each lam.
+    converged : ndarray of bool (K,)
+        Whether each lam's solve met ``tol``.
     """
 
     lams: np.ndarray
@@ -88,6 +90,7 @@ class PathResult(NamedTuple):
     certificates: np.ndarray
     n_iter: np.ndarray
     seconds: np.ndarray
+    converged: np.ndarray
 
     @property
     def nnz(self) -> np.ndarray:
@@ -181,6 +184,7 @@ def regularization_path(
     coefs, intercepts = np.zeros((lams.size, *shape, base.n_features)), np.zeros((lams.size, *shape))
     out = {k: np.zeros(lams.size) for k in ("objectives", "certificates", "seconds")}
     n_iter = np.zeros(lams.size, dtype=np.int64)
+    converged = np.zeros(lams.size, dtype=bool)
     if solver == "cd" and warm_start and not multinomial:
         # CD carries its iterate and its screening from one lam to the next.
         results = SOLVERS["cd"](tol=tol, max_iter=max_iter).solve_path(base, lams)
@@ -194,14 +198,21 @@ def regularization_path(
             out["seconds"][k] = result.timings["solve"]
         else:
             out["seconds"][k], t0 = time.perf_counter() - t0, time.perf_counter()
-        coefs[k], intercepts[k], n_iter[k] = result.coef, result.intercept, result.n_iter
+        coefs[k], intercepts[k], n_iter[k], converged[k] = (
+            result.coef,
+            result.intercept,
+            result.n_iter,
+            result.converged,
+        )
         out["objectives"][k], out["certificates"][k] = result.objective, result.relative_certificate
         if callback is not None:
             callback(k, result)
             t0 = time.perf_counter()
     if sigma is not None:  # back on the original scale (the intercepts are unchanged)
         coefs /= sigma
-    return PathResult(lams, coefs, intercepts, out["objectives"], out["certificates"], n_iter, out["seconds"])
+    return PathResult(
+        lams, coefs, intercepts, out["objectives"], out["certificates"], n_iter, out["seconds"], converged
+    )
 
 
 def _warm_started(base, lams, solver, tol, max_iter, warm_start, multinomial):
@@ -329,6 +340,8 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         The refit path on all the data, down to the chosen lam, or over the whole grid with
         ``refit_path="full"`` (a list for one-vs-rest; a multinomial path's coefficients are
         (K, n_classes, n_features)).
+    converged_ : ndarray of bool (1,) or (n_classes,)
+        Whether the refit's solve at the chosen lam met ``tol`` (shaped as ``lam_``).
     multi_class_ : {"multinomial", "ovr"}
         What ``multi_class`` resolved to.
 
@@ -461,6 +474,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         self.lam_min_ = np.repeat([fit.lams[fit.best] for fit in fits], rows)
         self.lam_1se_ = np.repeat([fit.lams[fit.one_se] for fit in fits], rows)
         self.n_iter_ = np.repeat([fit.path.n_iter[fit.chosen] for fit in fits], rows)
+        self.converged_ = np.repeat([fit.path.converged[fit.chosen] for fit in fits], rows)
         stack = (lambda arrays: arrays[0]) if len(fits) == 1 else np.stack  # one-vs-rest: a class axis first
         self.lams_ = stack([fit.lams for fit in fits])
         self.scores_ = stack([fit.scores for fit in fits])

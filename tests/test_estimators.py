@@ -13,7 +13,7 @@ from sklearn.linear_model import Lasso
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from l1scale import SparseLinearRegression, SparseLogisticRegression, load
-from l1scale.exceptions import ModelFormatError
+from l1scale.exceptions import ConvergenceWarning, ModelFormatError
 from l1scale.problems import Problem
 from l1scale.solvers import StochasticCD
 from l1scale.solvers.base import compiled_once
@@ -219,6 +219,30 @@ def test_save_and_load_round_trip(binary, tmp_path):
     reg = SparseLinearRegression(lam=0.1).fit(X, X[:, 0] * 2.0)
     reg.save(tmp_path / "r.l1m")
     np.testing.assert_allclose(load(tmp_path / "r.l1m").predict(X), reg.predict(X))
+
+
+def test_converged_says_whether_each_solve_met_tol(binary, tmp_path):
+    """converged_: per binary problem (one value per row for a multinomial model), from each
+    solve's certificate; kept by save / load; dropped by partial_fit (no certificate there)."""
+    X, y = binary
+    est = SparseLogisticRegression(lam_ratio=0.05).fit(X, y)
+    assert est.converged_.dtype == bool and est.converged_.tolist() == [True]
+    with pytest.warns(ConvergenceWarning):
+        short = SparseLogisticRegression(lam_ratio=0.01, tol=1e-12, max_iter=1).fit(X, y)
+    assert short.converged_.tolist() == [False] and short.result_.relative_certificate > 1e-12
+    labels = np.repeat(np.arange(3), X.shape[0] // 3 + 1)[: X.shape[0]]
+    ovr = SparseLogisticRegression(lam_ratio=0.05, multi_class="ovr").fit(X, labels)
+    assert ovr.converged_.shape == (3,) and ovr.converged_.all()
+    multi = SparseLogisticRegression(lam_ratio=0.05, multi_class="multinomial").fit(X, labels)
+    assert multi.converged_.shape == (3,) and multi.converged_.all()
+    reg = SparseLinearRegression(lam=0.1).fit(X, X[:, 0] * 2.0)
+    assert reg.converged_ is True
+    for model in (short, ovr, multi, reg):
+        model.save(tmp_path / "m.l1m")
+        np.testing.assert_array_equal(load(tmp_path / "m.l1m").converged_, model.converged_)
+    online = SparseLogisticRegression(solver="online", lam=0.05).fit(X, y)
+    online.partial_fit(X, y)
+    assert not hasattr(online, "converged_")
 
 
 def test_load_rejects_other_files(tmp_path):

@@ -11,6 +11,7 @@ from _shared_data import DATA
 from sklearn.datasets import make_classification
 from sklearn.model_selection import StratifiedKFold
 
+from l1scale.exceptions import ConvergenceWarning
 from l1scale.path import SparseLogisticRegressionCV, lam_grid, regularization_path
 from l1scale.problems import Problem
 
@@ -67,6 +68,14 @@ def test_cv_picks_a_lam_and_refits():
         ref = Problem(X, y, "logistic", cv.lam_[0])
         assert suboptimality_bound(ref, cv.coef_[0], cv.intercept_[0]) <= 1e-7
         assert list(cv.classes_) == ["no", "yes"] and cv.score(X, labels) > 0.7
+        assert cv.converged_.tolist() == [True] and cv.path_.converged.dtype == bool
+        assert cv.path_.converged.all() and (cv.path_.certificates <= 1e-8).all()
+    short = SparseLogisticRegressionCV(n_lams=4, cv=3, tol=1e-12, max_iter=1, lam_min_ratio=1e-3)
+    with pytest.warns(ConvergenceWarning):
+        short.fit(X, labels)
+    k = int(np.flatnonzero(short.lams_ == short.lam_[0])[0])
+    assert short.converged_.tolist() == [bool(short.path_.certificates[k] <= 1e-12)]
+    assert not short.path_.converged.all()
     with pytest.raises(ValueError, match="scoring"):
         SparseLogisticRegressionCV(scoring="f2").fit(X, y)
 

@@ -64,6 +64,32 @@ def test_the_stream_problem_answers_as_the_problem_in_memory(loss, fit_intercept
     assert cert.objective == pytest.approx(memory.objective(w, b), rel=1e-12)
     if loss == "probit":  # no conjugate: the problem in memory certifies by the KKT violation too
         assert cert.value == pytest.approx(memory.certificate(w, b).value, rel=1e-10)
+    # The duality gap over the chunks (two passes) is the one in memory, at the intercept optimal for w.
+    gap, b_star = stream.duality_gap(w, b)
+    expected = memory.certificate(w, b)
+    assert gap.name == expected.name and gap.value == pytest.approx(expected.value, rel=1e-9, abs=1e-14)
+    assert gap.objective == pytest.approx(expected.objective, rel=1e-12)
+    if fit_intercept and loss != "probit":
+        assert b_star == pytest.approx(memory.optimal_intercept(X @ w, b), rel=1e-10)
+        assert memory.objective(w, b_star) <= memory.objective(w, b)
+    else:
+        assert b_star == b
+
+
+def test_the_stream_duality_gap_weights_each_class_as_the_stream_does():
+    """Class weights and the positive class: the gap over the chunks is the in-memory problem's
+    with the labels and weights the chunks give."""
+    X, y, s, w = _data()
+    labels = np.where(y > 0, 7.0, 3.0)
+    stream = StreamProblem(
+        Stream.from_arrays(X, labels, s, chunk_rows=50), lam=0.02, positive_class=3.0, class_weight={7.0: 2.5}
+    )
+    memory = Problem(
+        X, np.where(labels == 3.0, 1.0, -1.0), lam=0.02, sample_weight=s * np.where(labels == 7.0, 2.5, 1.0)
+    )
+    gap, b_star = stream.duality_gap(w, -0.1)
+    assert gap.relative == pytest.approx(memory.certificate(w, -0.1).relative, rel=1e-9)
+    assert b_star == pytest.approx(memory.optimal_intercept(X @ w, -0.1), rel=1e-10)
 
 
 def test_a_stream_resolves_lam_ratio_and_declared_classes_before_answering():

@@ -129,20 +129,67 @@ def test_partial_fit_calibrates_on_its_first_chunk(name):
     assert np.isfinite(state.coef).all()
 
 
-def test_tol_certifies_or_warns(text):
-    """tol: one more pass for the problem's certificate (KKT for a stream); a run that stops short
-    says so with a ConvergenceWarning, converged False and the certificate it reached."""
+@pytest.mark.parametrize("name", list(ONLINE))
+def test_estimator_tol_is_checked_after_an_online_fit(text, name):
+    """An estimator's tol applies to the online solvers on in-memory data (issue 16: a run that
+    stops short says so): after the last pass, the duality gap at the intercept optimal for the
+    weights; short of tol, converged_ is False and a ConvergenceWarning gives the gap reached
+    (a bound on the relative suboptimality). The weights are those of the solver without the
+    check; the intercept is the one optimal for them."""
+    from l1scale import SparseLogisticRegression
+
     X, y = text
     X, y = X[:500], y[:500]
-    problem = StreamProblem(Stream.from_arrays(X, y), "logistic", lam_ratio=0.01)
-    with pytest.warns(ConvergenceWarning, match="relative kkt"):
+    with pytest.warns(ConvergenceWarning, match="relative duality_gap") as record:
+        short = SparseLogisticRegression(solver=name, lam_ratio=0.01, max_iter=3).fit(X, y)
+    assert any("holdout=0" in str(w.message) for w in record)  # the default holdout is named as a cause
+    assert short.converged_.tolist() == [False]
+    assert short.result_.certificate_name == "duality_gap" and short.result_.relative_certificate > 1e-6
+    y_pm = np.where(y == short.classes_[1], 1.0, -1.0)
+    problem = Problem(X, y_pm, "logistic", short.lam_[0])
+    gap = problem.certificate(short.coef_[0], short.intercept_[0])  # in memory: at the optimal intercept
+    assert short.result_.relative_certificate == pytest.approx(gap.relative, rel=1e-9)
+    assert short.result_.objective == pytest.approx(problem.objective(short.coef_[0], short.intercept_[0]), rel=1e-12)
+    plain = ONLINE[name](max_iter=3).solve(StreamProblem(Stream.from_arrays(X, y_pm), "logistic", short.lam_[0]))
+    assert plain.certificate_name == "none"
+    np.testing.assert_array_equal(short.coef_[0], plain.coef)
+    assert problem.objective(short.coef_[0], short.intercept_[0]) <= problem.objective(plain.coef, plain.intercept)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        loose = SparseLogisticRegression(solver=name, lam_ratio=0.01, max_iter=3, tol=10.0).fit(X, y)
+    assert loose.converged_.tolist() == [True] and loose.result_.stop_reason == "duality_gap"
+    # A streamed fit keeps no tolerance: no certificate pass over the file.
+    streamed = SparseLogisticRegression(solver=name, lam_ratio=0.01, max_iter=3).fit(
+        Stream.from_generator(lambda: iter([(X, y_pm)]), n_features=X.shape[1])
+    )
+    assert streamed.result_.certificate_name == "none"
+
+
+@pytest.mark.parametrize("in_memory", [True, False])
+def test_tol_certifies_or_warns(text, in_memory):
+    """tol: after the last pass the problem's certificate (a stream over arrays: the duality gap,
+    two passes; another stream: the KKT violation, one pass); a run that stops short says so with
+    a ConvergenceWarning, converged False and the certificate it reached."""
+    X, y = text
+    X, y = X[:500], y[:500]
+    stream = (
+        Stream.from_arrays(X, y) if in_memory else Stream.from_generator(lambda: iter([(X, y)]), n_features=X.shape[1])
+    )
+    problem = StreamProblem(stream, "logistic", lam_ratio=0.01)
+    name = "duality_gap" if in_memory else "kkt"
+    with pytest.warns(ConvergenceWarning, match=f"relative {name}"):
         res = TruncatedGradient(max_iter=2, holdout=0, tol=1e-8).solve(problem)
-    assert not res.converged and res.certificate_name == "kkt" and res.relative_certificate > 1e-8
+    assert not res.converged and res.certificate_name == name and res.relative_certificate > 1e-8
     assert np.isfinite(res.objective)
+    if in_memory:  # the gap bounds the suboptimality: above the optimum's distance
+        batch = Problem(X, y, "logistic", problem.lam)
+        p_star = CoordinateDescent(tol=1e-10).solve(batch).objective
+        assert res.objective == pytest.approx(batch.objective(res.coef, res.intercept), rel=1e-12)
+        assert (res.objective - p_star) / res.objective <= res.relative_certificate
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         res = TruncatedGradient(max_iter=2, holdout=0, tol=1e6).solve(problem)
-    assert res.converged and res.stop_reason == "kkt"
+    assert res.converged and res.stop_reason == name
 
 
 @pytest.mark.parametrize("name", list(ONLINE))

@@ -138,6 +138,12 @@ class Stream:
 
         return cls(VWSource(path, hash_bits, hash, hash_seed, dtype, chunk_bytes, cache))
 
+    @property
+    def in_memory(self) -> bool:
+        """Whether the chunks are views of arrays held in memory (:meth:`from_arrays`): a pass
+        costs no reading, and what is O(n) per row (margins) fits beside them."""
+        return isinstance(self._source, _ArraySource)
+
     @classmethod
     def from_arrays(cls, X, y, sample_weight=None, *, chunk_rows: int = 10000) -> Stream:
         """Stream in-memory data in chunks of ``chunk_rows`` rows.

@@ -392,34 +392,54 @@ class Problem(InMemoryProblemBase):
 
     def _loss_sum(self, z) -> float:
         """sum_i c_i loss(y_i, z_i)."""
-        if self.loss.kernel_id >= 0:
-            return float(weighted_value(self.loss.kernel_id, self.y, np.asarray(z, dtype=np.float64), self.c))
-        return _wsum(self.c, self.loss.value(self.y, z))
-
-    def _conjugate_sum(self, z, u, scale, residual=None) -> float:
-        """sum_i c_i f_i*(scale * u_i): u = residual / c when the residual c * loss'(y, z) is
-        given, else loss'(y, z) when u is not given."""
-        kind = self.loss.kernel_id
-        if kind >= 0:
-            if residual is not None:
-                return float(weighted_conjugate_at(kind, self.y, residual, self.c, scale, True))
-            if u is not None:
-                return float(weighted_conjugate_at(kind, self.y, np.asarray(u, dtype=np.float64), self.c, scale, False))
-            return float(weighted_conjugate(kind, self.y, np.asarray(z, dtype=np.float64), self.c, scale))
-        u = self.loss.derivative(self.y, z) if u is None else np.asarray(u, dtype=np.float64)
-        f = self.loss.conjugate(self.y, scale * u)
-        # Rows of zero weight do not enter the dual (and may sit outside the domain).
-        return _wsum(self.c, np.where(self.c != 0.0, f, 0.0))
+        return _loss_sum(self.loss, self.y, self.c, z)
 
     def _dual(self, z, u, v, residual=None) -> float:
-        pen = self.penalty
-        residual = residual if u is None else None
-        if pen.l2 == 0.0:
-            # Rescale into the dual feasible set ||X^T (c u)||_inf <= lam; the scale
-            # factor is <= 1, so u stays inside the conjugate's domain.
-            scale = min(1.0, pen.l1 / max(float(np.max(np.abs(v), initial=0.0)), 1e-300))
-            return -self._conjugate_sum(z, u, scale, residual)
-        return -self._conjugate_sum(z, u, 1.0, residual) - pen.conjugate_of_negative(v)
+        return dual_value(self.loss, self.penalty, self.y, self.c, z, u, v, residual)
+
+
+def gap_certificate(loss, penalty, y, c, z, w, v) -> Certificate:
+    """The duality gap at (w, b) from what a pass over the rows gives, for any layout (a
+    Problem's columns, a stream's chunks): the margins z = X w + b (b optimal for w when there
+    is an intercept: the dual needs sum_i c_i loss'_i = 0) and the loss gradient
+    v = X^T (c loss'(y, z)). P(w, b) - D(u), u = loss'(y, z) rescaled into the dual feasible set."""
+    primal = _loss_sum(loss, y, c, z) + penalty.value(w)
+    gap = primal - dual_value(loss, penalty, y, c, z, None, v)
+    return Certificate("duality_gap", gap, gap / max(abs(primal), 1e-300), primal)
+
+
+def _loss_sum(loss, y, c, z) -> float:
+    """sum_i c_i loss(y_i, z_i)."""
+    if loss.kernel_id >= 0:
+        return float(weighted_value(loss.kernel_id, y, np.asarray(z, dtype=np.float64), c))
+    return _wsum(c, loss.value(y, z))
+
+
+def _conjugate_sum(loss, y, c, z, u, scale, residual=None) -> float:
+    """sum_i c_i f_i*(scale * u_i): u = residual / c when the residual c * loss'(y, z) is
+    given, else loss'(y, z) when u is not given."""
+    kind = loss.kernel_id
+    if kind >= 0:
+        if residual is not None:
+            return float(weighted_conjugate_at(kind, y, residual, c, scale, True))
+        if u is not None:
+            return float(weighted_conjugate_at(kind, y, np.asarray(u, dtype=np.float64), c, scale, False))
+        return float(weighted_conjugate(kind, y, np.asarray(z, dtype=np.float64), c, scale))
+    u = loss.derivative(y, z) if u is None else np.asarray(u, dtype=np.float64)
+    f = loss.conjugate(y, scale * u)
+    # Rows of zero weight do not enter the dual (and may sit outside the domain).
+    return _wsum(c, np.where(c != 0.0, f, 0.0))
+
+
+def dual_value(loss, penalty, y, c, z, u, v, residual=None) -> float:
+    """The dual objective at u = loss'(y, z) (or the given u, or residual / c), made feasible:
+    rescaled so that ||X^T (c u)||_inf <= lam1 (v = X^T (c u): the scale factor is <= 1, so u
+    stays inside the conjugate's domain), or with the elastic net's conjugate of -v."""
+    residual = residual if u is None else None
+    if penalty.l2 == 0.0:
+        scale = min(1.0, penalty.l1 / max(float(np.max(np.abs(v), initial=0.0)), 1e-300))
+        return -_conjugate_sum(loss, y, c, z, u, scale, residual)
+    return -_conjugate_sum(loss, y, c, z, u, 1.0, residual) - penalty.conjugate_of_negative(v)
 
 
 def _wsum(c, x) -> float:

@@ -343,6 +343,40 @@ class StreamProblem:
             viol = max(viol, abs(float(vb)))
         return Certificate("kkt", viol, viol / pen.l1, float(loss + pen.value(w)))
 
+    def duality_gap(self, w, b=0.0) -> tuple[Certificate, float]:
+        """(the duality gap at (w, b*), b*), b* the intercept optimal for w (b without one), as
+        :meth:`Problem.certificate <l1scale.problems.Problem.certificate>` gives it in memory: a
+        bound on the relative suboptimality P(w, b*) / P* - 1, which the KKT violation of
+        :meth:`certificate` is not (an online solver's weights hover near zero, where that
+        violation is about lam whatever the objective). Two passes (the margins, then the loss
+        gradient at b*), holding the margins, labels and weights of every row (24 bytes a row):
+        for streams that fit in memory (the online solvers' ``tol`` check uses it for streams
+        over arrays). Losses without a conjugate: :meth:`certificate`."""
+        from .memory import gap_certificate, optimal_intercept
+
+        pen = self._resolved_penalty()
+        if not self.loss.has_conjugate:
+            return self.certificate(w, b), float(b)
+        w = np.asarray(w, dtype=np.float64)
+        margins, labels, weights = [], [], []
+        for rows, y, s, _ in self.chunks():
+            margins.append(np.asarray(_as_matrix(rows) @ w, dtype=np.float64).reshape(-1))
+            labels.append(y)
+            weights.append(s)
+        z, y = np.concatenate(margins), np.concatenate(labels)
+        c = np.concatenate(weights)
+        c = c / c.sum()  # the mean form: c_i = s_i / sum_k s_k
+        if self.fit_intercept:
+            b = optimal_intercept(self.loss, y, c, z, float(b))
+        z += b
+        u = c * self.loss.derivative(y, z)
+        v = np.zeros(self.n_features)
+        start = 0
+        for rows, _, s, _ in self.chunks():  # every pass yields the same chunks (the Stream contract)
+            v += _as_matrix(rows).T @ u[start : start + s.shape[0]]
+            start += s.shape[0]
+        return gap_certificate(self.loss, pen, y, c, z, w, v), float(b)
+
     def gradient_at_start(self) -> np.ndarray:
         """One pass: the mean-form loss gradient X^T (c * loss'(y, b0)) at (0, b0)."""
         b0 = self.intercept_only()

@@ -179,6 +179,7 @@ class EstimatorSettings:
     verbose: int = 0
     max_active: int | None = None
     cache_bytes: object = None
+    in_memory: bool = True  # the data are held in memory (a streamed fit: False)
 
 
 class Solver:

@@ -317,11 +317,15 @@ class OnlineSolver(Solver):
         kernels keep w_j / D_j (SMIDAS: w_j / sqrt(D_j)). False: one rate for every feature (the
         first ``"auto"``). Ignored with a given rate or ``schedule="paper"`` (the papers' rules).
     tol : float, optional
-        After the last pass, one more pass computes the problem's certificate (a StreamProblem's:
-        the KKT violation relative to lam, :meth:`~l1scale.problems.StreamProblem.certificate`)
-        and the objective; ``converged`` is whether it is <= tol, and a ConvergenceWarning says
-        when not. None (default): no certificate pass; ``converged`` is False unless the
-        holdout stopped the passes early.
+        After the last pass, the problem's certificate and the objective: for a stream over
+        arrays in memory (``Stream.from_arrays``: an estimator's in-memory fit) the relative
+        duality gap at the intercept optimal for the returned weights, which is then the returned
+        intercept (:meth:`~l1scale.problems.StreamProblem.duality_gap`, two passes); for other
+        streams the KKT violation relative to lam (:meth:`~l1scale.problems.StreamProblem.certificate`,
+        one pass). ``converged`` is whether it is <= tol, and a ConvergenceWarning says when not
+        (with the certificate reached: the gap bounds the relative suboptimality). None
+        (default): no certificate; ``converged`` is False unless the holdout stopped the passes
+        early.
     checkpoint : str or path-like, optional
         File holding the state after each pass (weights, lazy-update book-keeping, random
         generator, History; written atomically): an existing one is resumed, and the resumed
@@ -352,10 +356,13 @@ class OnlineSolver(Solver):
     @classmethod
     def from_estimator(cls, settings):
         """``max_iter`` passes at the solver's default rates (``schedule="auto"``: calibrated on the
-        data), no tolerance (give an instance for other rates, e.g.
-        ``solver=TruncatedGradient(eta0=...)``)."""
+        data; give an instance for other rates, e.g. ``solver=TruncatedGradient(eta0=...)``). On
+        data held in memory the estimator's ``tol`` is checked after the last pass, with the
+        duality gap (``tol``): a run that stops short says so. A streamed fit keeps no tolerance
+        (a solver instance with ``tol=`` checks the KKT violation, one more pass)."""
         return cls(
             max_iter=settings.max_iter,
+            tol=settings.tol if settings.in_memory else None,
             checkpoint=settings.checkpoint,
             callback=settings.callback,
             verbose=settings.verbose,
@@ -770,15 +777,24 @@ class OnlineSolver(Solver):
         coef = self._final_weights(state, coef)
         converged, cert = stop_reason == "early_stopping", None
         if self.tol is not None:
-            cert = problem.certificate(coef, intercept)  # one pass: the certificate and P(w, b)
+            cert, intercept = _final_certificate(problem, coef, intercept)
             objective = cert.objective
             converged = bool(cert.relative <= self.tol)
             if converged:
                 stop_reason = cert.name
             else:
+                # The certificate is over every row: one that the holdout kept out of learning
+                # is still in the objective, so say so where it may be what stops the run short.
+                held_out = (
+                    f"; 1 example in {self.holdout} is held out of learning for early stopping "
+                    "(holdout=0 learns from all)"
+                    if self.holdout > 0
+                    else ""
+                )
                 warnings.warn(
                     f"{self.name} did not reach tol={self.tol:g} in {z} passes (relative {cert.name} "
-                    f"{cert.relative:.2e}, objective {cert.objective:.8g}); increase max_iter or give a rate",
+                    f"{cert.relative:.2e}, objective {cert.objective:.8g}); increase max_iter or give a "
+                    f"rate{held_out}",
                     ConvergenceWarning,
                     stacklevel=2,
                 )
@@ -945,6 +961,17 @@ class FeatureStats:
         n = float(self.rows)
         sum_sq = np.where(on, np.maximum(self.sum_sq - n * center * center, 0.0), self.sum_sq)
         return FeatureStats(sum_sq, np.where(on, n, self.nnz), np.where(on, 0.0, self.sums), self.rows)
+
+
+def _final_certificate(problem, coef, intercept):
+    """(certificate, intercept) of a solve's result for ``tol``: over a stream of arrays in
+    memory, the duality gap at the intercept optimal for ``coef`` (which the result then takes:
+    the same weights, a P no higher), since the KKT violation bounds nothing of the objective
+    where weights hover near zero; otherwise the problem's own certificate (one pass)."""
+    stream = getattr(problem, "stream", None)
+    if getattr(stream, "in_memory", False) and problem.loss.has_conjugate:
+        return problem.duality_gap(coef, intercept)
+    return problem.certificate(coef, intercept), intercept
 
 
 def _centred_rows(rows, center):

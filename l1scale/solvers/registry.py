@@ -38,7 +38,9 @@ class SolverEntry:
         quadratic-approximation methods (Online, MP, RMMP), online first-order methods
         (progressive validation, holdout, a learning rate), or the generated-space loops.
     certified : bool
-        Its Result carries a duality gap or KKT certificate.
+        It stops on a duality gap or KKT certificate, which its Result carries. (The online
+        first-order solvers do not; given ``tol`` they check one after their passes, as an
+        estimator's fit on in-memory data does.)
     resumable : bool
         Takes ``checkpoint=`` (:mod:`l1scale.checkpoint`).
     partial_fit : bool
