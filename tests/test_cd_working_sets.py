@@ -336,3 +336,14 @@ def test_earn_path_with_hand_off_matches_cold_solves():
         cold = _plain(base.with_lam(grid[k]))
         assert path.objectives[k] == pytest.approx(cold.objective, rel=1e-9)
         assert path.certificates[k] <= 1e-10
+
+
+def test_changed_count_is_the_size_of_the_symmetric_difference():
+    """The settled-support test's count (one merge of two sorted supports) is np.setxor1d's size."""
+    from l1scale.solvers import _cd_kernels
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        a = np.sort(rng.choice(60, rng.integers(0, 30), replace=False)).astype(np.int64)
+        b = np.sort(rng.choice(60, rng.integers(0, 30), replace=False)).astype(np.int64)
+        assert _cd_kernels.changed_count(a, b) == np.setxor1d(a, b, assume_unique=True).shape[0]

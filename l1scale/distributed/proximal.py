@@ -26,7 +26,7 @@ import numpy as np
 
 from ..losses import get_loss, weighted_conjugate
 from ..problems.base import Certificate
-from ..problems.memory import newton_intercept
+from ..problems.memory import dual_scale, newton_intercept
 from ..solvers.proximal import loss_change, margin_loss_terms
 from . import _tasks
 from .dataset import task_key
@@ -191,7 +191,7 @@ class DaskPasses:
         the KKT violation for losses without a conjugate."""
         problem, pen, terms = self._problem, self._problem.penalty, self._terms
         if problem.loss.has_conjugate:
-            scale = min(1.0, pen.l1 / max(float(np.max(np.abs(v), initial=0.0)), 1e-300)) if pen.l2 == 0.0 else 1.0
+            scale = dual_scale(pen, v)
             conj = self._sum(
                 [
                     self._client.submit(

@@ -437,9 +437,17 @@ def dual_value(loss, penalty, y, c, z, u, v, residual=None) -> float:
     stays inside the conjugate's domain), or with the elastic net's conjugate of -v."""
     residual = residual if u is None else None
     if penalty.l2 == 0.0:
-        scale = min(1.0, penalty.l1 / max(float(np.max(np.abs(v), initial=0.0)), 1e-300))
-        return -_conjugate_sum(loss, y, c, z, u, scale, residual)
+        return -_conjugate_sum(loss, y, c, z, u, dual_scale(penalty, v), residual)
     return -_conjugate_sum(loss, y, c, z, u, 1.0, residual) - penalty.conjugate_of_negative(v)
+
+
+def dual_scale(penalty, v) -> float:
+    """The factor that makes a residual with correlations v = X^T (c u) dual feasible:
+    min(1, lam1 / ||v||_inf) for the L1 penalty (ALGORITHMS.md section 1); 1 for the elastic
+    net, whose dual takes any point."""
+    if penalty.l2 != 0.0:
+        return 1.0
+    return min(1.0, penalty.l1 / max(float(np.max(np.abs(v), initial=0.0)), 1e-300))
 
 
 def _wsum(c, x) -> float:

@@ -36,7 +36,7 @@ from ..data.memory import as_columns, matrix_of
 from ..losses import Softmax, softmax_conjugate_sum, softmax_row, softmax_terms
 from ..penalties import Regularization
 from .base import Certificate, InMemoryProblemBase
-from .memory import check_design, check_sample_weight
+from .memory import check_design, check_sample_weight, dual_scale
 
 __all__ = ["MultinomialProblem", "optimal_intercepts"]
 
@@ -250,8 +250,7 @@ class MultinomialProblem(InMemoryProblemBase):
         """D at the residual P - Y (rescaled to feasibility); ``G = X^T (c (P - Y))``, (d, K)."""
         pen = self.penalty
         if pen.l2 == 0.0:
-            scale = min(1.0, pen.l1 / max(float(np.max(np.abs(G), initial=0.0)), 1e-300))
-            return -float(softmax_conjugate_sum(P, self.y, self.c, scale))
+            return -float(softmax_conjugate_sum(P, self.y, self.c, dual_scale(pen, G)))
         return -float(softmax_conjugate_sum(P, self.y, self.c, 1.0)) - pen.conjugate_of_negative(np.ravel(G))
 
     def certificate_from(self, W, P, G, primal, best_dual=-np.inf) -> Certificate:

@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit
 
 from ..problems.base import Certificate
+from ..problems.memory import dual_scale
 
 __all__ = ["DualPoints", "SequentialScreening", "columns_nnz", "residual_distance"]
 
@@ -107,8 +108,7 @@ class DualPoints:
         dual = cert.objective - cert.value
         if not dual > self.best_dual:
             return False
-        pen = self.problem.penalty
-        scale = 1.0 if pen.l2 != 0.0 else min(1.0, pen.l1 / max(float(np.max(np.abs(v), initial=0.0)), 1e-300))
+        scale = dual_scale(self.problem.penalty, v)
         self.best_dual = dual
         self.best_corr[:] = np.inf
         self.best_corr[cols] = scale * np.abs(v)
@@ -161,7 +161,7 @@ class SequentialScreening:
         else:
             cert = Certificate.duality_gap(primal, residual_dual)
         pen = problem.penalty
-        scale = 1.0 if pen.l2 != 0.0 else min(1.0, pen.l1 / max(float(np.max(np.abs(v), initial=0.0)), 1e-300))
+        scale = dual_scale(pen, v)
         if np.isfinite(cert.value) and scale > 0.0:
             radius = np.sqrt(2.0 * problem.loss.curvature_bound * max(cert.value, 0.0))
             np.minimum(self.corr, (pen.l1 * (1.0 + _SCREEN_MARGIN) + self.norms * radius) / scale, out=self.corr)
@@ -177,7 +177,7 @@ class SequentialScreening:
         if not np.isfinite(cert.value):
             return None
         pen = problem.penalty
-        scale = 1.0 if pen.l2 != 0.0 else min(1.0, pen.l1 / max(float(self.corr.max(initial=0.0)), 1e-300))
+        scale = dual_scale(pen, self.corr)  # bounds on the correlations: the scale of a feasible point
         radius = np.sqrt(2.0 * problem.loss.curvature_bound * max(cert.value, 0.0))
         bound = scale * self.corr + self.norms * radius
         return (bound < pen.l1 * (1.0 - _SCREEN_MARGIN)) & (w == 0.0)

@@ -461,7 +461,7 @@ class CoordinateDescent(Solver):
             settled = (
                 st.last_support is not None
                 and support.shape[0] > 0
-                and np.setxor1d(support, st.last_support, assume_unique=True).shape[0] <= fraction * support.shape[0]
+                and kernels.changed_count(support, st.last_support) <= fraction * support.shape[0]
             )
             st.last_support = support
             if self.support_newton and settled and vzero < vmax and st.full_newton_step:
