@@ -35,6 +35,7 @@ from ..exceptions import DataFormatError
 from ..losses import get_loss
 from ..penalties import Regularization
 from .base import Certificate
+from .memory import gap_certificate, optimal_intercept
 
 __all__ = ["StreamProblem", "StreamScan", "scan_stream"]
 
@@ -352,8 +353,6 @@ class StreamProblem:
         gradient at b*), holding the margins, labels and weights of every row (24 bytes a row):
         for streams that fit in memory (the online solvers' ``tol`` check uses it for streams
         over arrays). Losses without a conjugate: :meth:`certificate`."""
-        from .memory import gap_certificate, optimal_intercept
-
         pen = self._resolved_penalty()
         if not self.loss.has_conjugate:
             return self.certificate(w, b), float(b)
