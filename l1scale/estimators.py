@@ -128,7 +128,10 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
     converged_ : ndarray of bool
         Whether each binary problem's solve met ``tol`` (its certificate at the returned
         model; ``result_.relative_certificate`` is how far it got). A solve that stops short
-        also warns (ConvergenceWarning). One value per row for a multinomial model.
+        also warns (ConvergenceWarning). One value per row for a multinomial model. A solve
+        that takes no certificate (``result_.certificate_name == "none"``: a streamed fit of
+        an online solver, ``"online"``, ``"dcl_sgd"``) reports the solver's own ``converged``:
+        False, or True where an online solver's holdout stopped its passes early.
     result_ : Result or list of Result
         The solver's Result (with its History) per binary problem; with ``standardize`` its
         coefficients are on the standardised scale (``coef_`` on the original one).
