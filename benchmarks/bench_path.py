@@ -16,8 +16,9 @@ ladder (loosest first), and the one reported for a target is the loosest whose p
 worst suboptimality <= 1e-4 (and <= 1e-6 when reached). Ratio: l1scale / glmnet.
 
 n_jobs: ``SparseLogisticRegression(lam_ratio=0.01, multi_class="ovr", n_jobs=1 vs 2)`` one-vs-rest on MNIST
-digits 0-3 (4 classes), and ``SparseLogisticRegressionCV(cv=5, n_lams=20, n_jobs=1 vs 2)`` on
-earn. Threads run the nogil kernels; BLAS / OpenMP / Numba stay at one thread each.
+digits 0-3 (4 classes), ``SparseLogisticRegressionCV(cv=5, n_lams=20, n_jobs=1 vs 2)`` on earn, and
+``regularization_path(X, y, lams=grid, tol=1e-4, n_jobs=1 vs 2)`` on earn's 50-lam grid (its segments in
+threads). Threads run the nogil kernels; BLAS / OpenMP / Numba stay at one thread each.
 
 See benchmarks/README.md.
 """
@@ -343,7 +344,27 @@ def run_njobs(args, log):
         call="SparseLogisticRegressionCV(cv=5, n_lams=20, n_jobs=k).fit(X, y)",
     )
     log(f"  CV: {_fmt_speedup(res['cv'])}")
+    grid = lam_grid(Problem(X, y, lam=1.0, fit_intercept=True).lam_max(), N_LAMS, LAM_MIN_RATIO)
+    res["path"] = dict(
+        _speedup_case(lambda k: _PathFit(grid, k), X, y, args),
+        data=f"earn (n={X.shape[0]:,}, d={X.shape[1]:,}, binary), the {N_LAMS}-lam grid above",
+        call="regularization_path(X, y, lams=grid, tol=1e-4, n_jobs=k)",
+    )
+    log(f"  path: {_fmt_speedup(res['path'])}")
     return res
+
+
+class _PathFit:
+    """``regularization_path`` as an estimator for ``_speedup_case``: ``fit`` keeps the path's
+    coefficients as ``coef_`` (n_jobs=2 solves its grid's segments in threads, the second from
+    zero: it agrees with n_jobs=1 to tol, so the coefficients differ within it)."""
+
+    def __init__(self, grid, n_jobs):
+        self.grid, self.n_jobs = grid, n_jobs
+
+    def fit(self, X, y):
+        self.coef_ = regularization_path(X, y, lams=self.grid, tol=1e-4, n_jobs=self.n_jobs).coefs
+        return self
 
 
 def _fmt_speedup(c):
@@ -402,7 +423,10 @@ def write_markdown(path, blob):
         L.append(
             "Wall seconds of the whole fit, median of "
             f"{args['njobs_repeats']} (each in a forked child); speed-up = time(n_jobs=1) / time(n_jobs=2). "
-            "The binary problems (one-vs-rest classes, CV folds) run in joblib threads over the nogil kernels; "
+            "The binary problems (one-vs-rest classes, CV folds) and a path's segments (`l1scale.path.path_segments`; "
+            "the second starts from zero, so that path agrees with n_jobs=1 to tol, not to the bit: every lam of both is "
+            "certified to tol 1e-4, and its coefficients differ where the objective is flat) run in joblib "
+            "threads over the nogil kernels; "
             "BLAS / OpenMP / Numba keep one thread each. `CPU s / wall s`: the fit's process CPU seconds (all "
             "threads) over its wall seconds, ~2 when both threads ran all along. `load` = the 1-minute load "
             "average before / after "

@@ -18,7 +18,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from . import _generated_fit
 from ._generated_fit import GENERATED_SOLVERS
-from ._threads import single_threaded_blas
+from ._threads import check_n_jobs, single_threaded_blas
 from .data.memory import as_rows, column_matrix
 from .data.stream import Stream
 from .data.validation import validate_data
@@ -53,13 +53,6 @@ def is_dask_dataset(X) -> bool:
 
 # Solvers that run distributed passes over a DaskDataset (l1scale.distributed.distributed_solver).
 _DISTRIBUTED = names(distributed=True)
-
-
-def _check_n_jobs(n_jobs):
-    """joblib's n_jobs: None (1, unless inside a ``joblib.parallel_backend`` context), a
-    positive number of threads, or -1 (every core), -2 (all but one), ..."""
-    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0):
-        raise ValueError(f"n_jobs must be None or a nonzero integer (-1: every core), got n_jobs={n_jobs!r}")
 
 
 def label_scan(stream):
@@ -138,7 +131,7 @@ class SparseLinearModel(BaseEstimator):
                 f"solver={solver!r} needs the data in memory; a path or Stream is read by "
                 f"one of {list(STREAMING_SOLVERS)} (or load it with l1scale.data.load_svmlight)"
             )
-        _check_n_jobs(getattr(self, "n_jobs", None))
+        check_n_jobs(getattr(self, "n_jobs", None))
         if getattr(self, "checkpoint", None) is not None and solver not in resumable_solvers():
             raise ValueError(
                 f"checkpoint= is not supported by solver={solver!r}; the resumable (multi-pass) solvers "

@@ -10,12 +10,21 @@ threaded sections), through threadpoolctl.
 
 from __future__ import annotations
 
+import numbers
 from contextlib import nullcontext
 
 from joblib import effective_n_jobs, parallel_config
 from threadpoolctl import threadpool_limits
 
-__all__ = ["single_threaded_blas", "thread_count"]
+__all__ = ["check_n_jobs", "single_threaded_blas", "thread_count"]
+
+
+def check_n_jobs(n_jobs):
+    """joblib's n_jobs: None (1, unless inside a ``joblib.parallel_backend`` context), a
+    positive number of threads, or -1 (every core), -2 (all but one), ...; returns it."""
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0):
+        raise ValueError(f"n_jobs must be None or a nonzero integer (-1: every core), got n_jobs={n_jobs!r}")
+    return n_jobs
 
 
 def thread_count(n_jobs) -> int:

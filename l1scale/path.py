@@ -36,14 +36,21 @@ from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.utils.validation import check_is_fitted
 
 from . import _multinomial_fit, _standardize, metrics
-from ._threads import single_threaded_blas, thread_count
+from ._threads import check_n_jobs, single_threaded_blas, thread_count
 from .data.memory import column_matrix, column_matrix_rows
 from .estimators import SparseLogisticRegression
 from .problems.memory import Problem
 from .problems.multinomial import MultinomialProblem
 from .solvers import SOLVERS
 
-__all__ = ["GridEdgeWarning", "PathResult", "SparseLogisticRegressionCV", "lam_grid", "regularization_path"]
+__all__ = [
+    "GridEdgeWarning",
+    "PathResult",
+    "SparseLogisticRegressionCV",
+    "lam_grid",
+    "path_segments",
+    "regularization_path",
+]
 
 
 class GridEdgeWarning(UserWarning):
@@ -115,6 +122,7 @@ def regularization_path(
     warm_start=True,
     callback=None,
     standardize=False,
+    n_jobs=None,
 ) -> PathResult:
     """Solve at every lam of a decreasing grid, warm-starting each solve from the previous one.
 
@@ -146,6 +154,15 @@ def regularization_path(
         :class:`~l1scale.SparseLogisticRegression` does with ``standardize=True``): the grid,
         lam_max and the objectives refer to the standardised problem, the returned
         coefficients are on the original scale.
+    n_jobs : int, optional
+        Threads for the path (joblib's conventions; ``solver="cd"`` with ``warm_start``, a
+        binary or regression loss, at least 4 lams a thread): the grid is cut into contiguous
+        segments of about equal expected cost (:func:`path_segments`), each solved in its own
+        thread along its lams, warm-started within it; a segment after the first starts from
+        zero at its first lam (what a single fit at that lam does). Every lam is certified to
+        ``tol`` as always, so the path agrees with the one of ``n_jobs=1`` to ``tol``, not to
+        the bit; for a given number of threads it repeats exactly. The callback is then called
+        once every segment is done, in the order of the lams.
 
     Returns
     -------
@@ -187,7 +204,11 @@ def regularization_path(
     converged = np.zeros(lams.size, dtype=bool)
     if solver == "cd" and warm_start and not multinomial:
         # CD carries its iterate and its screening from one lam to the next.
-        results = SOLVERS["cd"](tol=tol, max_iter=max_iter).solve_path(base, lams)
+        bounds = path_segments(lams.size, thread_count(check_n_jobs(n_jobs)))
+        if len(bounds) > 2:
+            results = _segmented_path(base, lams, bounds, tol, max_iter, n_jobs)
+        else:
+            results = SOLVERS["cd"](tol=tol, max_iter=max_iter).solve_path(base, lams)
         seconds = None
     else:
         results = _warm_started(base, lams, solver, tol, max_iter, warm_start, multinomial)
@@ -213,6 +234,49 @@ def regularization_path(
     return PathResult(
         lams, coefs, intercepts, out["objectives"], out["certificates"], n_iter, out["seconds"], converged
     )
+
+
+# A warm-started path's cost grows as lam falls (the support grows with it). On 50-lam grids
+# down to 1e-3 lam_max (tol 1e-4), the first half of the solve time ends at lam 34-35 (a9a),
+# 39-40 (earn) and 42 (mnist10k): about a cumulative cost (k / K)^3, whose half is at 0.79 K.
+_SEGMENT_COST_POWER = 3.0
+# The fewest lams a thread's segment takes: a segment after the first starts from zero, a
+# cold solve that only a few warm-started ones repay.
+_MIN_SEGMENT_LAMS = 4
+
+
+def path_segments(n_lams, n_threads):
+    """Boundaries ``[0, b_1, ..., n_lams]`` that cut a decreasing grid of ``n_lams`` lams into
+    at most ``n_threads`` contiguous segments of about equal expected cost, taking the
+    cumulative cost of the first k lams as (k / n_lams)^3 (measured above); each segment has
+    at least 4 lams. ``[0, n_lams]``: one segment.
+
+    A deterministic model, not a measurement, so that a path's segments, and so its result,
+    depend on the grid and the number of threads only. Cut at lam 40 of 50 (the model's
+    two-thread cut), ``regularization_path`` at tol 1e-4 ran 1.41x faster on two threads on
+    earn, 1.40x on a9a and 1.66x on mnist10k."""
+    n_seg = max(1, min(int(n_threads), n_lams // _MIN_SEGMENT_LAMS))
+    inner = [round(n_lams * (i / n_seg) ** (1.0 / _SEGMENT_COST_POWER)) for i in range(1, n_seg)]
+    bounds = [0]
+    for b in inner:
+        if b - bounds[-1] >= _MIN_SEGMENT_LAMS and n_lams - b >= _MIN_SEGMENT_LAMS:
+            bounds.append(b)
+    return bounds + [n_lams]
+
+
+def _segmented_path(base, lams, bounds, tol, max_iter, n_jobs):
+    """The Results of a CD path whose segments ``lams[bounds[i]:bounds[i + 1]]`` are solved in
+    threads, each along its lams from zero at its first (as the whole path starts), in the
+    order of ``lams``."""
+    base.null_gradient()  # the shared per-data arrays (and the column norms) computed before the threads
+
+    def segment(part):
+        return list(SOLVERS["cd"](tol=tol, max_iter=max_iter).solve_path(base, part))
+
+    parts = [lams[a:b] for a, b in itertools.pairwise(bounds)]
+    with single_threaded_blas(n_jobs):
+        done = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(segment)(part) for part in parts)
+    return [result for part in done for result in part]
 
 
 def _warm_started(base, lams, solver, tol, max_iter, warm_start, multinomial):

@@ -10,6 +10,7 @@ from _certify import suboptimality_bound
 from _shared_data import DATA
 from sklearn.datasets import make_classification
 from sklearn.model_selection import StratifiedKFold
+from threadpoolctl import threadpool_limits
 
 from l1scale.exceptions import ConvergenceWarning
 from l1scale.path import SparseLogisticRegressionCV, lam_grid, regularization_path
@@ -149,3 +150,70 @@ def test_cv_n_jobs_gives_the_same_scores_lams_and_fit(n_classes, n_jobs):
     assert (np.atleast_2d(one.lams_)[:, -1] < one.lam_).any()  # some refit path was cut
     with pytest.raises(ValueError, match="n_jobs"):
         SparseLogisticRegressionCV(n_jobs=0).fit(X, y)
+
+
+def test_path_segments_cut_the_grid_by_the_cost_model():
+    """Contiguous segments, at most one per thread, each of at least 4 lams, cut where the
+    cumulative cost (k / K)^3 reaches i / n_segments."""
+    from l1scale.path import path_segments
+
+    assert path_segments(50, 1) == [0, 50] and path_segments(9, 2) == [0, 9]  # too few lams to share
+    assert path_segments(50, 2) == [0, 40, 50]  # (40 / 50)^3 = 0.51
+    for n_lams in (8, 12, 20, 50, 100, 333):
+        for n_threads in (2, 3, 4, 8, 64):
+            bounds = path_segments(n_lams, n_threads)
+            sizes = np.diff(bounds)
+            assert bounds[0] == 0 and bounds[-1] == n_lams and (sizes >= 4).all() and len(sizes) <= n_threads
+            costs = np.diff((np.asarray(bounds) / n_lams) ** 3)
+            if len(sizes) == n_threads:  # every cut kept: the model's shares are equal
+                np.testing.assert_allclose(costs, 1.0 / n_threads, atol=1.5 * 3 / n_lams)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("loss, fit_intercept", [("logistic", True), ("squared", False)])
+def test_path_in_threads_solves_each_segment_as_its_own_path(sparse, loss, fit_intercept):
+    """n_jobs=2: the grid's two segments solved in threads, the second from zero at its first lam:
+    each is, to the bit, the path over its own lams, every lam is certified to tol, and the whole
+    agrees with the single-thread path to tol."""
+    from l1scale.path import path_segments
+
+    X, y = _binary(n=240, d=60, seed=3)
+    if loss == "squared":
+        y = X[:, :5] @ np.arange(1.0, 6.0) + 0.1 * np.random.default_rng(0).normal(size=X.shape[0])
+    X = sp.csr_matrix(X) if sparse else X
+    kw = dict(loss=loss, n_lams=20, tol=1e-8, fit_intercept=fit_intercept)
+    one = regularization_path(X, y, **kw)
+    two = regularization_path(X, y, **kw, n_jobs=2)
+    cut = path_segments(20, 2)[1]
+    assert 0 < cut < 20
+    # With BLAS on one thread, as the threaded path holds it (dense data's Gram products by BLAS
+    # sum in another order on more threads).
+    with threadpool_limits(limits=1, user_api="blas"):
+        first = regularization_path(X, y, **{**kw, "lams": one.lams[:cut]})
+        second = regularization_path(X, y, **{**kw, "lams": one.lams[cut:]})
+    np.testing.assert_array_equal(two.coefs, np.vstack([first.coefs, second.coefs]))
+    np.testing.assert_array_equal(two.intercepts, np.concatenate([first.intercepts, second.intercepts]))
+    np.testing.assert_array_equal(two.lams, one.lams)
+    assert two.converged.all() and (two.certificates <= 1e-8).all()
+    np.testing.assert_allclose(two.objectives, one.objectives, rtol=2e-8)
+    again = regularization_path(X, y, **kw, n_jobs=2)
+    np.testing.assert_array_equal(again.coefs, two.coefs)  # a given number of threads repeats exactly
+    seen = []
+    regularization_path(X, y, **kw, n_jobs=2, callback=lambda k, result: seen.append(k))
+    assert seen == list(range(20))  # in the order of the lams
+
+
+def test_path_n_jobs_is_checked_and_ignored_where_segments_do_not_apply():
+    X, y = _binary()
+    with pytest.raises(ValueError, match="n_jobs"):
+        regularization_path(X, y, n_lams=12, n_jobs=0)
+    labels = np.digitize(X[:, 0], [-0.5, 0.5])  # three classes
+    for data, kw in (
+        (y, {"warm_start": False}),
+        (y, {"solver": "cgd", "max_iter": 5000}),
+        (y, {"n_lams": 6}),
+        (labels, {"loss": "multinomial"}),
+    ):
+        one = regularization_path(X, data, n_lams=kw.pop("n_lams", 12), tol=1e-6, **kw)
+        two = regularization_path(X, data, lams=one.lams, tol=1e-6, n_jobs=2, **kw)
+        np.testing.assert_array_equal(two.coefs, one.coefs)
