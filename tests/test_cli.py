@@ -879,6 +879,22 @@ def test_two_stage_flag(files):
     assert r.exit_code == 2 and "--two-stage" in r.stderr
 
 
+def test_path_command_n_jobs(files):
+    """--n-jobs: the CV's folds in threads (the same choice, to the bit), or with --cv 0 the path's
+    segments (the same path to --tol); 0 is a usage error."""
+    args = ("path", files["train"], "--n-lams", "12", "--tol", "1e-8", "--json")
+    one = json.loads(ok(*args, "--cv", "3").stdout)
+    two = json.loads(ok(*args, "--cv", "3", "--n-jobs", "2").stdout)
+    assert two["chosen_lam"] == one["chosen_lam"] and two["path"] == one["path"]
+    args = ("path", files["train"], "--n-lams", "20", "--tol", "1e-8", "--json", "--cv", "0")  # cut at lam 16
+    one = json.loads(ok(*args).stdout)
+    two = json.loads(ok(*args, "--n-jobs", "2").stdout)
+    assert [r["nnz"] for r in two["path"]] != [] and len(two["path"]) == 20
+    assert [r["objective"] for r in two["path"]] == pytest.approx([r["objective"] for r in one["path"]], rel=1e-7)
+    usage = run("path", files["train"], "--n-jobs", "0")
+    assert usage.exit_code == 2 and "--n-jobs" in usage.stderr
+
+
 def test_path_command_table_json_and_plot(files, tmp_path):
     out = ok("path", files["train"], "--n-lams", "6", "--cv", "3", "-q")
     rows = [line for line in out.stdout.splitlines() if line[:1] == " "]

@@ -76,6 +76,14 @@ _SCORINGS = ("neg_log_loss", "accuracy", "roc_auc", "average_precision")
 )
 @multi_class_option(auto="multinomial with the logistic loss (path cross-validates ovr in Python only)")
 @click.option("--tol", type=click.FloatRange(0, min_open=True), default=1e-6, show_default=True)
+@click.option(
+    "--n-jobs",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Threads (joblib's n_jobs: -1 every core): the cross-validation's folds, or with --cv 0 the path's "
+    "segments (each after the first starts from zero: the same path to --tol, not to the bit).  [default: 1]",
+)
 @zero_based_option()
 @format_option()
 @click.option(
@@ -112,6 +120,7 @@ def path(
     standardize,
     multi_class,
     tol,
+    n_jobs,
     zero_based,
     file_format,
     hash_bits,
@@ -131,6 +140,8 @@ def path(
     """
     from ..path import GridEdgeWarning, SparseLogisticRegressionCV, regularization_path
 
+    if n_jobs == 0:
+        raise click.BadParameter("must be a nonzero integer (-1: every core)", param_hint="--n-jobs")
     check_output(output, "'-o' / '--output'")
     check_output(plot, "'--plot'")
     if output is not None and folds < 2:
@@ -176,6 +187,7 @@ def path(
                 multi_class=multi_class,
                 standardize=standardize,
                 refit_path="full",  # the refit over the whole grid is the table's path: no second solve
+                n_jobs=n_jobs,
                 progress=progress.stage(f"{folds}-fold cross-validation and the path on all the data"),
             ).fit(X, y, sample_weight=w)
             full = cv.path_
@@ -193,6 +205,7 @@ def path(
                 tol=tol,
                 standardize=standardize,
                 callback=lambda k, result: on_all(k + 1, n_lams),
+                n_jobs=n_jobs,
             )
     messages = list(dict.fromkeys(str(m.message) for m in caught if not issubclass(m.category, DeprecationWarning)))
     seconds = time.perf_counter() - t0
