@@ -248,6 +248,18 @@ def test_multiclass_one_vs_rest(files, tmp_path):
     assert np.array(report["confusion"]).sum() == 300
 
 
+def test_train_n_jobs_fits_one_vs_rest_in_threads(files, tmp_path):
+    """--n-jobs: the one-vs-rest problems in threads, the same model as one thread; 0 is a usage error."""
+    one, two = tmp_path / "one.l1m", tmp_path / "two.l1m"
+    ok("train", files["multi"], "--solver", "cd", "-o", one, "-q")
+    ok("train", files["multi"], "--solver", "cd", "--n-jobs", "2", "-o", two, "-q")
+    assert load(two).n_jobs == 2
+    np.testing.assert_array_equal(load(two).coef_, load(one).coef_)
+    for args in (("--n-jobs", "0"), ("--n-jobs", "2", "--loss", "squared")):
+        usage = run("train", files["multi"], *args)
+        assert usage.exit_code == 2 and "--n-jobs" in usage.stderr
+
+
 # ------------------------------------------------------------------ streaming solvers
 
 STREAM_HEAD = ["pass", "active", "nnz", "objective", "kkt", "seconds"]

@@ -63,6 +63,7 @@ class TrainFlags:
     learning_rate: float | None
     class_weight: str | None
     seed: int | None
+    n_jobs: int | None
     n_features: int | None
     zero_based: bool | None
     file_format: str
@@ -196,6 +197,14 @@ class TrainFlags:
 @click.option("--class-weight", type=click.Choice(["balanced"]), help="Weight classes inversely to their frequency.")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the solver's coordinate order.")
 @click.option(
+    "--n-jobs",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Threads for the binary problems of one-vs-rest (joblib's n_jobs: -1 every core; in-memory solvers; "
+    "the same model as one thread).  [default: 1]",
+)
+@click.option(
     "--n-features",
     type=click.IntRange(min=1),
     help="Width of X (default: largest feature index); a wider file is an error.",
@@ -256,6 +265,7 @@ def train(
     learning_rate,
     class_weight,
     seed,
+    n_jobs,
     n_features,
     zero_based,
     file_format,
@@ -425,9 +435,11 @@ def _train(data, dataset, f, resolved, streamed):
         "standardize": f.standardize,
     }
     if f.loss != "squared":
-        params.update(loss=f.loss, class_weight=f.class_weight, multi_class=f.multi_class)
+        params.update(loss=f.loss, class_weight=f.class_weight, multi_class=f.multi_class, n_jobs=f.n_jobs)
     elif f.multi_class != "auto":
         raise click.BadParameter("applies to classification losses, not --loss squared", param_hint="--multi-class")
+    elif f.n_jobs is not None:
+        raise click.BadParameter("threads one-vs-rest's problems: not --loss squared", param_hint="--n-jobs")
 
     spool = None
     try:
@@ -653,6 +665,8 @@ def _check_flags(f):
         )
     if f.loss == "squared" and f.class_weight is not None:
         raise click.BadParameter("does not apply to --loss squared (a regression)", param_hint="--class-weight")
+    if f.n_jobs == 0:
+        raise click.BadParameter("must be a nonzero integer (-1: every core)", param_hint="--n-jobs")
     resolved = f.solver
     if f.solver == "auto":  # the flags that only streaming solvers take pick RMMP
         resolved = "rmmp" if (f.max_active, f.checkpoint, f.cache_dir, f.passes) != (None,) * 4 else "cd"
