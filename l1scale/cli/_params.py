@@ -40,6 +40,32 @@ def multi_class_option(
     )
 
 
+class _JoblibJobs(click.ParamType):
+    """joblib's n_jobs: a nonzero integer (-1: every core, -2: all but one, ...)."""
+
+    name = "integer"
+
+    def convert(self, value, param, ctx):
+        try:
+            n = int(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not an integer", param, ctx)
+        if n == 0:
+            self.fail("must be a nonzero integer (-1: every core)", param, ctx)
+        return n
+
+
+def n_jobs_option(what):
+    """``--n-jobs N``: the estimators' ``n_jobs`` (``what``: what runs in the threads, for the help)."""
+    return click.option(
+        "--n-jobs",
+        type=_JoblibJobs(),
+        default=None,
+        metavar="N",
+        help=f"Threads (joblib's n_jobs: -1 every core): {what}.  [default: 1]",
+    )
+
+
 class _PositiveFloat(click.ParamType):
     """A finite float > 0 (click's FloatRange lets NaN and inf through)."""
 

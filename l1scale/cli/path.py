@@ -16,6 +16,7 @@ from ._params import (
     format_option,
     handle_errors,
     multi_class_option,
+    n_jobs_option,
     zero_based_option,
 )
 from ._progress import PathProgress
@@ -76,13 +77,9 @@ _SCORINGS = ("neg_log_loss", "accuracy", "roc_auc", "average_precision")
 )
 @multi_class_option(auto="multinomial with the logistic loss (path cross-validates ovr in Python only)")
 @click.option("--tol", type=click.FloatRange(0, min_open=True), default=1e-6, show_default=True)
-@click.option(
-    "--n-jobs",
-    type=int,
-    default=None,
-    metavar="N",
-    help="Threads (joblib's n_jobs: -1 every core): the cross-validation's folds, or with --cv 0 the path's "
-    "segments (each after the first starts from zero: the same path to --tol, not to the bit).  [default: 1]",
+@n_jobs_option(
+    "the cross-validation's folds, or with --cv 0 the path's segments (each after the first starts from zero: the "
+    "same path to --tol, not to the bit)"
 )
 @zero_based_option()
 @format_option()
@@ -140,8 +137,6 @@ def path(
     """
     from ..path import GridEdgeWarning, SparseLogisticRegressionCV, regularization_path
 
-    if n_jobs == 0:
-        raise click.BadParameter("must be a nonzero integer (-1: every core)", param_hint="--n-jobs")
     check_output(output, "'-o' / '--output'")
     check_output(plot, "'--plot'")
     if output is not None and folds < 2:

@@ -31,6 +31,7 @@ from ._params import (
     format_option,
     handle_errors,
     multi_class_option,
+    n_jobs_option,
     zero_based_option,
 )
 from ._progress import Progress, run_fit
@@ -196,14 +197,7 @@ class TrainFlags:
 )
 @click.option("--class-weight", type=click.Choice(["balanced"]), help="Weight classes inversely to their frequency.")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the solver's coordinate order.")
-@click.option(
-    "--n-jobs",
-    type=int,
-    default=None,
-    metavar="N",
-    help="Threads for the binary problems of one-vs-rest (joblib's n_jobs: -1 every core; in-memory solvers; "
-    "the same model as one thread).  [default: 1]",
-)
+@n_jobs_option("one-vs-rest's binary problems (in-memory solvers; the same model as one thread)")
 @click.option(
     "--n-features",
     type=click.IntRange(min=1),
@@ -665,8 +659,6 @@ def _check_flags(f):
         )
     if f.loss == "squared" and f.class_weight is not None:
         raise click.BadParameter("does not apply to --loss squared (a regression)", param_hint="--class-weight")
-    if f.n_jobs == 0:
-        raise click.BadParameter("must be a nonzero integer (-1: every core)", param_hint="--n-jobs")
     resolved = f.solver
     if f.solver == "auto":  # the flags that only streaming solvers take pick RMMP
         resolved = "rmmp" if (f.max_active, f.checkpoint, f.cache_dir, f.passes) != (None,) * 4 else "cd"
