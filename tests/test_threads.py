@@ -53,12 +53,12 @@ def test_solves_in_threads_see_one_blas_thread(blas_with_two_threads, make):
     np.testing.assert_array_equal(model.classes_, [0, 1, 2])
 
 
-_ENDS = []  # the CV's tasks, in the order they end (appended in the worker)
+_SEEN = []  # per fold task, in the worker: whether the refit had started when the fold began
 
 
 def _cv_in_a_worker():
     """In a multiprocessing pool's worker (a daemonic process): joblib's plain count, ours, and
-    the order in which a binary CV's tasks end."""
+    for each fold whether the refit was running beside it."""
     import warnings
 
     from joblib import effective_n_jobs
@@ -70,34 +70,41 @@ def _cv_in_a_worker():
         plain = effective_n_jobs(2)
     X, y = make_classification(n_samples=400, n_features=30, n_informative=6, random_state=1)
     SparseLogisticRegressionCV(n_lams=6, cv=3, n_jobs=2).fit(X, y)
-    return plain, thread_count(2), list(_ENDS)
+    return plain, thread_count(2), list(_SEEN)
 
 
 def test_thread_counts_hold_in_a_daemonic_process(monkeypatch):
     """joblib's effective_n_jobs answers 1 in a daemonic process (its process backend cannot
     start workers there) while threads still run n_jobs at once: the CV must count threads, or
-    its refit waits for the last fold instead of running beside the folds."""
+    its refit waits for the last fold instead of running beside the folds.
+
+    Each fold waits (up to 20 s) for the refit to start: with the refit beside the folds it
+    starts at once, whatever the machine's load; with the refit after them it never does."""
     import multiprocessing as mp
+    import threading
 
     from joblib import parallel_config
 
     from l1scale import path as path_module
     from l1scale._threads import thread_count
 
-    for name in ("_refit_path", "_fold_scores"):
-        original = getattr(path_module, name)
+    started = threading.Event()
+    original_refit, original_fold = path_module._refit_path, path_module._fold_scores
 
-        def recorded(*args, _original=original, _name=name, **kw):
-            out = _original(*args, **kw)
-            _ENDS.append(_name)
-            return out
+    def refit(*args, **kw):
+        started.set()
+        return original_refit(*args, **kw)
 
-        monkeypatch.setattr(path_module, name, recorded)
+    def fold(*args, **kw):
+        _SEEN.append(started.wait(timeout=20.0))
+        return original_fold(*args, **kw)
+
+    monkeypatch.setattr(path_module, "_refit_path", refit)
+    monkeypatch.setattr(path_module, "_fold_scores", fold)
     with mp.get_context("fork").Pool(1) as pool:  # a pool's workers are daemonic
-        plain, threads, order = pool.apply(_cv_in_a_worker)
+        plain, threads, seen = pool.apply(_cv_in_a_worker)
     assert plain == 1 and threads == 2
-    assert sorted(order) == ["_fold_scores"] * 3 + ["_refit_path"]
-    assert order[-1] == "_fold_scores"  # the refit ran beside the folds, not after them
+    assert seen == [True, True, True]  # every fold ran while the refit had started beside it
     assert thread_count(2) == 2 and thread_count(None) == 1
     with parallel_config(backend="sequential"):  # a backend the caller chose still wins
         assert thread_count(2) == 1
