@@ -115,8 +115,9 @@ def problem_fingerprint(problem) -> dict:
         return {k: _plain(v) for k, v in out.items()}
     cols = problem.columns
     crc = 0
-    for part in cols.arrays[:3]:
-        crc = _crc(crc, part)
+    crc = _crc(crc, cols.data)
+    for part in cols.arrays[1:3]:  # as int64, whichever type the layout keeps (index_dtype)
+        crc = _crc(crc, part.astype(np.int64, copy=False))
     crc = _crc(_crc(crc, problem.y), problem.c)
     return {
         "loss": problem.loss.name,

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from _checkpoint_cases import CENTRED, SCD_CENTRED, data, problem, solve, solver
 
 from l1scale import SparseLogisticRegression
-from l1scale.checkpoint import Checkpoint
+from l1scale.checkpoint import Checkpoint, problem_fingerprint
 from l1scale.data.stream import Stream
 from l1scale.exceptions import CheckpointError, ConvergenceWarning, DivergenceError
 from l1scale.problems import Problem, StreamProblem
@@ -129,6 +129,21 @@ def test_checkpoint_of_another_run_is_refused(tmp_path, name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         resumed.solve(problem(name))
+
+
+def test_the_fingerprint_does_not_depend_on_the_index_type():
+    """A layout keeps int32 or int64 indices as given (data.memory.index_dtype): the same data
+    must give the same fingerprint either way, so that a checkpoint resumes; other data must not."""
+    X, y = data()
+    A = sp.csc_matrix(X)
+    wide = A.copy()
+    wide.indices, wide.indptr = A.indices.astype(np.int64), A.indptr.astype(np.int64)
+    fingerprints = [problem_fingerprint(Problem(M, y, "logistic", lam_ratio=0.05)) for M in (A, wide)]
+    assert Problem(A, y, "logistic", 0.1).columns.indices.dtype == np.int32
+    assert Problem(wide, y, "logistic", 0.1).columns.indices.dtype == np.int64
+    assert fingerprints[0] == fingerprints[1]
+    A.data[0] += 1.0  # other data
+    assert problem_fingerprint(Problem(A, y, "logistic", lam_ratio=0.05))["data_crc32"] != fingerprints[0]["data_crc32"]
 
 
 def test_checkpoint_interval_throttles_the_writes(tmp_path):

@@ -5,7 +5,16 @@ import pytest
 import scipy.sparse as sp
 from numba import njit
 
-from l1scale.data.memory import CHECKED_MARK, as_columns, as_rows, column, column_matrix, column_matrix_rows, row
+from l1scale.data.memory import (
+    CHECKED_MARK,
+    as_columns,
+    as_rows,
+    column,
+    column_matrix,
+    column_matrix_rows,
+    index_dtype,
+    row,
+)
 from l1scale.problems import Problem
 
 
@@ -54,8 +63,34 @@ def test_accessors_give_the_same_products(X, fmt):
     Xd = X.astype(np.float32).astype(np.float64) if fmt == "float32" else X
     np.testing.assert_allclose(out_c, Xd.T @ v, rtol=1e-12)
     np.testing.assert_allclose(out_r, Xd @ w, rtol=1e-12)
-    assert cols.indices.dtype == np.int64 and cols.indptr.dtype == np.int64
+    # int32 indices where they fit (no copy of scipy's), int64 indptr
+    assert cols.indices.dtype == rows.indices.dtype == np.int32 and cols.indptr.dtype == np.int64
     assert cols.shape == rows.shape == X.shape
+
+
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+def test_a_layout_takes_int32_or_int64_indices_as_they_are(X, index):
+    """A canonical CSC (CSR) matrix with float64 values is taken without a copy of its indices,
+    int32 (scipy's own choice below 2^31) or int64 alike, and gives the same products."""
+    v, w = np.arange(7.0), np.arange(5.0) - 2
+    for make, layout, kernel, x, expected in (
+        (sp.csc_matrix, as_columns, _column_dots, v, X.T @ v),
+        (sp.csr_matrix, as_rows, _row_dots, w, X @ w),
+    ):
+        A = make(X)
+        A.indices = A.indices.astype(index)
+        got = layout(A)
+        assert got.indices is A.indices and got.data is A.data
+        out = np.empty(expected.shape[0])
+        kernel(*got.arrays, x, out)
+        np.testing.assert_allclose(out, expected, rtol=1e-12)
+
+
+def test_index_dtype_is_int64_beyond_int32():
+    assert index_dtype(2**31 - 1) == np.int32
+    assert index_dtype(2**31) == np.int64  # a position of 2^31 does not fit an int32
+    assert index_dtype(10, np.arange(3, dtype=np.int64)) == np.int64  # int64 given: no copy
+    assert index_dtype(10, np.arange(3, dtype=np.int16)) == np.int32
 
 
 def test_duplicate_entries_are_summed_once():
@@ -71,7 +106,7 @@ def test_column_matrix_is_converted_once_and_shared(X, fmt):
     M = column_matrix(sp.csr_matrix(X) if fmt == "csr" else X)
     cols = as_columns(M)
     if fmt == "csr":
-        assert M.format == "csc" and M.indices.dtype == np.int64 and M.indptr.dtype == np.int64
+        assert M.format == "csc" and M.indices.dtype == np.int32 and M.indptr.dtype == np.int64
         assert cols.data is M.data and cols.indices is M.indices and cols.indptr is M.indptr
     else:
         assert M.flags.f_contiguous and np.shares_memory(cols.data, M)
@@ -79,7 +114,7 @@ def test_column_matrix_is_converted_once_and_shared(X, fmt):
     problem = Problem(M, np.where(X[:, 0] > 0, 1.0, -1.0), "logistic", 0.1)
     assert np.shares_memory(problem.columns.data, cols.data)
     assert np.shares_memory(problem.X.data if fmt == "csr" else problem.X, cols.data)
-    if fmt == "csr":  # the products' matrix keeps the int64 indices (scipy's constructor copies to int32)
+    if fmt == "csr":  # the products' matrix keeps the layout's own index arrays
         assert problem.X.indices is cols.indices
     w = np.arange(5.0)
     np.testing.assert_allclose(problem.X @ w, X @ w, rtol=1e-12)
@@ -109,7 +144,7 @@ def test_column_matrix_rows_is_the_column_matrix_of_those_rows(X, fmt, rows):
     assert getattr(sub, CHECKED_MARK, False) == (fmt != "dense")  # marks go on sparse matrices only
     if fmt != "dense":
         assert sub.format == "csc" and sub.has_canonical_format
-        assert sub.indices.dtype == np.int64 and sub.indptr.dtype == np.int64
+        assert sub.indices.dtype == M.indices.dtype == np.int32 and sub.indptr.dtype == np.int64
         cols = as_columns(sub, checked=True)
         if sub.nnz:  # taken as is by the Problems of the fold
             assert np.shares_memory(cols.indices, sub.indices) and np.shares_memory(cols.data, sub.data)
