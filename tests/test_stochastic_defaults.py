@@ -306,6 +306,37 @@ def test_smidas_auto_p_learns_many_weights_where_the_papers_p_does_not():
     assert -1e-9 <= auto <= 1e-3 < paper_p / 10, (auto, paper_p)
 
 
+def test_smidas_auto_p_stays_larger_on_wide_dense_rows():
+    """An L1 solution has at most n nonzeros, so for rows of k nonzeros the p-norm bound's best p,
+    2 ln(k / s), is at least 2 ln(k / n): the rate's pass sets it (arcene-like data, few dense rows),
+    keeping a warm start's weights; sparse rows keep AUTO_P."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3000))
+    y = np.where(X[:, :5].sum(axis=1) > 0, 1.0, -1.0)
+    problem = StreamProblem(Stream.from_arrays(X, y), "logistic", lam_ratio=0.1)
+    solver = SMIDAS(max_iter=1, holdout=0)
+    solver.solve(problem)
+    assert solver.state_.p == pytest.approx(2 * np.log(3000 / 40)) == smidas.auto_p(3000, 3000, 40)
+    assert 8 < solver.state_.p < smidas.smidas_p(3000)
+    warm = np.zeros(3000)
+    warm[:3] = [0.5, -0.2, 0.1]
+    start = SMIDAS(max_iter=1, holdout=0, eta=1e-300)  # a given rate: the paper's p, nothing moves
+    np.testing.assert_allclose(start.solve(problem, warm).coef, warm, rtol=1e-12)
+    calibrated = SMIDAS(max_iter=1, holdout=0)
+    state = calibrated.new_state(3000, True)
+    state.set_weights(warm, 0.0)
+    feats = online_base.FeatureStats.zeros(3000)
+    feats.add(X)
+    scale = online_base.RowScale(40, *online_base.largest_row_norms(X, state.p))
+    calibrated._choose_rates(state, X, y, np.ones(40), scale, feats, loss=problem.loss, l1=problem.penalty.l1, l2=0.0)
+    assert state.p == pytest.approx(2 * np.log(75)) and state.rate is not None
+    np.testing.assert_allclose(state.coef, warm, rtol=1e-9, atol=1e-15)  # the warm start survives the new p
+    X_sparse, y_sparse = make_sparse_text(300, 3000, random_state=0)
+    sparse = SMIDAS(max_iter=1, holdout=0)
+    sparse.solve(StreamProblem(Stream.from_arrays(X_sparse, y_sparse), "logistic", lam_ratio=0.1))
+    assert sparse.state_.p == smidas.AUTO_P
+
+
 @pytest.mark.parametrize("name", list(ONLINE))
 def test_shuffle_follows_the_rate_and_is_seeded(text, name):
     """shuffle=None: on with a calibrated rate, off with schedule="paper" or a given rate (the

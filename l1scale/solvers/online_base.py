@@ -138,6 +138,7 @@ __all__ = [
     "OnlineSolver",
     "OnlineState",
     "RowScale",
+    "largest_row_norms",
     "prefetched",
     "score_example",
 ]
@@ -556,7 +557,7 @@ class OnlineSolver(Solver):
         import scipy.sparse as sp
 
         root = np.sqrt(D)
-        max_sq, max_p = _largest_norms(X @ sp.diags(root) if sp.issparse(X) else np.asarray(X) * root, p)
+        max_sq, max_p = largest_row_norms(X @ sp.diags(root) if sp.issparse(X) else np.asarray(X) * root, p)
         return RowScale(X.shape[0], max_sq, max_p if p is not None else np.nan)
 
     def _scan_for_rate(self, problem, state):
@@ -573,7 +574,7 @@ class OnlineSolver(Solver):
         for rows, y, s, _ in problem.chunks():
             X = _chunk_matrix(rows)
             feats.add(X)
-            chunk_sq, chunk_p = _largest_norms(X, p)
+            chunk_sq, chunk_p = largest_row_norms(X, p)
             n += y.shape[0]
             max_sq, max_p = max(max_sq, chunk_sq), max(max_p, chunk_p)
             taken = np.flatnonzero(rng.random(y.shape[0]) < q)
@@ -585,7 +586,7 @@ class OnlineSolver(Solver):
     def _rate_from_chunk(self, state, rows, y, s, *, kind, l1, l2, loss):
         """partial_fit with no rate yet: calibrate on (a sample of) this chunk."""
         X = _chunk_matrix(rows)
-        scale = RowScale(y.shape[0], *_largest_norms(X, self._norm_p(state)))
+        scale = RowScale(y.shape[0], *largest_row_norms(X, self._norm_p(state)))
         feats = FeatureStats.zeros(X.shape[1])
         feats.add(X)
         if y.shape[0] > CALIBRATION_ROWS:
@@ -1015,7 +1016,7 @@ def _chunk_matrix(rows):
     return sp.csr_matrix((rows.data, rows.indices, rows.indptr), shape=rows.shape)
 
 
-def _largest_norms(X, p=None):
+def largest_row_norms(X, p=None):
     """(max_i ||x_i||_2^2, max_i ||x_i||_p^2) over the rows of X (0 for no rows; the second
     0 without p); rows of 1e300 give an infinite scale (a rate of 0, then 1), not an error."""
     with np.errstate(over="ignore"):

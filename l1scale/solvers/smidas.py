@@ -5,8 +5,8 @@ It minimises the streamed problem of :class:`~l1scale.problems.StreamProblem`
     P(w, b) = (1/W) sum_i s_i loss(y_i, x_i . w + b) + lam ||w||_1
 
 (pure L1; the paper's form with m = n) by mirror descent with the p-norm link,
-p = 2 ln d (d >= 3; p = 2, plain truncated SGD, below; with calibrated rates min(2 ln d, 3),
-:func:`auto_p`), q = p / (p - 1). It keeps a dual
+p = 2 ln d (d >= 3; p = 2, plain truncated SGD, below; with calibrated rates
+min(2 ln d, max(3, 2 ln(k / n))), :func:`auto_p`), q = p / (p - 1). It keeps a dual
 vector theta in R^d; the weights are
 
     w = f^{-1}(theta),   w_j = sign(theta_j) |theta_j|^(p-1) / ||theta||_p^(p-2)   (w = 0 when theta = 0)
@@ -63,7 +63,7 @@ from numba import njit
 
 from ..exceptions import CheckpointError
 from ..losses import loss_derivative, loss_value
-from .online_base import STATS, Examples, OnlineSolver, OnlineState, score_example
+from .online_base import STATS, Examples, OnlineSolver, OnlineState, largest_row_norms, score_example
 
 __all__ = ["AUTO_P", "SMIDAS", "SMIDASState", "auto_p", "smidas_p"]
 
@@ -73,23 +73,29 @@ def smidas_p(n_features: int) -> float:
     return max(2.0, 2.0 * np.log(n_features)) if n_features >= 3 else 2.0
 
 
-#: ``schedule="auto"`` with no ``p`` given: the link's p is min(2 ln d, AUTO_P) (:func:`auto_p`).
+#: ``schedule="auto"`` with no ``p`` given: the least p of the link (:func:`auto_p`).
 AUTO_P = 3.0
 
 
-def auto_p(n_features: int) -> float:
-    """The link's p under calibrated rates: the paper's 2 ln d, but at most ``AUTO_P``.
+def auto_p(n_features: int, mean_row_nnz: float = 0.0, n_rows: int = 0) -> float:
+    """The link's p under calibrated rates: min(2 ln d, max(AUTO_P, 2 ln(k / n))), with k the
+    mean number of nonzeros of a row and n the rows (without them, min(2 ln d, AUTO_P)).
 
-    The paper's p = 2 ln d makes ||x||_p <= e^(1/2) ||x||_inf for any x in R^d, so that its
-    bound needs only the largest |x_ij|; but then w_j ~ |theta_j|^(p-1) (p - 1 = 19 on earn) moves
-    only the few largest coordinates of theta, and the many weights of a solution at small lam
-    are learned slowly. Measured over the 48 settings of benchmarks/results/stochastic_defaults.md
-    (50 passes, calibrated rates), p = 3 or 4 beats 2 ln d wherever the rows are sparse: text
-    at 0.01 lam_max 0.47 -> 0.032 relative suboptimality, w8a at 0.01 with intercept 0.43 ->
-    0.036, earn at 0.01 without intercept 2.3e-3 -> 7.7e-5. Where the rows are dense and the
-    solution small (arcene: 5,400 nonzeros a row, 100 rows) the paper's p does better at
-    0.1 lam_max (2.2e-2 against 0.15); there every p misses 1e-3."""
-    return min(smidas_p(n_features), AUTO_P)
+    The p-norm bound is (p - 1) ||x||_p^2 ||w*||_q^2 per step. The paper's p = 2 ln d makes
+    ||x||_p <= e^(1/2) ||x||_inf for any row, so that its bound needs only the largest |x_ij|; but
+    with w_j ~ |theta_j|^(p-1) (p - 1 = 19 on earn) only the largest few coordinates of theta
+    move, and the many weights of a solution at small lam are learned slowly. For a row of k
+    nonzeros and a solution of s, the bound is least near p = 2 ln(k / s); s is unknown before the
+    solve, but an L1 solution has at most n nonzeros, so p >= 2 ln(k / n): that is what the
+    paper's p is kept near on wide dense data with few rows (arcene: k = 5,400, n = 100, p = 8).
+    Measured over the 48 settings of benchmarks/results/stochastic_defaults.md (50 passes),
+    p = 3 or 4 beats 2 ln d wherever the rows are sparse: text at 0.01 lam_max 0.47 -> 0.032
+    relative suboptimality, w8a at 0.01 with intercept 0.43 -> 0.036, earn at 0.01 without
+    intercept 2.3e-3 -> 7.7e-5."""
+    p = AUTO_P
+    if n_rows > 0 and mean_row_nnz > n_rows:
+        p = max(p, 2.0 * np.log(mean_row_nnz / n_rows))
+    return min(smidas_p(n_features), p)
 
 
 @njit(cache=True, inline="always")
@@ -284,7 +290,8 @@ class SMIDAS(OnlineSolver):
         ``eta``, 0 with ``schedule="paper"``.
     p : float, optional
         The link's p (>= 2). Default: with calibrated rates (``schedule="auto"``, no ``eta``)
-        min(2 ln d, 3) (:func:`auto_p`); with the paper's rules or a given ``eta``, the paper's
+        min(2 ln d, max(3, 2 ln(k / n))), k the mean nonzeros of a row and n the rows, from the
+        rate's pass (:func:`auto_p`); with the paper's rules or a given ``eta``, the paper's
         2 ln d (2 when d < 3).
     **kw
         ``max_iter``, ``holdout``, ``n_iter_no_change``, ``compute_objective``, ``shuffle`` (take the
@@ -363,14 +370,28 @@ class SMIDAS(OnlineSolver):
         return trial
 
     def link_p(self, n_features: int) -> float:
-        """The link's p for ``n_features``: as given; else :func:`auto_p` with calibrated rates
-        (``schedule="auto"``, no ``eta``), the paper's 2 ln d with its rules or a given rate."""
+        """The link's p for ``n_features`` when the state is made: as given; else :func:`auto_p`
+        with calibrated rates (``schedule="auto"``, no ``eta``; the rate's pass then refines it
+        from the rows, :meth:`_choose_rates`), the paper's 2 ln d with its rules or a given rate."""
         if self.p is not None:
             return float(self.p)
         return auto_p(n_features) if self._auto_rate() else smidas_p(n_features)
 
     def new_state(self, n_features, fit_intercept) -> SMIDASState:
         return SMIDASState(n_features, fit_intercept, self.link_p(n_features), self.random_state)
+
+    def _choose_rates(self, state, X, y, s, scale, feats, *, loss, l1, l2):
+        """With no ``p`` given, the link's p from the rows the rate's pass read (:func:`auto_p`:
+        their mean nonzeros and number), then the rates calibrated in that geometry."""
+        if self.p is None and feats.rows > 0:
+            p = auto_p(state.n_features, float(feats.nnz.sum()) / feats.rows, feats.rows)
+            if p != state.p:
+                coef, b = state.coef, state.intercept  # a warm start's weights, kept
+                state.p = p
+                state.set_weights(coef, b)
+                if not self._preconditioned():  # else the preconditioning measures the sample in p
+                    scale = scale._replace(max_p_sq=largest_row_norms(X, p)[1])
+        super()._choose_rates(state, X, y, s, scale, feats, loss=loss, l1=l1, l2=l2)
 
     def _check_restored(self, state, saved):
         """The support list and its inverse, which the kernel indexes with, are consistent:
