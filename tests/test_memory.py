@@ -63,34 +63,42 @@ def test_accessors_give_the_same_products(X, fmt):
     Xd = X.astype(np.float32).astype(np.float64) if fmt == "float32" else X
     np.testing.assert_allclose(out_c, Xd.T @ v, rtol=1e-12)
     np.testing.assert_allclose(out_r, Xd @ w, rtol=1e-12)
-    # int32 indices where they fit (no copy of scipy's), int64 indptr
-    assert cols.indices.dtype == rows.indices.dtype == np.int32 and cols.indptr.dtype == np.int64
+    # int32 index arrays where they fit (no copy of scipy's), indices and indptr alike
+    assert cols.indices.dtype == rows.indices.dtype == cols.indptr.dtype == rows.indptr.dtype == np.int32
     assert cols.shape == rows.shape == X.shape
 
 
 @pytest.mark.parametrize("index", [np.int32, np.int64])
-def test_a_layout_takes_int32_or_int64_indices_as_they_are(X, index):
-    """A canonical CSC (CSR) matrix with float64 values is taken without a copy of its indices,
-    int32 (scipy's own choice below 2^31) or int64 alike, and gives the same products."""
+def test_a_layout_takes_int32_or_int64_index_arrays_as_they_are(X, index):
+    """A canonical CSC (CSR) matrix with float64 values is taken without a copy of its index
+    arrays, int32 (scipy's own choice below 2^31) or int64 alike, and gives the same products; a
+    matrix that mixes the two types gets one for both, as scipy needs."""
     v, w = np.arange(7.0), np.arange(5.0) - 2
     for make, layout, kernel, x, expected in (
         (sp.csc_matrix, as_columns, _column_dots, v, X.T @ v),
         (sp.csr_matrix, as_rows, _row_dots, w, X @ w),
     ):
         A = make(X)
-        A.indices = A.indices.astype(index)
+        A.indices, A.indptr = A.indices.astype(index), A.indptr.astype(index)
         got = layout(A)
-        assert got.indices is A.indices and got.data is A.data
+        assert got.indices is A.indices and got.indptr is A.indptr and got.data is A.data
         out = np.empty(expected.shape[0])
         kernel(*got.arrays, x, out)
         np.testing.assert_allclose(out, expected, rtol=1e-12)
+    A.indptr = A.indptr.astype(np.int64)
+    A.indices = A.indices.astype(np.int32)
+    mixed = as_rows(A)
+    assert mixed.indices.dtype == mixed.indptr.dtype == np.int64
+    M = column_matrix(A)  # through scipy's conversion, which picks one type itself
+    assert M.indices.dtype == M.indptr.dtype
+    np.testing.assert_array_equal(M.tocoo().toarray(), X)
 
 
 def test_index_dtype_is_int64_beyond_int32():
     assert index_dtype(2**31 - 1) == np.int32
-    assert index_dtype(2**31) == np.int64  # a position of 2^31 does not fit an int32
+    assert index_dtype(2**31) == np.int64  # a value of 2^31 does not fit an int32
     assert index_dtype(10, np.arange(3, dtype=np.int64)) == np.int64  # int64 given: no copy
-    assert index_dtype(10, np.arange(3, dtype=np.int16)) == np.int32
+    assert index_dtype(10, np.arange(3, dtype=np.int32), np.arange(3, dtype=np.int16)) == np.int32
 
 
 def test_duplicate_entries_are_summed_once():
@@ -106,7 +114,7 @@ def test_column_matrix_is_converted_once_and_shared(X, fmt):
     M = column_matrix(sp.csr_matrix(X) if fmt == "csr" else X)
     cols = as_columns(M)
     if fmt == "csr":
-        assert M.format == "csc" and M.indices.dtype == np.int32 and M.indptr.dtype == np.int64
+        assert M.format == "csc" and M.indices.dtype == M.indptr.dtype == np.int32
         assert cols.data is M.data and cols.indices is M.indices and cols.indptr is M.indptr
     else:
         assert M.flags.f_contiguous and np.shares_memory(cols.data, M)
@@ -144,7 +152,8 @@ def test_column_matrix_rows_is_the_column_matrix_of_those_rows(X, fmt, rows):
     assert getattr(sub, CHECKED_MARK, False) == (fmt != "dense")  # marks go on sparse matrices only
     if fmt != "dense":
         assert sub.format == "csc" and sub.has_canonical_format
-        assert sub.indices.dtype == M.indices.dtype == np.int32 and sub.indptr.dtype == np.int64
+        assert sub.indices.dtype == sub.indptr.dtype == M.indices.dtype == np.int32
+        sub.tocoo()  # scipy refuses index arrays of two types
         cols = as_columns(sub, checked=True)
         if sub.nnz:  # taken as is by the Problems of the fold
             assert np.shares_memory(cols.indices, sub.indices) and np.shares_memory(cols.data, sub.data)

@@ -13,11 +13,12 @@ already in the layout (canonical, float64 values, or a Fortran / C ordered float
 taken without a copy, so ``column_matrix`` converts X once for any number of
 :class:`~l1scale.problems.Problem` built on it (one-vs-rest, cross-validation folds, paths).
 
-Indices are int32 where they fit (:func:`index_dtype`: every position below 2^31, as scipy
-itself stores them) and int64 beyond: an int32 index array is taken as it is, with no int64
-copy (earn: 0.5 ms of a 17 ms fit; news20: 14 ms and 20 MB), and the kernels read 12
-bytes per stored value instead of 16. indptr is int64 (its d + 1 entries cost nothing to
-copy, and its values reach nnz). A kernel is compiled once per index type it meets.
+Index arrays are int32 where every value fits (:func:`index_dtype`: indices and ``indptr``
+below 2^31, as scipy itself stores them) and int64 beyond, or when given int64: scipy's int32
+arrays are taken as they are, with no int64 copy (earn: 0.5 ms of a 17 ms fit; news20: 14 ms
+and 20 MB), and the kernels read 12 bytes per stored value instead of 16. ``indices`` and
+``indptr`` always share one type: scipy's own routines (``tocoo``) refuse a matrix that mixes
+them, and each kernel is compiled once per type.
 
 The kernels here are ``nogil``: solves in threads (``n_jobs``) run them in parallel.
 """
@@ -58,7 +59,7 @@ class Matrix(NamedTuple):
         Nonzero values (sparse) or the raveled array (dense).
     indices : ndarray of int32 or int64 (:func:`index_dtype`)
         Row (column) index of each stored value; ``arange`` of the other dimension when dense.
-    indptr : ndarray of int64, shape (n_major + 1,)
+    indptr : ndarray of the type of ``indices``, shape (n_major + 1,)
         Start of each column (row) in ``data``.
     dense : bool
         Whether the layout is dense.
@@ -85,13 +86,13 @@ class Matrix(NamedTuple):
 _INT32_MAX = int(np.iinfo(np.int32).max)
 
 
-def index_dtype(n_minor: int, indices=None):
-    """The dtype of a layout's ``indices``: int32 when every index (below ``n_minor``) fits in
-    it and the given ``indices`` are not already int64 with values beyond, else int64. An int32
-    or int64 array that fits keeps its own type, so that it is taken without a copy."""
-    if indices is not None and indices.dtype == np.int64:
+def index_dtype(largest: int, *given):
+    """The type of a layout's ``indices`` and ``indptr``: int32 when ``largest`` (the largest
+    value they hold: the other dimension, or the number of stored values) fits in it and none of
+    the ``given`` arrays is int64 already (taken without a copy), else int64."""
+    if any(a.dtype == np.int64 for a in given) or largest > _INT32_MAX:
         return np.int64
-    return np.int32 if n_minor <= _INT32_MAX else np.int64
+    return np.int32
 
 
 def _as_sparse_layout(X, fmt: str, dtype, checked: bool) -> Matrix:
@@ -112,8 +113,9 @@ def _as_sparse_layout(X, fmt: str, dtype, checked: bool) -> Matrix:
     # Copies only what is not yet of the kernels' types: a canonical matrix of this
     # format with float64 values and int32 or int64 indices is taken as is.
     data = np.ascontiguousarray(X.data, dtype=dtype)
-    indices = np.ascontiguousarray(X.indices, dtype=index_dtype(X.shape[0 if fmt == "csc" else 1], X.indices))
-    indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
+    index = index_dtype(max(X.shape[0 if fmt == "csc" else 1], X.nnz), X.indices, X.indptr)
+    indices = np.ascontiguousarray(X.indices, dtype=index)
+    indptr = np.ascontiguousarray(X.indptr, dtype=index)
     return Matrix(data, indices, indptr, False, X.shape)
 
 
@@ -122,8 +124,9 @@ def _as_dense_layout(X, order: str, dtype) -> Matrix:
     # ravel; the shared arange stands in for the positions a sparse layout stores.
     X = np.asarray(X, dtype=dtype, order=order)
     n_major, n_minor = X.shape if order == "C" else X.shape[::-1]
-    indptr = np.arange(0, (n_major + 1) * n_minor, max(n_minor, 1), dtype=np.int64)[: n_major + 1]
-    return Matrix(X.ravel(order=order), np.arange(n_minor, dtype=index_dtype(n_minor)), indptr, True, X.shape)
+    index = index_dtype(n_major * n_minor)
+    indptr = np.arange(0, (n_major + 1) * n_minor, max(n_minor, 1), dtype=np.int64)[: n_major + 1].astype(index)
+    return Matrix(X.ravel(order=order), np.arange(n_minor, dtype=index), indptr, True, X.shape)
 
 
 def as_columns(X, dtype=np.float64, *, checked=False) -> Matrix:
@@ -203,7 +206,7 @@ def _rows_of_columns(data, indices, indptr, position):
     ``position[i]`` (increasing with i, so each column stays sorted): one pass to count each
     column's kept values, one to copy them."""
     d = indptr.shape[0] - 1
-    new_indptr = np.zeros(d + 1, dtype=np.int64)
+    new_indptr = np.zeros(d + 1, dtype=indptr.dtype)  # as X's: fewer values, the same type
     for j in range(d):
         kept = 0
         for p in range(indptr[j], indptr[j + 1]):
