@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import ndtri
 
-from ..data.memory import CHECKED_MARK, as_columns, column_dots_and_norms, matrix_of
+from ..data.memory import CHECKED_MARK, as_columns, column_dots_and_norms, matrix_of, repeated_columns
 from ..data.validation import check_sparse_structure
 from ..losses import get_loss, weighted_conjugate, weighted_conjugate_at, weighted_derivatives, weighted_value
 from ..penalties import Regularization
@@ -289,6 +289,16 @@ class Problem(InMemoryProblemBase):
             self._derived["null_gradient"] = dots
             self._derived.setdefault("column_norms", norms)
         return self._derived["null_gradient"]
+
+    def repeated_columns(self):
+        """For each column, the lowest index of a column that likely repeats it, or None
+        (:func:`l1scale.data.memory.repeated_columns`, sketched from the null model's gradient and
+        the column norms, each summed in one order); computed once."""
+        if "repeated_columns" not in self._derived:
+            self._derived["repeated_columns"] = repeated_columns(
+                self.columns, self.null_gradient(), self.column_norms()
+            )
+        return self._derived["repeated_columns"]
 
     def null_intercept(self) -> float:
         """b0: the optimal intercept of the null model w = 0 (0 without an intercept), computed once."""
