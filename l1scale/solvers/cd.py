@@ -264,16 +264,7 @@ class CoordinateDescent(Solver):
         kernels.seed(0 if self.random_state is None else int(self.random_state) % (2**32))
         rep = self._distinct_columns(problem)
         pt = _Iterate(problem, _folded(coef_init, rep), intercept_init)
-        result = self._solve(problem, pt, timer, compile_seconds, gradient_init, _repeats(rep))[0]
-        while rep is not None:
-            uncovered = _uncovered(problem, result, rep)
-            if uncovered.shape[0] == 0:
-                break
-            # Columns of one sketch that differ, and the certificate does not cover: back in play.
-            rep = rep.copy()
-            rep[uncovered] = uncovered
-            # From a full pass (the loss gradient is not known on the columns put back).
-            result = self._solve(problem, pt, timer, compile_seconds, None, _repeats(rep))[0]
+        result, _, _, rep = self._solve_covered(problem, pt, timer, compile_seconds, gradient_init, None, None, rep)
         return _with_repeats(result, rep)
 
     def solve_path(self, problem, lams, coef_init=None, intercept_init=None):
@@ -298,7 +289,6 @@ class CoordinateDescent(Solver):
         compile_seconds = _warm_up()
         kernels.seed(0 if self.random_state is None else int(self.random_state) % (2**32))
         rep = self._distinct_columns(problem)
-        repeats = _repeats(rep)
         pt = _Iterate(problem.with_lam(float(lams[0])), _folded(coef_init, rep), intercept_init)
         carried = SequentialScreening(problem) if self.screening and problem.loss.has_conjugate else None
         gradient, previous_l1 = None, None
@@ -311,23 +301,10 @@ class CoordinateDescent(Solver):
                 screened = carried.screen(lam_problem, pt.w, pt.b, pt.z, pt.objective)
             if gradient is None and coef_init is None and self.working_set:
                 gradient = problem.null_gradient()
-            left_out = screened if repeats is None else repeats if screened is None else screened | repeats
-            result, kept, residual_dual = self._solve(
-                lam_problem, pt, timer, compile_seconds, gradient, left_out, previous_l1
+            # A repeat put back in play stays in play for the rest of the path.
+            result, kept, residual_dual, rep = self._solve_covered(
+                lam_problem, pt, timer, compile_seconds, gradient, screened, previous_l1, rep
             )
-            while rep is not None:
-                uncovered = _uncovered(lam_problem, result, rep)
-                if uncovered.shape[0] == 0:
-                    break
-                # Columns of one sketch that differ, and the certificate does not cover: back in
-                # play for the rest of the path.
-                rep = rep.copy()
-                rep[uncovered] = uncovered
-                repeats = _repeats(rep)
-                left_out = repeats if screened is None else screened | repeats
-                result, kept, residual_dual = self._solve(
-                    lam_problem, pt, timer, compile_seconds, None, left_out, previous_l1
-                )
             previous_l1 = lam_problem.penalty.l1
             compile_seconds = 0.0
             result.coef = result.coef.copy()  # the iterate goes on to the next lam
@@ -337,6 +314,24 @@ class CoordinateDescent(Solver):
                 )
             gradient = result.loss_gradient
             yield _with_repeats(result, rep)
+
+    def _solve_covered(self, problem, pt, timer, compile_seconds, gradient_init, screened, previous_l1, rep):
+        """:meth:`_solve` with the repeats of ``rep`` left out as well as the ``screened`` features,
+        then checked against the certificate (``_uncovered``); a repeat it does not cover (two
+        columns of one sketch that differ) is put back in play and the solve goes on, from a full
+        pass (the loss gradient is not known on it). Returns (result, kept, residual dual, rep)."""
+        while True:
+            repeats = _repeats(rep)
+            left_out = screened if repeats is None else repeats if screened is None else screened | repeats
+            result, kept, residual_dual = self._solve(
+                problem, pt, timer, compile_seconds, gradient_init, left_out, previous_l1
+            )
+            uncovered = np.empty(0, dtype=np.int64) if rep is None else _uncovered(problem, result, rep)
+            if uncovered.shape[0] == 0:
+                return result, kept, residual_dual, rep
+            rep = rep.copy()
+            rep[uncovered] = uncovered
+            gradient_init = None
 
     def _solve(self, problem, pt, timer, compile_seconds, gradient_init, screened=None, previous_l1=None):
         n, d = problem.n_samples, problem.n_features
