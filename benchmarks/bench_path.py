@@ -416,6 +416,8 @@ def write_markdown(path, blob):
                 cells.append(fmt_ratio(r["ratio"].get(key), RATIO_GOAL if key == KEYS[0] else None))
             L.append("| " + " | ".join(cells) + " |")
         L.append("")
+        for ds, origin in meta.get("paths_kept", {}).items():  # a run of other data sets kept these
+            L.append(f"({ds}: from {origin}.)\n")
     if njobs:
         L.append("## n_jobs speed-ups\n")
         if meta.get("njobs_from"):  # a paths-only run that kept an earlier run's n_jobs figures
@@ -553,14 +555,24 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def _carry_previous(previous_json, blob, parts):
+def _carry_previous(previous_json, blob, parts, datasets):
     """A run of some parts keeps the other parts' figures from the previous result file (the page
-    says which run they are from), so that the page always shows both the paths and n_jobs.
-    Called before the run writes anything (each dataset's results are written as they come)."""
+    says which run they are from), so that the page always shows both the paths and n_jobs; a
+    run of the paths on some data sets keeps the other data sets' paths alike (``paths_kept``:
+    data set -> the run they are from). Called before the run writes anything (each dataset's
+    results are written as they come)."""
     if not previous_json.exists():
         return
     previous = json.loads(previous_json.read_text())
     origin = previous.get("meta", {})
+    if "path" in parts:
+        kept = origin.get("paths_kept", {})
+        for ds, result in (previous.get("paths") or {}).items():
+            if ds not in datasets:
+                blob["paths"][ds] = result
+                blob["meta"].setdefault("paths_kept", {})[ds] = (
+                    kept.get(ds) or origin.get("paths_from") or (f"the run of {origin.get('date', '?')}")
+                )
     for part, key, note in (("path", "paths", "paths_from"), ("njobs", "njobs", "njobs_from")):
         if part in parts or not previous.get(key):
             continue
@@ -604,7 +616,7 @@ def main(argv=None):
     }
     meta["l1scale_compile"] = l1scale_warm_up()
     blob = {"meta": meta, "paths": {}, "njobs": None}
-    _carry_previous(out_dir / f"{stem}.json", blob, parts)
+    _carry_previous(out_dir / f"{stem}.json", blob, parts, datasets)
     t_all = time.perf_counter()
 
     def dump():
