@@ -60,6 +60,7 @@ the objective stops moving and at the end, so that the returned objective is exa
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, fields
+from typing import NamedTuple
 
 import numpy as np
 
@@ -262,10 +263,12 @@ class CoordinateDescent(Solver):
             # pass as the column norms (and shared with lam_max): no separate first pass.
             gradient_init = problem.null_gradient()
         kernels.seed(0 if self.random_state is None else int(self.random_state) % (2**32))
-        rep = self._distinct_columns(problem)
-        pt = _Iterate(problem, _folded(coef_init, rep), intercept_init)
-        result, _, _, rep = self._solve_covered(problem, pt, timer, compile_seconds, gradient_init, None, None, rep)
-        return _with_repeats(result, rep)
+        repeats = _Repeats.of(self._distinct_columns(problem))
+        pt = _Iterate(problem, _folded(coef_init, repeats), intercept_init)
+        result, _, _, repeats = self._solve_covered(
+            problem, pt, timer, compile_seconds, gradient_init, None, None, repeats
+        )
+        return _with_repeats(result, repeats)
 
     def solve_path(self, problem, lams, coef_init=None, intercept_init=None):
         """Solve at each lam of a decreasing sequence, each from the last solution: yields one Result
@@ -288,8 +291,8 @@ class CoordinateDescent(Solver):
         self.check_problem(problem)
         compile_seconds = _warm_up()
         kernels.seed(0 if self.random_state is None else int(self.random_state) % (2**32))
-        rep = self._distinct_columns(problem)
-        pt = _Iterate(problem.with_lam(float(lams[0])), _folded(coef_init, rep), intercept_init)
+        repeats = _Repeats.of(self._distinct_columns(problem))
+        pt = _Iterate(problem.with_lam(float(lams[0])), _folded(coef_init, repeats), intercept_init)
         carried = SequentialScreening(problem) if self.screening and problem.loss.has_conjugate else None
         gradient, previous_l1 = None, None
         for lam in lams:
@@ -302,8 +305,8 @@ class CoordinateDescent(Solver):
             if gradient is None and coef_init is None and self.working_set:
                 gradient = problem.null_gradient()
             # A repeat put back in play stays in play for the rest of the path.
-            result, kept, residual_dual, rep = self._solve_covered(
-                lam_problem, pt, timer, compile_seconds, gradient, screened, previous_l1, rep
+            result, kept, residual_dual, repeats = self._solve_covered(
+                lam_problem, pt, timer, compile_seconds, gradient, screened, previous_l1, repeats
             )
             previous_l1 = lam_problem.penalty.l1
             compile_seconds = 0.0
@@ -313,24 +316,25 @@ class CoordinateDescent(Solver):
                     lam_problem, pt.w, pt.b, pt.z, pt.objective, pt.r, result.loss_gradient, kept, residual_dual
                 )
             gradient = result.loss_gradient
-            yield _with_repeats(result, rep)
+            yield _with_repeats(result, repeats)
 
-    def _solve_covered(self, problem, pt, timer, compile_seconds, gradient_init, screened, previous_l1, rep):
-        """:meth:`_solve` with the repeats of ``rep`` left out as well as the ``screened`` features,
-        then checked against the certificate (``_uncovered``); a repeat it does not cover (two
-        columns of one sketch that differ) is put back in play and the solve goes on, from a full
-        pass (the loss gradient is not known on it). Returns (result, kept, residual dual, rep)."""
+    def _solve_covered(self, problem, pt, timer, compile_seconds, gradient_init, screened, previous_l1, repeats):
+        """:meth:`_solve` with the ``repeats`` (a :class:`_Repeats`, or None) left out as well as the
+        ``screened`` features, then checked against the certificate (``_uncovered``); a repeat it does
+        not cover (two columns of one sketch that differ) is put back in play and the solve goes on,
+        from a full pass (the loss gradient is not known on it). Returns (result, kept, residual
+        dual, the repeats still left out)."""
         while True:
-            repeats = _repeats(rep)
-            left_out = screened if repeats is None else repeats if screened is None else screened | repeats
+            left_out = screened
+            if repeats is not None:
+                left_out = repeats.mask if screened is None else screened | repeats.mask
             result, kept, residual_dual = self._solve(
                 problem, pt, timer, compile_seconds, gradient_init, left_out, previous_l1
             )
-            uncovered = np.empty(0, dtype=np.int64) if rep is None else _uncovered(problem, result, rep)
+            uncovered = np.empty(0, dtype=np.int64) if repeats is None else _uncovered(problem, result, repeats)
             if uncovered.shape[0] == 0:
-                return result, kept, residual_dual, rep
-            rep = rep.copy()
-            rep[uncovered] = uncovered
+                return result, kept, residual_dual, repeats
+            repeats = repeats.put_back(uncovered)
             gradient_init = None
 
     def _solve(self, problem, pt, timer, compile_seconds, gradient_init, screened=None, previous_l1=None):
@@ -698,52 +702,71 @@ class CoordinateDescent(Solver):
         return None, 0.0, 0.0
 
 
-def _repeats(rep):
-    """The columns that repeat an earlier one (a boolean mask), or None."""
-    return None if rep is None else rep != np.arange(rep.shape[0])
+class _Repeats(NamedTuple):
+    """The repeated columns a solve leaves out, derived once from the representatives ``rep``
+    (``Problem.repeated_columns``): the repeats' indices, their mask (what a solve leaves out),
+    and the columns the coverage check reads (repeats and representatives, in increasing order:
+    read as they lie in memory)."""
+
+    rep: np.ndarray
+    index: np.ndarray
+    mask: np.ndarray
+    checked: np.ndarray
+
+    @classmethod
+    def of(cls, rep):
+        """None for None (no repeats)."""
+        if rep is None:
+            return None
+        mask = rep != np.arange(rep.shape[0])
+        index = np.flatnonzero(mask)
+        read = mask.copy()
+        read[rep[index]] = True
+        return cls(rep, index, mask, np.flatnonzero(read))
+
+    def put_back(self, columns):
+        """The same with ``columns`` in play again (their own representatives)."""
+        rep = self.rep.copy()
+        rep[columns] = columns
+        return _Repeats.of(rep)
 
 
-def _folded(coef, rep):
+def _folded(coef, repeats):
     """A start with each repeated column's weight moved onto its representative: the same margins,
     and a penalty no larger (the solve keeps repeats at zero)."""
-    if coef is None or rep is None:
+    if coef is None or repeats is None:
         return coef
-    w = np.array(coef, dtype=np.float64).reshape(rep.shape[0])
-    moved = np.flatnonzero((rep != np.arange(rep.shape[0])) & (w != 0.0))
+    w = np.array(coef, dtype=np.float64).reshape(repeats.rep.shape[0])
+    moved = repeats.index[w[repeats.index] != 0.0]
     if moved.shape[0]:
-        np.add.at(w, rep[moved], w[moved])
+        np.add.at(w, repeats.rep[moved], w[moved])
         w[moved] = 0.0
     return w
 
 
-def _uncovered(problem, result, rep):
+def _uncovered(problem, result, repeats):
     """The left-out repeats that the result's certificate does not cover: those whose correlation
     with its dual point (``Result.dual_point``; the residual at the returned point for a KKT
     certificate) exceeds their representative's in absolute value. A repeat covered so is dual
     feasible wherever its representative is (and meets the KKT conditions at zero as well as it
     does), equal column or not; equal columns give equal sums to the bit. One read of the
-    repeats' columns and their representatives'."""
-    is_repeat = rep != np.arange(rep.shape[0])
-    repeats = np.flatnonzero(is_repeat)
+    repeats' columns and their representatives' (news20: 254k repeats)."""
     if result.dual_point is not None:
         v = problem.c * result.dual_point
     else:
         z = problem.margins(result.coef, result.intercept)
         v = problem.c * problem.loss.derivative(problem.y, z)
-    read = is_repeat.copy()
-    read[rep[repeats]] = True
-    g = np.zeros(rep.shape[0])
-    # In increasing order: the columns are read as they lie in memory (news20: 254k repeats).
-    kernels.check_pass(*problem.columns.arrays, np.flatnonzero(read), v, result.coef, problem.penalty.l1, 0.0, g)
-    return repeats[np.abs(g[repeats]) > np.abs(g[rep[repeats]])]
+    g = np.zeros(repeats.rep.shape[0])
+    kernels.check_pass(*problem.columns.arrays, repeats.checked, v, result.coef, problem.penalty.l1, 0.0, g)
+    index = repeats.index
+    return index[np.abs(g[index]) > np.abs(g[repeats.rep[index]])]
 
 
-def _with_repeats(result, rep):
+def _with_repeats(result, repeats):
     """The Result of a solve over the representatives, with the repeats' loss gradient (their
     representatives') filled in; their weights are zero."""
-    if rep is not None and result.loss_gradient is not None:
-        repeats = np.flatnonzero(rep != np.arange(rep.shape[0]))
-        result.loss_gradient[repeats] = result.loss_gradient[rep[repeats]]
+    if repeats is not None and result.loss_gradient is not None:
+        result.loss_gradient[repeats.index] = result.loss_gradient[repeats.rep[repeats.index]]
     return result
 
 
