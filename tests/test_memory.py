@@ -94,6 +94,47 @@ def test_a_layout_takes_int32_or_int64_index_arrays_as_they_are(X, index):
     np.testing.assert_array_equal(M.tocoo().toarray(), X)
 
 
+@pytest.mark.parametrize("source", ["csr", "csc"])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_the_other_layout_is_scipys_conversion_in_int32_arrays(source, index, dtype):
+    """CSR -> CSC (CSC -> CSR) of a canonical matrix, by the library's own scatter: the arrays
+    of scipy's conversion, values as float64, index arrays int32 even from int64 ones (the
+    conversion copies them anyway); an empty row and an empty column included."""
+    rng = np.random.default_rng(3)
+    A = sp.random(60, 45, density=0.15, format=source, random_state=4)
+    A.data = (A.data * 100 - 50).astype(dtype)
+    A = A.tolil()
+    A[5, :] = 0
+    A[:, 7] = 0
+    A = A.asformat(source)
+    A.eliminate_zeros()
+    A.indices, A.indptr = A.indices.astype(index), A.indptr.astype(index)
+    assert A.has_canonical_format
+    layout, expected = (as_columns, A.tocsc()) if source == "csr" else (as_rows, A.tocsr())
+    got = layout(A)
+    assert got.indices.dtype == got.indptr.dtype == np.int32 and got.data.dtype == np.float64
+    np.testing.assert_array_equal(got.indptr, expected.indptr)
+    np.testing.assert_array_equal(got.indices, expected.indices)
+    np.testing.assert_array_equal(got.data, expected.data.astype(np.float64))
+    v = rng.normal(size=A.shape[0] if source == "csr" else A.shape[1])
+    out = np.empty(A.shape[1] if source == "csr" else A.shape[0])
+    (_column_dots if source == "csr" else _row_dots)(*got.arrays, v, out)
+    np.testing.assert_allclose(out, (A.T if source == "csr" else A) @ v, rtol=1e-12)
+
+
+@pytest.mark.parametrize("make", [sp.csr_matrix, sp.csc_matrix])
+def test_a_matrix_without_values_or_out_of_order_converts(make):
+    """No stored value, or indices out of order (not canonical: scipy's conversion sorts them)."""
+    empty = as_columns(make((4, 3)))
+    assert empty.nnz == 0 and empty.indptr.tolist() == [0, 0, 0, 0]
+    A = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([2, 0, 1]), np.array([0, 2, 3])), shape=(2, 3))
+    assert not A.has_sorted_indices
+    cols = as_columns(A)
+    assert cols.indptr.tolist() == [0, 1, 2, 3] and cols.indices.tolist() == [0, 1, 0]
+    assert cols.data.tolist() == [2.0, 3.0, 1.0]
+
+
 def test_index_dtype_is_int64_beyond_int32():
     assert index_dtype(2**31 - 1) == np.int32
     assert index_dtype(2**31) == np.int64  # a value of 2^31 does not fit an int32

@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
+from ._transpose import transposed_arrays
 from .validation import check_sparse_structure
 
 __all__ = [
@@ -100,14 +101,16 @@ def _as_sparse_layout(X, fmt: str, dtype, checked: bool) -> Matrix:
     # Before scipy's conversion, which trusts the index arrays as the kernels do.
     if not checked:
         check_sparse_structure(X)
-    # A CSR <-> CSC conversion of a canonical matrix is canonical (scipy's transpose writes each
-    # row's entries in order); say so, rather than have scipy scan the new arrays to find out.
     # The check above (or the caller's) has set the flag of a canonical X without a scan.
     canonical = X.format in ("csr", "csc") and X.has_canonical_format
-    converted = X.asformat(fmt, copy=False)
-    if converted is not X and canonical:
-        converted.has_canonical_format = True
-    X = converted
+    if canonical and X.format != fmt and X.dtype.kind in "biuf":
+        # A CSR <-> CSC conversion of a canonical matrix, by our own scatter (canonical too),
+        # into int32 index arrays wherever they fit (``_transpose``: 2x scipy's on int64 input).
+        n_major, n_minor = X.shape if X.format == "csr" else X.shape[::-1]
+        index = index_dtype(max(n_major, X.nnz))
+        data, indices, indptr = transposed_arrays(X.data, X.indices, X.indptr, n_minor, dtype, index)
+        return Matrix(data, indices, indptr, False, X.shape)
+    X = X.asformat(fmt, copy=False)
     if not X.has_canonical_format:
         X = X.copy()  # never sort or merge the caller's matrix in place
         X.sum_duplicates()
