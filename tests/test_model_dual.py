@@ -70,10 +70,10 @@ def test_a_model_close_to_its_optimum_is_solved_on_to_dual_tol(fit_intercept, gr
         model = kernels.QuadraticModel(g, H, w, wpd, xTd, D, g_b)
         loose = 0.3 * float(np.abs(g).sum())  # the forcing tolerance stops the plain solve early
         settings = kernels.InnerSettings(
-            lam1, 0.0, fit_intercept, loose, 20_000, gram_max > 0, gram_max, dual_decrease, dual_tol
+            lam1, 0.0, fit_intercept, loose, 20_000, np.inf if gram_max > 0 else 0.0, gram_max, dual_decrease, dual_tol
         )
         d_b, sweeps, _, used_gram, tight = kernels.newton_direction(*arrays, np.arange(d), d, model, settings)
-        assert used_gram == (gram_max > 0)
+        assert (used_gram > 0.0) == (gram_max > 0)
         out[dual_decrease] = (tight, _model_kkt(X, g, D, w, wpd, d_b, g_b, lam1, fit_intercept), sweeps)
         values[dual_decrease] = _model_value(X, g, D, w, wpd, d_b, g_b, lam1, fit_intercept)
         np.testing.assert_allclose(xTd, X @ (wpd - w) + (d_b if fit_intercept else 0.0), atol=1e-12)
@@ -105,7 +105,9 @@ def test_a_singular_model_is_solved_by_descents_on_its_faces(seed):
         wpd, xTd = w.copy(), np.zeros(n)
         kernels.seed(0)
         model = kernels.QuadraticModel(g, H, w, wpd, xTd, D, g_b)
-        settings = kernels.InnerSettings(lam1, 0.0, True, 1e-9 * lam1, 5000, gram_max > 0, gram_max, 0.0, 0.0)
+        settings = kernels.InnerSettings(
+            lam1, 0.0, True, 1e-9 * lam1, 5000, np.inf if gram_max > 0 else 0.0, gram_max, 0.0, 0.0
+        )
         d_b, sweeps, _, _, _ = kernels.newton_direction(*arrays, np.arange(d), d, model, settings)
         value = _model_value(X, g, D, w, wpd, d_b, g_b, lam1, True)
         solved[gram_max] = (sweeps, _model_kkt(X, g, D, w, wpd, d_b, g_b, lam1, True), value)

@@ -482,7 +482,8 @@ class QuadraticModel(NamedTuple):
 class InnerSettings(NamedTuple):
     """How :func:`newton_direction` solves the model: the penalty (lam1, lam2), whether the
     intercept moves, the stopping sum of violations and sweep cap, the Gram-matrix choice
-    (``gram_first``: build it at once; ``gram_max``: the largest model solved on it), and when
+    (``gram_first``: the price of the last model's, when it needed one, else 0; ``gram_max``:
+    the largest model solved on it), and when
     to solve the model on to ``dual_tol`` for its dual point: once the model predicts a
     decrease of P of at most ``dual_decrease`` (0: never), until its largest violation is
     at most ``dual_tol``."""
@@ -492,7 +493,7 @@ class InnerSettings(NamedTuple):
     fit_intercept: bool
     inner_tol: float
     max_inner: int
-    gram_first: bool
+    gram_first: float
     gram_max: int
     dual_decrease: float = 0.0
     dual_tol: float = 0.0
@@ -514,6 +515,11 @@ TIGHT_CAP_MIN, TIGHT_CAP_FACTOR = 20, 2
 # mnist10k, earn and news20 unchanged.
 FACE_AFTER, FACE_SOLVES = 10, 8
 
+# After a model solved on its Gram matrix, the next one's is built at once when it costs at most
+# this many times as much (else rent-or-buy decides). Measured, earn at 0.1 lam_max: 18 -> 15 ms
+# per solve (a 100-column Gram matrix no longer bought for a 5-sweep model).
+GRAM_REUSE = 8.0
+
 
 @njit(cache=True, nogil=True)
 def newton_direction(data, indices, indptr, dense, active, m_outer, model, settings):
@@ -527,9 +533,9 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     goes on from where it is on its Gram matrix (:func:`model_gram`) when a sweep costs less
     there (O(1) to check a coordinate and O(m_outer) to move it, against the column's
     nonzeros twice) and the sweeps so far have read as many nonzeros as building it costs
-    (rent-or-buy: never much more than the better of the two). ``gram_first`` builds it
-    at once (the last model needed it); ``gram_max`` bounds m_outer for it (memory
-    (m_outer + 1)^2 floats). There, a model still unsolved after ``FACE_AFTER`` sweeps gets
+    (rent-or-buy: never much more than the better of the two). After a model that needed
+    it, it is built at once when it costs at most ``GRAM_REUSE`` times that model's
+    (``gram_first``). ``gram_max`` bounds m_outer for it (memory (m_outer + 1)^2 floats). There, a model still unsolved after ``FACE_AFTER`` sweeps gets
     active-set descents on its faces (:func:`gram_face_descent`) whenever the sweeps since the
     last one cost as much as its linear solve.
     With ``dual_decrease`` > 0, a model whose minimiser (at inner_tol) lowers P by at most
@@ -540,8 +546,9 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     within ``TIGHT_CAP_MIN + TIGHT_CAP_FACTOR`` times its sweeps gives no dual point, but its
     better solution is kept (a more exact Newton step: on dense correlated data that alone
     saves outer iterations).
-    Returns (d_b, sweeps, work: nonzeros read plus the Gram matrix's multiply-adds, whether
-    the Gram matrix was used, whether the model was solved on to dual_tol).
+    Returns (d_b, sweeps, work: nonzeros read plus the Gram matrix's multiply-adds, the
+    price of the Gram matrix when it was used (0: not used), whether the model was solved on
+    to dual_tol).
     """
     g, H, w, wpd, xTd, D, g_b = model
     lam1, lam2, fit_intercept, inner_tol, max_inner, gram_first, gram_max, dual_decrease, dual_tol = settings
@@ -555,15 +562,21 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     nnz_cols, build_at = -1, np.inf  # nonzeros in the columns; sweep reads at which the Gram matrix pays
     Q, Qd, local = np.empty((0, 0)), np.empty(0), np.empty(0, dtype=np.int64)
     use_gram, sweep_reads, moves, gram_work = False, 0, 0, 0.0
-    gram_sweeps, work_since = 0, 0.0
+    gram_sweeps, work_since, buy_now, price = 0, 0.0, False, 0.0
     while sweeps < max_inner:
-        if gram_allowed and not use_gram and (gram_first or sweeps >= 2):
+        if gram_allowed and not use_gram and (gram_first > 0.0 or sweeps >= 2):
             if nnz_cols < 0:
                 counts = np.empty(n, dtype=np.int64)
                 nnz_cols, gram_work = gram_cost(data, indices, indptr, dense, active, m_outer, counts)
                 reads += nnz_cols
-                build_at = 0.0 if gram_first else nnz_cols + gram_work + (m_outer + 1) ** 2
-            if reads >= build_at and (gram_first or m_outer + moves * (m_outer + 1) < 0.5 * sweep_reads):
+                price = nnz_cols + gram_work + (m_outer + 1) ** 2
+                # Bought at once when it costs at most a few times the last model's, which
+                # needed it: the next model is likely as ill-conditioned. Not a Gram matrix many
+                # times dearer (earn at 0.1 lam_max: after an 8-column model's, a 100-column one
+                # of frequent words costing 15 sweeps, for a model CD solves in 5).
+                buy_now = price <= GRAM_REUSE * gram_first
+                build_at = 0.0 if buy_now else price
+            if reads >= build_at and (buy_now or m_outer + moves * (m_outer + 1) < 0.5 * sweep_reads):
                 Q = model_gram(data, indices, indptr, dense, active, m_outer, D, counts, fit_intercept)
                 reads += nnz_cols + int(gram_work)
                 dvec = np.zeros(Q.shape[0])
@@ -659,7 +672,7 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
             dj = wpd[j] - w[j]
             if dj != 0.0:
                 reads += column_axpy(data, indices, indptr, dense, j, dj, xTd)
-    return d_b, sweeps, reads, use_gram, tight
+    return d_b, sweeps, reads, price if use_gram else 0.0, tight
 
 
 @njit(cache=True, nogil=True)
@@ -901,7 +914,7 @@ def warm_up():
     outer_pass(data, idx, ptr, False, ws, v2, v2, v1, 0.1, 0.0, 0.0, v1.copy(), v1.copy(), ws.copy())
     check_pass(data, idx, ptr, False, ws, v2, v1, 0.1, 0.0, v1.copy())
     support_margins(data, idx, ptr, False, v1, 0.0, v2.copy())
-    for gram_first in (False, True):
+    for gram_first in (0.0, np.inf):
         model = QuadraticModel(v1, np.ones(1), v1, v1.copy(), np.zeros(2), v2, 0.0)
         newton_direction(
             data, idx, ptr, False, ws.copy(), 1, model, InnerSettings(0.1, 0.0, True, 1.0, 3, gram_first, 10)

@@ -528,14 +528,15 @@ class CoordinateDescent(Solver):
                 fit_intercept,
                 min(st.inner_eps * st.vsum_init, self.forcing * vsum),
                 self.max_inner,
-                bool(st.gram_first),
+                st.gram_first,
                 self.gram_max,
                 # Only for a model over every feature in play: in a working set's, the
                 # features left out may violate at its dual point (the round's end checks).
                 *model_dual.inner_settings(problem, dual.has_dual and everything, objective),
             )
-            d_b, sweeps, inner_reads, used_gram, tight = kernels.newton_direction(*arrays, active, m, model, inner)
-            st.gram_first = used_gram  # an ill-conditioned model: the next one likely is too
+            d_b, sweeps, inner_reads, gram_price, tight = kernels.newton_direction(*arrays, active, m, model, inner)
+            used_gram = gram_price > 0.0
+            st.gram_first = gram_price  # an ill-conditioned model: the next one likely is too
             pt.reads += inner_reads
             if self.verbose > 1:
                 print(f"   CD on the model: {m} coordinates, {sweeps} sweeps{' (Gram)' if used_gram else ''}")
@@ -797,7 +798,7 @@ class _Loop:
     last_gap: float = np.inf
     full_newton_step: bool = True  # the last support-Newton step was not cut short
     stall_cert: float = np.inf
-    gram_first: bool = False  # the last model was solved on its Gram matrix
+    gram_first: float = 0.0  # the price of the last model's Gram matrix, when it was solved on one
     cg_capped: bool = False  # the last support-Newton CG solve stopped at its cap of products
 
     def checkpoint_entries(self) -> dict:
