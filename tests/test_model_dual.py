@@ -116,6 +116,33 @@ def test_a_singular_model_is_solved_by_descents_on_its_faces(seed):
     assert value <= solved[0][2] + 1e-15  # no worse than 5,000 plain sweeps' solution
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_singular_model_solved_on_for_its_dual_point_gets_face_descents(seed):
+    """A model solved on for its dual point (tight) on one-hot blocks beside the intercept: its
+    sweeps skip shrunk coordinates, and the Gram matrix's linear solves and face descents must act
+    then too, or CD crawls along the flat direction until the tight solve's sweep cap (a9a at 0.001
+    lam_max) and the model gives no dual point."""
+    X, _ = _one_hot(n=2000, blocks=(5, 7, 4), seed=seed)
+    n, d = X.shape
+    rng = np.random.default_rng(seed)
+    D = rng.uniform(0.05, 0.25, size=n) / n
+    r = rng.normal(size=n) / n
+    g = X.T @ r
+    H = (X * X).T @ D + kernels.NU
+    g_b = float(r.sum())
+    lam1 = 0.02 * float(np.abs(g).max())
+    w, arrays = np.zeros(d), as_columns(X).arrays
+    dual_tol = 1e-6 * lam1
+    wpd, xTd = w.copy(), np.zeros(n)
+    kernels.seed(0)
+    model = kernels.QuadraticModel(g, H, w, wpd, xTd, D, g_b)
+    loose = 0.3 * float(np.abs(g).sum())  # tight from the first solve on: any decrease is small enough
+    settings = kernels.InnerSettings(lam1, 0.0, True, loose, 5000, np.inf, 10_000, np.inf, dual_tol)
+    d_b, sweeps, _, used_gram, tight = kernels.newton_direction(*arrays, np.arange(d), d, model, settings)
+    assert used_gram > 0.0 and tight
+    assert _model_kkt(X, g, D, w, wpd, d_b, g_b, lam1, True) <= 1.01 * dual_tol + 1e-15
+
+
 def test_a_face_step_on_a_flat_direction_lands_a_weight_on_zero():
     """On a singular face the linear solve's direction runs along the flat direction; the step
     stops at the first zero crossing, with that weight exactly zero, and lowers the model."""
