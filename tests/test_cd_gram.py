@@ -94,6 +94,43 @@ def test_the_model_solved_on_its_gram_matrix_has_the_same_minimiser(fit_intercep
         np.testing.assert_allclose(xTd, X @ (wpd - w) + d_b, rtol=0, atol=1e-12)
 
 
+def test_a_gram_matrix_is_bought_at_once_only_when_it_costs_at_most_gram_reuse_times_the_last():
+    """After a model that needed its Gram matrix (``gram_first``: that matrix's price), the next
+    model's is built at once only when it costs at most GRAM_REUSE times as much; else
+    rent-or-buy decides, and a well-conditioned model that CD solves in a few sweeps never buys
+    it. The minimiser is the same either way."""
+    rng = np.random.default_rng(8)
+    n, d = 400, 60
+    # Long rows: the Gram matrix costs about 30 sweeps, so rent-or-buy alone never buys it for
+    # a model of independent columns that CD solves in a few.
+    X = sp.csc_matrix(rng.normal(size=(n, d)))
+    arrays = as_columns(X).arrays
+    D = rng.uniform(0.05, 0.25, size=n) / n
+    r = rng.normal(size=n) / n
+    g = X.T @ r
+    H = X.multiply(X).T @ D + kernels.NU
+    lam1 = 0.3 * float(np.abs(g).max())
+    out = {}
+    price = None
+    for name in ("forced", "cheap enough", "too dear"):
+        if name == "forced":
+            gram_first = np.inf
+        else:
+            margin = 1.01 if name == "cheap enough" else 0.99
+            gram_first = margin * price / kernels.GRAM_REUSE
+        w, wpd, xTd = np.zeros(d), np.zeros(d), np.zeros(n)
+        kernels.seed(0)
+        model = kernels.QuadraticModel(g, H, w, wpd, xTd, D, float(r.sum()))
+        settings = kernels.InnerSettings(lam1, 0.0, True, 1e-10 * lam1, 1000, gram_first, 10_000)
+        _, sweeps, _, used, _ = kernels.newton_direction(*arrays, np.arange(d), d, model, settings)
+        price = used if name == "forced" else price
+        out[name] = (used, wpd.copy(), sweeps)
+    assert out["forced"][0] > 0.0 and out["cheap enough"][0] == pytest.approx(price)
+    assert out["too dear"][0] == 0.0  # solved by plain sweeps
+    for name in ("cheap enough", "too dear"):
+        np.testing.assert_allclose(out[name][1], out["forced"][1], rtol=0, atol=1e-10)
+
+
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_support_cg_on_the_gram_matrix_solves_the_same_system(fit_intercept):
     X, _, _ = _one_hot(seed=5)
