@@ -84,21 +84,26 @@ def test_a_model_close_to_its_optimum_is_solved_on_to_dual_tol(fit_intercept, gr
     assert values[np.inf] <= values[0.0] + 1e-15
 
 
+def _singular_model(seed):
+    """A quadratic model on one-hot blocks beside the intercept (singular) at w = 0: X, the
+    curvature weights D, the gradient g, its diagonal H, the intercept's gradient and lam1."""
+    X, _ = _one_hot(n=2000, blocks=(5, 7, 4), seed=seed)
+    n = X.shape[0]
+    rng = np.random.default_rng(seed)
+    D = rng.uniform(0.05, 0.25, size=n) / n
+    r = rng.normal(size=n) / n
+    g = X.T @ r
+    return X, D, g, (X * X).T @ D + kernels.NU, float(r.sum()), 0.02 * float(np.abs(g).max())
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_singular_model_is_solved_by_descents_on_its_faces(seed):
     """One-hot blocks beside the intercept make the model singular: along the flat direction the
     L1 term falls linearly and CD crawls (on these models plain sweeps take 5,000 sweeps, or stop
     there 0.8 lam1 from optimal); on the Gram matrix the active-set descents end each flat
     direction at a zero crossing, and the model is solved in a few dozen sweeps."""
-    X, _ = _one_hot(n=2000, blocks=(5, 7, 4), seed=seed)
+    X, D, g, H, g_b, lam1 = _singular_model(seed)
     n, d = X.shape
-    rng = np.random.default_rng(seed)
-    D = rng.uniform(0.05, 0.25, size=n) / n
-    r = rng.normal(size=n) / n
-    g = X.T @ r
-    H = (X * X).T @ D + kernels.NU
-    g_b = float(r.sum())
-    lam1 = 0.02 * float(np.abs(g).max())
     w, arrays = np.zeros(d), as_columns(X).arrays
     solved = {}
     for gram_max in (0, 10_000):
@@ -122,15 +127,8 @@ def test_a_singular_model_solved_on_for_its_dual_point_gets_face_descents(seed):
     sweeps skip shrunk coordinates, and the Gram matrix's linear solves and face descents must act
     then too, or CD crawls along the flat direction until the tight solve's sweep cap (a9a at 0.001
     lam_max) and the model gives no dual point."""
-    X, _ = _one_hot(n=2000, blocks=(5, 7, 4), seed=seed)
+    X, D, g, H, g_b, lam1 = _singular_model(seed)
     n, d = X.shape
-    rng = np.random.default_rng(seed)
-    D = rng.uniform(0.05, 0.25, size=n) / n
-    r = rng.normal(size=n) / n
-    g = X.T @ r
-    H = (X * X).T @ D + kernels.NU
-    g_b = float(r.sum())
-    lam1 = 0.02 * float(np.abs(g).max())
     w, arrays = np.zeros(d), as_columns(X).arrays
     dual_tol = 1e-6 * lam1
     wpd, xTd = w.copy(), np.zeros(n)
