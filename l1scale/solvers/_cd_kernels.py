@@ -516,8 +516,8 @@ TIGHT_CAP_MIN, TIGHT_CAP_FACTOR = 20, 2
 FACE_AFTER, FACE_SOLVES = 10, 8
 
 # After a model solved on its Gram matrix, the next one's is built at once when it costs at most
-# this many times as much (else rent-or-buy decides). Measured, earn at 0.1 lam_max: 18 -> 15 ms
-# per solve (a 100-column Gram matrix no longer bought for a 5-sweep model).
+# this many times as much (else rent-or-buy decides). Measured, earn at 0.1 lam_max: 5.7M -> 4.0M
+# nonzeros read per solve (a 100-column Gram matrix no longer bought for a 5-sweep model).
 GRAM_REUSE = 8.0
 
 
@@ -535,8 +535,8 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     nonzeros twice) and the sweeps so far have read as many nonzeros as building it costs
     (rent-or-buy: never much more than the better of the two). After a model that needed
     it, it is built at once when it costs at most ``GRAM_REUSE`` times that model's
-    (``gram_first``). ``gram_max`` bounds m_outer for it (memory (m_outer + 1)^2 floats). There, a model still unsolved after ``FACE_AFTER`` sweeps gets
-    active-set descents on its faces (:func:`gram_face_descent`) whenever the sweeps since the
+    (``gram_first``). ``gram_max`` bounds m_outer for it (memory (m_outer + 1)^2 floats).
+    There, a model still unsolved after ``FACE_AFTER`` sweeps gets active-set descents on its faces (:func:`gram_face_descent`) whenever the sweeps since the
     last one cost as much as its linear solve.
     With ``dual_decrease`` > 0, a model whose minimiser (at inner_tol) lowers P by at most
     that much is solved on until its largest violation is at most ``dual_tol``: the residual it
@@ -559,10 +559,10 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     m, shrink_at, d_b, reads, sweeps = m_outer, np.inf, 0.0, 0, 0
     gram_allowed = 0 < m_outer <= gram_max
     counts = np.empty(0, dtype=np.int64)
-    nnz_cols, build_at = -1, np.inf  # nonzeros in the columns; sweep reads at which the Gram matrix pays
+    nnz_cols = -1  # nonzeros in the model's columns, once counted
     Q, Qd, local = np.empty((0, 0)), np.empty(0), np.empty(0, dtype=np.int64)
     use_gram, sweep_reads, moves, gram_work = False, 0, 0, 0.0
-    gram_sweeps, work_since, buy_now, price = 0, 0.0, False, 0.0
+    gram_sweeps, work_since, buy_now, price = 0, 0.0, False, 0.0  # price: sweep reads at which it pays
     while sweeps < max_inner:
         if gram_allowed and not use_gram and (gram_first > 0.0 or sweeps >= 2):
             if nnz_cols < 0:
@@ -575,8 +575,7 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
                 # times dearer (earn at 0.1 lam_max: after an 8-column model's, a 100-column one
                 # of frequent words costing 15 sweeps, for a model CD solves in 5).
                 buy_now = price <= GRAM_REUSE * gram_first
-                build_at = 0.0 if buy_now else price
-            if reads >= build_at and (buy_now or m_outer + moves * (m_outer + 1) < 0.5 * sweep_reads):
+            if buy_now or (reads >= price and m_outer + moves * (m_outer + 1) < 0.5 * sweep_reads):
                 Q = model_gram(data, indices, indptr, dense, active, m_outer, D, counts, fit_intercept)
                 reads += nnz_cols + int(gram_work)
                 dvec = np.zeros(Q.shape[0])
