@@ -252,3 +252,45 @@ def test_cd_certifies_sooner_with_the_model_dual_and_its_dual_point_proves_tol(f
     true, support = X.T @ r, res.coef != 0.0
     np.testing.assert_allclose(res.loss_gradient[support], true[support], rtol=1e-9, atol=1e-12)
     assert np.all(np.abs(true) <= np.abs(res.loss_gradient) * (1 + 1e-9) + 1e-12)
+
+
+def test_features_shrunk_out_of_a_tight_model_enter_it_when_they_violate_at_its_point():
+    # a9a at 0.001 lam_max: the outer pass leaves 34 of the 123 features out of the model solved
+    # on for its dual point, and 5 of them violate there by up to 3.7 lam1; let in (the model
+    # solved on from its minimiser), the point certifies tol at once, an outer iteration sooner.
+    from _shared_data import load_svmlight_pm
+
+    from l1scale.solvers._model_dual import ModelDual
+
+    X, y = load_svmlight_pm("a9a", "a9a/a9a.bz2", 123)
+    problem = Problem(X, y, "logistic", lam_ratio=0.001, fit_intercept=True)
+    results = {}
+    for grow in (0, ModelDual.max_grow):
+        solver = CoordinateDescent(tol=1e-2)
+        original = ModelDual.max_grow
+        ModelDual.max_grow = grow
+        try:
+            results[grow] = solver.solve(problem)
+        finally:
+            ModelDual.max_grow = original
+    without, grown = results[0], results[ModelDual.max_grow]
+    assert without.converged and grown.converged
+    assert grown.n_iter < without.n_iter
+    P = problem.objective(grown.coef, grown.intercept)
+    assert P - problem.dual_value(grown.dual_point) <= 1e-2 * abs(P)
+    assert suboptimality_bound(problem, grown.coef, grown.intercept) <= 1e-2
+
+
+def test_violators_are_the_features_outside_the_model_past_lam1_by_more_than_its_tolerance():
+    from types import SimpleNamespace
+
+    from l1scale.solvers._model_dual import ModelDual
+
+    lam1, tol = 1.0, 1e-2
+    problem = SimpleNamespace(n_features=6, penalty=SimpleNamespace(l1=lam1))
+    pt = SimpleNamespace(problem=problem)
+    corr = np.array([5.0, -5.0, 1.0005, -1.002, 0.3, 2.0])
+    active = np.array([0, 1, 9, 9], dtype=np.int64)  # the model: features 0 and 1 (m = 2)
+    cols = np.arange(6, dtype=np.int64)
+    # 2 is within 0.1 tol lam1 of lam1; 3 and 5 are past it; 0 and 1 are in the model.
+    np.testing.assert_array_equal(ModelDual(tol).violators(pt, corr, cols, active, 2), [3, 5])

@@ -108,6 +108,13 @@ def check_pass(data, indices, indptr, dense, cols, r, w, lam1, lam2, g):
 
 
 @njit(cache=True, nogil=True)
+def column_curvatures(data, indices, indptr, dense, cols, D, out):
+    """out[q] = sum_i D_i x_{i, cols[q]}^2: a Newton system's diagonal on ``cols``."""
+    for q in range(cols.shape[0]):
+        _, out[q] = column_moments(data, indices, indptr, dense, cols[q], D, D)
+
+
+@njit(cache=True, nogil=True)
 def support_margins(data, indices, indptr, dense, w, b, z):
     """z = X w + b from the nonzero weights only (cost: the nonzeros of their columns).
 
@@ -468,7 +475,9 @@ class QuadraticModel(NamedTuple):
 
     g, H (d,): the gradient and the diagonal curvature (with the ridge) of the smooth part;
     w (d,): the point; wpd (d,): w + d, the model's iterate; xTd (n,): X d + d_b; D (n,): the
-    curvature weights c * loss''. g_b: the intercept's gradient."""
+    curvature weights c * loss''. g_b: the intercept's gradient; d_b: the model iterate's
+    intercept step. A solve starts from the iterate it is given (wpd = w, d_b = 0, xTd = 0 for
+    a fresh one; a model grown by coordinates resumes from its last minimiser)."""
 
     g: np.ndarray
     H: np.ndarray
@@ -477,6 +486,7 @@ class QuadraticModel(NamedTuple):
     xTd: np.ndarray
     D: np.ndarray
     g_b: float
+    d_b: float = 0.0
 
 
 class InnerSettings(NamedTuple):
@@ -527,7 +537,8 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
 
     liblinear's inner loop: shrinking at the last sweep's largest violation / n; when the
     sum of violations is <= inner_tol on the shrunk set, one more sweep over the whole
-    working set decides. wpd (d,) enters equal to w and leaves as w + d; xTd (n,) = X d + d_b.
+    working set decides. The model's iterate (wpd, d_b, xTd = X (wpd - w) + d_b) enters as given
+    (a fresh solve: wpd = w, d_b = 0, xTd = 0) and leaves at its minimiser.
 
     A model that takes many sweeps (an ill-conditioned one: correlated or one-hot columns)
     goes on from where it is on its Gram matrix (:func:`model_gram`) when a sweep costs less
@@ -550,13 +561,12 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     price of the Gram matrix when it was used (0: not used), whether the model was solved on
     to dual_tol).
     """
-    g, H, w, wpd, xTd, D, g_b = model
+    g, H, w, wpd, xTd, D, g_b, d_b = model
     lam1, lam2, fit_intercept, inner_tol, max_inner, gram_first, gram_max, dual_decrease, dual_tol = settings
     tight = False  # solved on to dual_tol: the model's minimiser gives a dual point
     solves, tight_from = 0, 0  # linear solves on the model's support (tight, on the Gram matrix)
-    xTd[:] = 0.0
     n = xTd.shape[0]
-    m, shrink_at, d_b, reads, sweeps = m_outer, np.inf, 0.0, 0, 0
+    m, shrink_at, reads, sweeps = m_outer, np.inf, 0, 0
     gram_allowed = 0 < m_outer <= gram_max
     counts = np.empty(0, dtype=np.int64)
     nnz_cols = -1  # nonzeros in the model's columns, once counted
@@ -684,6 +694,13 @@ def _model_value(active, m, g, w, wpd, d_b, g_b, lam1, lam2, quad):
         sq += dj * dj
     linear = model_decrease(active, m, g, w, wpd, lam1) + g_b * d_b
     return linear + 0.5 * ((lam2 + NU) * sq + NU * d_b * d_b + quad)
+
+
+@njit(cache=True, nogil=True)
+def model_change(active, m, model, d_b, lam1, lam2):
+    """The change of P that the model predicts at its iterate (wpd, d_b), from X d + d_b."""
+    g, _, w, wpd, xTd, D, g_b, _ = model
+    return _model_value(active, m, g, w, wpd, d_b, g_b, lam1, lam2, _curvature_term(xTd, D))
 
 
 @njit(cache=True, nogil=True)
@@ -913,11 +930,13 @@ def warm_up():
     outer_pass(data, idx, ptr, False, ws, v2, v2, v1, 0.1, 0.0, 0.0, v1.copy(), v1.copy(), ws.copy())
     check_pass(data, idx, ptr, False, ws, v2, v1, 0.1, 0.0, v1.copy())
     support_margins(data, idx, ptr, False, v1, 0.0, v2.copy())
+    column_curvatures(data, idx, ptr, False, ws, v2, v1.copy())
     for gram_first in (0.0, np.inf):
         model = QuadraticModel(v1, np.ones(1), v1, v1.copy(), np.zeros(2), v2, 0.0)
         newton_direction(
             data, idx, ptr, False, ws.copy(), 1, model, InnerSettings(0.1, 0.0, True, 1.0, 3, gram_first, 10)
         )
+        model_change(ws, 1, model, 0.0, 0.1, 0.0)
     model_decrease(ws, 1, v1, v1, v1, 0.1)
     model_dual_point(0, v2, v2, v2, v2, v2, True, v2.copy())
     penalty_change(ws, 1, v1, v1, 1.0, 0.1, 0.0)

@@ -72,6 +72,7 @@ from . import _cd_kernels as kernels
 from ._dual import DualPoints, SequentialScreening, columns_nnz
 from ._model_dual import ModelDual
 from ._support_newton import NewtonDual, support_newton_step
+from ._violator_dual import ViolatorDual
 from .base import History, Solver, Timer, certified_result, compiled_once
 
 __all__ = ["CoordinateDescent"]
@@ -215,11 +216,22 @@ class CoordinateDescent(Solver):
     # The support counts as settled (a Newton step on it pays) when it changed by at most
     # this fraction of its size since the last iteration.
     settled_fraction = 0.05
+    # A support-Newton step whose line search cut it below newton_cut while zero weights still
+    # violated optimality by a tenth of the largest violation (the support is not the
+    # optimum's yet) defers the next until the largest violation is newton_backoff times its
+    # own. Measured on news20 (the benchmark's split) at 0.001 lam_max, nonzeros read at tol
+    # 1e-1 / 1e-2 / 1e-4 / 1e-6: 1286M / 1791M / 8134M / 10676M -> 834M / 1306M / 5883M /
+    # 10395M (steps cut to 1/1000 of their length there had cost 100-200 CG products each);
+    # deferring after any cut step instead: 11.2G at 1e-6, and a backoff to 0.1: 66G (the
+    # endgame's steps, cut or not, are what converges).
+    newton_cut, newton_backoff = 0.25, 0.5
     working_set_fraction = 0.3
     # Largest model solved on its Gram matrix ((gram_max + 1)^2 floats: 72 MB).
     gram_max = 3000
     # Offer the dual point of the Newton step's quadratic model (``_model_dual``).
     model_dual = True
+    # Offer the residual corrected along its violators (``_violator_dual``).
+    violator_dual = True
 
     def __init__(
         self,
@@ -351,6 +363,7 @@ class CoordinateDescent(Solver):
         dual = DualPoints(problem)
         newton_dual = NewtonDual(self.tol, self.verbose, self.gram_max, enabled=self.support_newton)
         model_dual = ModelDual(self.tol, enabled=self.model_dual)
+        violator_dual = ViolatorDual(self.tol, self.gram_max, enabled=self.violator_dual)
         history = History()
         st = _Loop(kept=kept, ws_size=self.first_working_set)
         stop_reason, converged, cert = "max_iter", False, None
@@ -425,8 +438,15 @@ class CoordinateDescent(Solver):
             if st.full_pass:
                 g_loss = g if lam2 == 0.0 else g - lam2 * w
                 cert = dual.certificate(w, pt.b, pt.z, g_loss, st.kept, objective, pt.r)
+                if cert.relative > self.tol and violator_dual.pays(dual, cert):
+                    # At most what the round since the last certificate read (rent or buy).
+                    budget = pt.reads - st.certified_reads
+                    cert = violator_dual.certificate(pt, dual, st.kept, g_loss, cert, budget)
+                    if self.verbose > 1:
+                        print(f"   violators' dual point: relative gap {cert.relative:.3e}")
                 if cert.relative > self.tol and newton_dual.pays(pt, dual, vzero, nnz, g_loss, H, st.kept, objective):
                     cert, newton = newton_dual.certificate(pt, dual, st.kept, g_loss, norms, H, vmax / lam1, objective)
+                st.certified_reads = pt.reads
                 if st.recorded != st.it:
                     st.recorded = self._record(history, st.it, objective, cert.value, nnz, timer, pt, m)
                 if cert.relative <= self.tol:
@@ -497,7 +517,7 @@ class CoordinateDescent(Solver):
                 and kernels.changed_count(support, st.last_support) <= fraction * support.shape[0]
             )
             st.last_support = support
-            if self.support_newton and settled and vzero < vmax and st.full_newton_step:
+            if self.support_newton and settled and vzero < vmax and st.full_newton_step and vmax <= st.newton_below:
                 # The support has settled and violates optimality more than any zero weight:
                 # a Newton step on the support (smooth there) instead of CD. After a step cut
                 # short by weights reaching zero, a CD step comes next (it moves them properly).
@@ -509,6 +529,10 @@ class CoordinateDescent(Solver):
                 )
                 pt.reads += reads
                 st.full_newton_step = step == 1.0
+                if step < self.newton_cut and vzero >= 0.1 * vmax:
+                    # Cut this short, the step says the support or its signs are not the
+                    # optimum's yet: the next waits until CD has halved the violations.
+                    st.newton_below = self.newton_backoff * vmax
                 st.it += 1
                 if step > 0.0:
                     wpd[support] = w[support]
@@ -521,6 +545,7 @@ class CoordinateDescent(Solver):
             if st.vsum_init is None:
                 st.vsum_init = vsum
             # Newton direction on the shrunk working set, then the line search along it.
+            pt.xTd[:] = 0.0  # the model's iterate starts at d = 0
             model = kernels.QuadraticModel(g, H, w, wpd, pt.xTd, pt.D, g_b)
             inner = kernels.InnerSettings(
                 lam1,
@@ -544,7 +569,12 @@ class CoordinateDescent(Solver):
                 st.inner_eps *= 0.25
             # Solved on for its dual point: the residual it predicts, formed before the line
             # search moves r and D to the new point, is offered once the step is taken.
-            model_point = model_dual.point(pt) if tight else None
+            model_point = model_corr = None
+            if tight:
+                model_point, model_corr, m, d_b, gram_price = model_dual.grown_point(
+                    pt, dual, model, inner, active, m, cols, st.kept, d_b, gram_price, objective, self.verbose
+                )
+                st.gram_first = gram_price
             step, loss_change, pen_change = self._line_search(pt, active, m, model, d_b)
             st.it += 1
             if step is None:
@@ -560,7 +590,7 @@ class CoordinateDescent(Solver):
             pt.pen += pen_change
             st.vmax_prev = vmax
             if model_point is not None:
-                cert = model_dual.certificate(pt, dual, model_point, st.kept, pt.objective)
+                cert = model_dual.certificate(pt, dual, model_point, model_corr, st.kept, pt.objective)
                 if self.verbose > 1:
                     print(f"   model's dual point: relative gap {cert.relative:.3e}")
                 if cert.relative <= self.tol:
@@ -687,7 +717,7 @@ class CoordinateDescent(Solver):
 
         The trial's margins, losses, r and D are left in pt.z_new, pt.lv_new, pt.r, pt.D.
         Returns (step, loss change, penalty change), or (None, 0, 0) on failure."""
-        problem, (g, _, w, wpd, _, _, g_b) = pt.problem, model
+        problem, (g, _, w, wpd, _, _, g_b, _) = pt.problem, model
         kind, y, c = problem.loss.kernel_id, problem.y, problem.c
         lam1, lam2 = problem.penalty.l1, problem.penalty.l2
         delta = kernels.model_decrease(active, m, g, w, wpd, lam1) + g_b * d_b
@@ -773,7 +803,7 @@ def _with_repeats(result, repeats):
 
 # The loop state's index arrays (entry -> may be None) and the lower bounds of its counters.
 _LOOP_INDICES = {"kept": False, "ws": True, "last_support": True}
-_LOOP_LOW = {"ws_size": 1, "it": 0, "recorded": -1}
+_LOOP_LOW = {"ws_size": 1, "it": 0, "recorded": -1, "certified_reads": 0}
 
 
 @dataclass
@@ -800,6 +830,8 @@ class _Loop:
     stall_cert: float = np.inf
     gram_first: float = 0.0  # the price of the last model's Gram matrix, when it was solved on one
     cg_capped: bool = False  # the last support-Newton CG solve stopped at its cap of products
+    newton_below: float = np.inf  # support-Newton steps wait until the largest violation is below this
+    certified_reads: int = 0  # nonzeros read by the end of the last certificate
 
     def checkpoint_entries(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
