@@ -23,7 +23,7 @@ from numba import njit
 from ..problems.base import Certificate
 from ..problems.memory import dual_scale
 
-__all__ = ["DualPoints", "SequentialScreening", "columns_nnz", "residual_distance"]
+__all__ = ["DualPoints", "SequentialScreening", "columns_nnz", "loss_units", "residual_distance"]
 
 # A feature is screened out only when its bound is below lam1 by this relative margin, so
 # that rounding in the dual quantities can never remove a feature of the support.
@@ -191,6 +191,14 @@ def residual_distance(r_new, r_old, c) -> float:
     shift = r_new[rows] - r_old[rows]
     # Summed by NumPy, not a BLAS dot (see ElasticNet.value: threaded dots stall on busy cores).
     return float(np.sqrt((shift * shift / c[rows]).sum()))
+
+
+def loss_units(u_c, c):
+    """A c-weighted dual point in loss' units, u_c / c (0 on rows of zero weight: they have no
+    dual variable)."""
+    u = np.zeros(u_c.shape[0])
+    np.divide(u_c, c, out=u, where=c > 0.0)
+    return u
 
 
 def columns_nnz(columns, cols) -> int:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _cd_kernels as kernels
-from ._dual import columns_nnz
+from ._dual import columns_nnz, loss_units
 
 __all__ = ["ModelDual"]
 
@@ -143,23 +143,16 @@ class ModelDual:
         """Whether the best dual point, with this one offered, would certify at the objective
         ``predicted`` (what the model says P will be after its step)."""
         problem = pt.problem
-        u = self._loss_units(problem, u_c)
+        u = loss_units(u_c, problem.c)
         cert = problem.certificate_from(pt.w[kept], pt.b, pt.z, u, np.abs(corr[kept]), primal=predicted)
         gap = predicted - max(cert.objective - cert.value, dual.best_dual)
         return gap <= self.tol * abs(predicted)
 
     @staticmethod
-    def _loss_units(problem, u_c):
-        """u_c / c (loss' units; rows of zero weight: 0)."""
-        u = np.zeros(problem.n_samples)
-        np.divide(u_c, problem.c, out=u, where=problem.c > 0.0)
-        return u
-
-    @classmethod
-    def certificate(cls, pt, dual, u_c, corr, kept, primal):
+    def certificate(pt, dual, u_c, corr, kept, primal):
         """Offer the point to ``dual`` with its correlations ``corr`` on ``kept``; returns the best
         dual point's certificate at ``primal``."""
-        u = cls._loss_units(pt.problem, u_c)
+        u = loss_units(u_c, pt.problem.c)
         return dual.offer(pt.w, pt.b, pt.z, u, np.abs(corr[kept]), kept, primal)
 
     @staticmethod

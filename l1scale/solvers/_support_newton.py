@@ -20,7 +20,7 @@ import numpy as np
 
 from ..losses import weighted_terms_along
 from . import _cd_kernels as kernels
-from ._dual import columns_nnz, residual_distance
+from ._dual import columns_nnz, loss_units, residual_distance
 
 __all__ = ["NewtonDual", "newton_dual_point", "support_newton_direction", "support_newton_step"]
 
@@ -101,7 +101,6 @@ def newton_dual_point(pt, support, step, kept, g_loss, norms):
         if total > 0.0:
             shift -= (float((pt.r + shift).sum()) / total) * pt.D
     u_c = pt.r + shift  # c * u
-    rows = c > 0.0
     drift = residual_distance(u_c, pt.r, c)
     bound = np.abs(g_loss[kept]) + norms[kept] * drift
     lam1 = problem.penalty.l1
@@ -110,9 +109,7 @@ def newton_dual_point(pt, support, step, kept, g_loss, norms):
     corr = np.empty(problem.n_features)
     kernels.check_pass(*arrays, cols, u_c, pt.w, lam1, 0.0, corr)
     bound[exact] = np.abs(corr[cols])
-    u = np.zeros(problem.n_samples)
-    u[rows] = u_c[rows] / c[rows]
-    return u, bound, columns_nnz(problem.columns, support) + columns_nnz(problem.columns, cols)
+    return loss_units(u_c, c), bound, columns_nnz(problem.columns, support) + columns_nnz(problem.columns, cols)
 
 
 def support_newton_step(pt, support, H, nu, violation, verbose=0, gram_max=0, direction=None):

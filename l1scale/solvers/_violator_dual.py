@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _cd_kernels as kernels
-from ._dual import columns_nnz
+from ._dual import columns_nnz, loss_units
 
 __all__ = ["ViolatorDual"]
 
@@ -120,6 +120,5 @@ class ViolatorDual:
         corr = np.empty(problem.n_features)
         kernels.check_pass(*arrays, kept, u_c, pt.w, lam1, 0.0, corr)
         pt.reads += columns_nnz(problem.columns, kept)
-        u = np.zeros(problem.n_samples)
-        np.divide(u_c, problem.c, out=u, where=problem.c > 0.0)
+        u = loss_units(u_c, problem.c)
         return dual.offer(pt.w, pt.b, pt.z, u, np.abs(corr[kept]), kept, cert.objective)
