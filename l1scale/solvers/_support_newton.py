@@ -34,9 +34,7 @@ _SIGMA = 0.01
 _MAX_HALVINGS = 30
 
 
-def support_newton_direction(
-    pt, support, H, nu, violation, verbose=0, gram_max=0, rtol=None, max_products=_CG_MAX_ITER
-):
+def support_newton_direction(pt, support, H, nu, violation, verbose=0, gram_max=0, rtol=None):
     """The Newton system on the support of ``pt.w`` (and the intercept), solved by CG.
 
     Parameters: as :func:`support_newton_step`; ``rtol``, CG's relative residual, defaults to
@@ -59,7 +57,7 @@ def support_newton_direction(
         rtol = violation * violation
     rtol = min(max(float(rtol), _CG_RTOL_RANGE[0]), _CG_RTOL_RANGE[1])  # np.clip on a scalar costs ~10 us
     products, reads = kernels.support_cg(
-        *arrays, support, pt.D, lam2 + nu, nu, fit_b, -grad, diag, rtol, max_products, step, work, gram_max
+        *arrays, support, pt.D, lam2 + nu, nu, fit_b, -grad, diag, rtol, _CG_MAX_ITER, step, work, gram_max
     )
     reads += 2 * columns_nnz(problem.columns, support)
     if verbose > 1:
@@ -203,13 +201,6 @@ class NewtonDual:
 
     # Offered only when a diagonal Newton step's predicted decrease is within this many tol P.
     estimate_slack = 10.0
-    # Its CG gets at most what the round since the last certificate read (rent or buy), and at
-    # least min_products products. Measured, news20 at 0.01 lam_max, nonzeros read to tol 1e-4 /
-    # 1e-6: 910M / 1076M -> 710M / 747M (a try that had taken 200 products, 291M reads, for a
-    # relative gap of 8.9e-3); at 0.001 lam_max to 1e-2 1306M -> 1044M; on the 132-point
-    # ladder of earn, a9a, mnist10k and the synthetic problems the total is level (-8% to +19%
-    # on single small points).
-    min_products = 5
 
     def __init__(self, tol, verbose=0, gram_max=0, enabled=True):
         self.tol, self.verbose, self.gram_max, self.enabled = tol, verbose, gram_max, enabled
@@ -233,21 +224,17 @@ class NewtonDual:
         estimate = 0.5 * float((viol * viol / H[support]).sum())
         return estimate <= self.estimate_slack * self.tol * abs(objective)
 
-    def certificate(self, pt, dual, kept, g_loss, norms, H, violation, objective, budget=np.inf):
+    def certificate(self, pt, dual, kept, g_loss, norms, H, violation, objective):
         """The best dual point's certificate once the Newton point's is offered, and the step
         ``(support, grad, step, capped)`` (the step itself is not taken).
 
         CG is solved until the support's correlations are within about a tenth of tol of lam1
         (relative): the error shrinks the dual point by as much, and the gap grows with it; a
-        tighter solve buys the dual nothing. Its products read at most ``budget`` nonzeros
-        (``min_products`` at least)."""
+        tighter solve buys the dual nothing."""
         support = kept[pt.w[kept] != 0.0]
         rtol = 0.1 * self.tol / max(violation, 1e-300)
-        # CG's products within ``budget`` reads (each reads the support's columns twice).
-        per_product = 2 * max(columns_nnz(pt.problem.columns, support), 1)
-        products = int(min(_CG_MAX_ITER, max(self.min_products, budget / per_product)))
         grad, step, reads, capped = support_newton_direction(
-            pt, support, H, kernels.NU, violation, self.verbose, self.gram_max, rtol, products
+            pt, support, H, kernels.NU, violation, self.verbose, self.gram_max, rtol
         )
         u, v, more = newton_dual_point(pt, support, step, kept, g_loss, norms)
         pt.reads += reads + more

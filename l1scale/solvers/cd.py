@@ -445,9 +445,7 @@ class CoordinateDescent(Solver):
                     if self.verbose > 1:
                         print(f"   violators' dual point: relative gap {cert.relative:.3e}")
                 if cert.relative > self.tol and newton_dual.pays(pt, dual, vzero, nnz, g_loss, H, st.kept, objective):
-                    cert, newton = newton_dual.certificate(
-                        pt, dual, st.kept, g_loss, norms, H, vmax / lam1, objective, pt.reads - st.certified_reads
-                    )
+                    cert, newton = newton_dual.certificate(pt, dual, st.kept, g_loss, norms, H, vmax / lam1, objective)
                 st.certified_reads = pt.reads
                 if st.recorded != st.it:
                     st.recorded = self._record(history, st.it, objective, cert.value, nnz, timer, pt, m)
