@@ -547,8 +547,9 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     (rent-or-buy: never much more than the better of the two). After a model that needed
     it, it is built at once when it costs at most ``GRAM_REUSE`` times that model's
     (``gram_first``). ``gram_max`` bounds m_outer for it (memory (m_outer + 1)^2 floats).
-    There, a model still unsolved after ``FACE_AFTER`` sweeps gets active-set descents on its faces (:func:`gram_face_descent`) whenever the sweeps since the
-    last one cost as much as its linear solve.
+    There, a model still unsolved after ``FACE_AFTER`` sweeps gets active-set descents on its
+    faces (:func:`gram_face_descent`) whenever the sweeps since the last one cost as much as its
+    linear solve.
     With ``dual_decrease`` > 0, a model whose minimiser (at inner_tol) lowers P by at most
     that much is solved on until its largest violation is at most ``dual_tol``: the residual it
     predicts there is then a dual point whose gap is about the suboptimality

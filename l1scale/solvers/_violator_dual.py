@@ -114,7 +114,7 @@ class ViolatorDual:
         kernels.support_margins_change(*arrays, violators, -a, fit_b, t)
         u_c = np.empty(problem.n_samples)
         ok = kernels.model_dual_point(problem.loss.kernel_id, problem.y, problem.c, pt.r, pt.D, t, fit_b, u_c)
-        pt.reads += reads + 2 * columns_nnz(problem.columns, violators)
+        pt.reads += reads + 2 * nnz_violators  # the curvatures and the correction read them once each
         if not ok:
             return cert
         corr = np.empty(problem.n_features)
