@@ -273,6 +273,28 @@ def test_support_newton_step_is_what_finishes_an_ill_conditioned_solve():
         assert res.converged and res.objective == pytest.approx(with_step.objective, rel=1e-10)
 
 
+@pytest.mark.slow
+def test_support_newton_cg_within_a_budget_reads_less_on_text():
+    """Off the Gram matrix (text: thousands of bigram-like columns in the support), each
+    support-Newton CG solve reads at most twice what the solve read since its last certificate;
+    on synthetic Zipf text at 0.001 lam_max that halves the nonzeros read to tol 1e-4 (517M
+    against 938M measured) for the same certified optimum. The escalation that lets a
+    budget-stopped system have more products is what the near-duplicate test above needs."""
+    from l1scale.data.synthetic import make_sparse_text
+
+    X, y = make_sparse_text(3000, 300000, nnz_per_row=200, noise=0.1, random_state=3)
+    p = Problem(X, y, "logistic", lam_ratio=0.001, fit_intercept=False)
+    results = {}
+    for budget in (CoordinateDescent.newton_budget, np.inf):
+        solver = CoordinateDescent(tol=1e-4)
+        solver.newton_budget = budget
+        results[budget] = solver.solve(p)
+    budgeted, full = results[CoordinateDescent.newton_budget], results[np.inf]
+    assert budgeted.converged and full.converged
+    assert budgeted.objective == pytest.approx(full.objective, rel=2e-4)
+    assert budgeted.history.data_accesses[-1] < 0.75 * full.history.data_accesses[-1]
+
+
 def test_gradient_init_only_picks_the_first_working_set():
     """A wrong gradient hint costs time, never correctness: the first full pass certifies."""
     X, y = _data("logistic", seed=6)

@@ -22,19 +22,28 @@ from ..losses import weighted_terms_along
 from . import _cd_kernels as kernels
 from ._dual import columns_nnz, loss_units, residual_distance
 
-__all__ = ["NewtonDual", "newton_dual_point", "support_newton_direction", "support_newton_step"]
+__all__ = [
+    "CG_MAX_PRODUCTS",
+    "NewtonDual",
+    "budgeted_products",
+    "newton_dual_point",
+    "support_newton_direction",
+    "support_newton_step",
+]
 
 _EPS = float(np.finfo(np.float64).eps)
 # CG's relative residual: the square of the largest relative KKT violation, within
 # [1e-10, 0.1] (an inexact Newton step whose forcing term falls with the gradient converges
 # superlinearly: loose and cheap far from the optimum, tight for the last steps), and its cap.
 _CG_RTOL_RANGE = (1e-10, 0.1)
-_CG_MAX_ITER = 200
+CG_MAX_PRODUCTS = 200
 _SIGMA = 0.01
 _MAX_HALVINGS = 30
 
 
-def support_newton_direction(pt, support, H, nu, violation, verbose=0, gram_max=0, rtol=None):
+def support_newton_direction(
+    pt, support, H, nu, violation, verbose=0, gram_max=0, rtol=None, max_products=CG_MAX_PRODUCTS
+):
     """The Newton system on the support of ``pt.w`` (and the intercept), solved by CG.
 
     Parameters: as :func:`support_newton_step`; ``rtol``, CG's relative residual, defaults to
@@ -57,12 +66,23 @@ def support_newton_direction(pt, support, H, nu, violation, verbose=0, gram_max=
         rtol = violation * violation
     rtol = min(max(float(rtol), _CG_RTOL_RANGE[0]), _CG_RTOL_RANGE[1])  # np.clip on a scalar costs ~10 us
     products, reads = kernels.support_cg(
-        *arrays, support, pt.D, lam2 + nu, nu, fit_b, -grad, diag, rtol, _CG_MAX_ITER, step, work, gram_max
+        *arrays, support, pt.D, lam2 + nu, nu, fit_b, -grad, diag, rtol, max_products, step, work, gram_max
     )
     reads += 2 * columns_nnz(problem.columns, support)
     if verbose > 1:
         print(f"   support newton: |S|={k} cg products={products}")
-    return grad, step, reads, products >= _CG_MAX_ITER
+    return grad, step, reads, products >= max_products
+
+
+def budgeted_products(problem, support, gram_max, budget, least):
+    """CG's cap of products for the support's Newton system within ``budget`` nonzeros read (each
+    product reads the support's columns twice), at least ``least``; the full cap where its
+    products are taken on the Gram matrix (``_cd_kernels.support_cg``: they are cheap there)."""
+    per_product = 2 * max(columns_nnz(problem.columns, support), 1)
+    m = support.shape[0] + int(problem.fit_intercept)
+    if support.shape[0] <= gram_max and m * m < per_product:
+        return CG_MAX_PRODUCTS
+    return int(min(CG_MAX_PRODUCTS, max(least, budget / per_product)))
 
 
 def newton_dual_point(pt, support, step, kept, g_loss, norms):
@@ -112,7 +132,9 @@ def newton_dual_point(pt, support, step, kept, g_loss, norms):
     return loss_units(u_c, c), bound, columns_nnz(problem.columns, support) + columns_nnz(problem.columns, cols)
 
 
-def support_newton_step(pt, support, H, nu, violation, verbose=0, gram_max=0, direction=None):
+def support_newton_step(
+    pt, support, H, nu, violation, verbose=0, gram_max=0, direction=None, max_products=CG_MAX_PRODUCTS
+):
     """One projected Newton step on the support of ``pt.w``; updates ``pt`` when it is accepted.
 
     Parameters
@@ -142,7 +164,9 @@ def support_newton_step(pt, support, H, nu, violation, verbose=0, gram_max=0, di
     arrays = problem.columns.arrays
     reads = 0
     if direction is None:
-        grad, step, reads, capped = support_newton_direction(pt, support, H, nu, violation, verbose, gram_max)
+        grad, step, reads, capped = support_newton_direction(
+            pt, support, H, nu, violation, verbose, gram_max, None, max_products
+        )
     else:
         grad, step, capped = direction
     wS, sign = w[support], np.sign(w[support])
@@ -224,7 +248,7 @@ class NewtonDual:
         estimate = 0.5 * float((viol * viol / H[support]).sum())
         return estimate <= self.estimate_slack * self.tol * abs(objective)
 
-    def certificate(self, pt, dual, kept, g_loss, norms, H, violation, objective):
+    def certificate(self, pt, dual, kept, g_loss, norms, H, violation, objective, max_products=CG_MAX_PRODUCTS):
         """The best dual point's certificate once the Newton point's is offered, and the step
         ``(support, grad, step, capped)`` (the step itself is not taken).
 
@@ -234,7 +258,7 @@ class NewtonDual:
         support = kept[pt.w[kept] != 0.0]
         rtol = 0.1 * self.tol / max(violation, 1e-300)
         grad, step, reads, capped = support_newton_direction(
-            pt, support, H, kernels.NU, violation, self.verbose, self.gram_max, rtol
+            pt, support, H, kernels.NU, violation, self.verbose, self.gram_max, rtol, max_products
         )
         u, v, more = newton_dual_point(pt, support, step, kept, g_loss, norms)
         pt.reads += reads + more
