@@ -120,3 +120,21 @@ def test_support_newton_steps_wait_after_a_cut_one_on_news20(news20):
     assert waiting.history.data_accesses[-1] < 0.75 * eager.history.data_accesses[-1]
     P = problem.objective(waiting.coef, waiting.intercept)
     assert P - problem.dual_value(waiting.dual_point) <= 0.1 * P
+
+
+def test_one_product_on_frequent_violators_certifies_a_pass_sooner():
+    # a9a at 0.01 lam_max: the violators are one-hot columns read by a third of the rows, so
+    # only 1-2 CG products fit in two passes' reads; one preconditioned gradient step on their
+    # system already brings the gap within tol 1e-1 a pass before the rescaled residual does.
+    X, y = load_svmlight_pm("a9a", "a9a/a9a.bz2", 123)
+    problem = Problem(X, y, "logistic", lam_ratio=0.01)
+    results = {}
+    for enabled in (True, False):
+        solver = CoordinateDescent(tol=1e-1)
+        solver.violator_dual = enabled
+        results[enabled] = solver.solve(problem)
+    corrected, plain = results[True], results[False]
+    assert corrected.converged and plain.converged
+    assert corrected.n_iter < plain.n_iter
+    assert corrected.history.data_accesses[-1] < plain.history.data_accesses[-1]
+    assert suboptimality_bound(problem, corrected.coef, corrected.intercept) <= 1e-1
