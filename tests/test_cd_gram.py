@@ -54,6 +54,27 @@ def test_model_gram_is_the_weighted_gram_matrix_bordered_by_the_intercept(layout
     np.testing.assert_allclose(Q, B.T @ (D[:, None] * B), rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_model_gram_of_many_row_blocks_is_the_weighted_gram_matrix(fit_intercept):
+    # Rows are transposed a block of GRAM_BLOCK_ENTRIES entries at a time: a matrix of several
+    # blocks (with an empty column and rows without curvature) gives the same matrix.
+    rng = np.random.default_rng(3)
+    n, d = 30000, 40
+    X = sp.random(n, d, density=0.1, format="csc", random_state=4)
+    X = sp.csc_matrix(X.toarray() * (np.arange(d) != 7))  # column 7 empty
+    assert X.nnz > 3 * kernels.GRAM_BLOCK_ENTRIES
+    arrays = as_columns(X).arrays
+    D = rng.uniform(0.0, 1.0, size=n)
+    D[::5] = 0.0
+    active = rng.permutation(d).astype(np.int64)
+    counts = np.empty(n, dtype=np.int64)
+    kernels.gram_cost(*arrays, active, d, counts)
+    Q = kernels.model_gram(*arrays, active, d, D, counts, fit_intercept)
+    XA = X.toarray()[:, active]
+    B = np.column_stack([XA, np.ones(n)]) if fit_intercept else XA
+    np.testing.assert_allclose(Q, B.T @ (D[:, None] * B), rtol=1e-12, atol=1e-10)
+
+
 def _model(X, layout, fit_intercept, seed):
     """A quadratic model of P (random r and D): the arrays newton_direction takes."""
     rng = np.random.default_rng(seed)

@@ -26,6 +26,9 @@ NU = 1e-12
 # about 10x on 3,000 x 80; the copy of the columns is part of it): the rent-or-buy choices weigh
 # its work in the scalar loops' units.
 DENSE_GRAM_SPEEDUP = 8.0
+# Entries of a sparse Gram matrix's block of rows (``model_gram``): 32768 x 16 bytes, within
+# a core's L2 cache (8192 and 131072 measured the same).
+GRAM_BLOCK_ENTRIES = 32768
 
 
 @njit(cache=True, nogil=True)
@@ -277,46 +280,73 @@ def model_gram(data, indices, indptr, dense, active, m, D, counts, fit_intercept
     """Q = X_A^T diag(D) X_A over the columns A = active[:m] (local order), bordered by the
     intercept's row sum_i D_i x_iA and corner sum_i D_i when it is fitted: the curvature of
     the quadratic model without its ridge (lam2 + nu). counts: the row counts of
-    :func:`gram_cost`. The columns are transposed into rows first, so that each row adds
-    its outer product (glmnet's covariance updates, weighted); dense columns are copied out
-    and multiplied by BLAS instead. Shape (m [+ 1], m [+ 1])."""
+    :func:`gram_cost`. Each row adds its outer product (glmnet's covariance updates,
+    weighted), so the columns are transposed into rows, a block of rows at a time
+    (:data:`GRAM_BLOCK_ENTRIES` entries): a whole transpose's writes land a cache line apart
+    (one miss each), a block's stay in cache and its outer products follow while they are
+    there (a9a, all 123 columns: 21 -> 6.5 ms; mnist10k, 300 columns: 62 -> 26 ms; the same
+    sums in the same order). A column's rows are read in increasing order, as every layout
+    of ``data.memory`` stores them (canonical). Dense columns are copied out and multiplied
+    by BLAS instead. Shape (m [+ 1], m [+ 1])."""
     if dense:
         return _dense_gram(data, indptr, active, m, D, fit_intercept)
     n = counts.shape[0]
-    start = np.empty(n + 1, dtype=np.int64)
-    start[0] = 0
-    for i in range(n):
-        start[i + 1] = start[i] + counts[i]
-    fill = start[:n].copy()
-    local = np.empty(start[n], dtype=np.int64)
-    value = np.empty(start[n])
-    for s in range(m):
-        rows, vals = column(data, indices, indptr, dense, active[s])
-        for p in range(rows.shape[0]):
-            i = rows[p]
-            local[fill[i]] = s
-            value[fill[i]] = vals[p]
-            fill[i] += 1
     size = m + 1 if fit_intercept else m
-    Q = np.zeros((size, size))
-    for i in range(n):
-        Di = D[i]
-        if Di == 0.0:
-            continue
-        # Entries of a row are in increasing local order: each product lands in the upper triangle.
-        for p in range(start[i], start[i + 1]):
-            lp = local[p]
-            vp = Di * value[p]
-            for q in range(p, start[i + 1]):
-                Q[lp, local[q]] += vp * value[q]
+    Q = np.zeros(size * size)
+    usize, um = np.uint64(size), np.uint64(m)
+    # Each column's next entry (its rows are increasing) and its end.
+    cursor, stop = np.empty(m, dtype=np.uint64), np.empty(m, dtype=np.uint64)
+    for s in range(m):
+        cursor[s], stop[s] = indptr[active[s]], indptr[active[s] + 1]
+    local = np.empty(GRAM_BLOCK_ENTRIES, dtype=np.uint64)
+    value = np.empty(GRAM_BLOCK_ENTRIES)
+    start, fill = np.empty(n + 1, dtype=np.uint64), np.empty(n, dtype=np.uint64)
+    r0 = 0
+    while r0 < n:
+        r1, total = r0, 0  # rows r0..r1-1: as many as fit the block (at least one)
+        while r1 < n and (r1 == r0 or total + counts[r1] <= GRAM_BLOCK_ENTRIES):
+            total += counts[r1]
+            r1 += 1
+        if total > local.shape[0]:
+            local, value = np.empty(total, dtype=np.uint64), np.empty(total)
+        start[r0] = 0
+        for i in range(r0, r1):
+            start[i + 1] = start[i] + counts[i]
+            fill[i] = start[i]
+        for s in range(m):
+            p, end = cursor[s], stop[s]
+            while p < end and indices[p] < r1:
+                i = indices[p]
+                f = fill[i]
+                local[f], value[f] = s, data[p]
+                fill[i] = f + np.uint64(1)
+                p += np.uint64(1)
+            cursor[s] = p
+        # Unsigned positions throughout: Numba checks a signed index for wrapping around.
+        for i in range(r0, r1):
+            Di = D[i]
+            if Di == 0.0:
+                continue
+            # Entries of a row are in increasing local order: each product lands in the upper triangle.
+            p, end = start[i], start[i + 1]
+            while p < end:
+                vp = Di * value[p]
+                row = local[p] * usize
+                q = p
+                while q < end:
+                    Q[row + local[q]] += vp * value[q]
+                    q += np.uint64(1)
+                if fit_intercept:
+                    Q[row + um] += vp
+                p += np.uint64(1)
             if fit_intercept:
-                Q[lp, m] += vp
-        if fit_intercept:
-            Q[m, m] += Di
+                Q[um * usize + um] += Di
+        r0 = r1
+    Q2 = Q.reshape((size, size))
     for a in range(size):
         for b in range(a + 1, size):
-            Q[b, a] = Q[a, b]
-    return Q
+            Q2[b, a] = Q2[a, b]
+    return Q2
 
 
 @njit(cache=True, nogil=True)
