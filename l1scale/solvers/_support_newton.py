@@ -152,9 +152,12 @@ def support_newton_step(
         Largest support whose CG products may be taken on its Gram matrix.
     direction : (grad, step, capped) from :func:`support_newton_direction` at this point,
         optional (solved here when not given).
+    max_products : int
+        CG's cap of products when the direction is solved here (a budget:
+        :func:`budgeted_products`; at most ``CG_MAX_PRODUCTS``).
 
     Returns (the step length taken, 0.0 when rejected; nonzeros of X read; whether CG stopped
-    at its cap of products, i.e. the system is too ill-conditioned to solve in that many).
+    at ``max_products``, i.e. the system is too ill-conditioned to solve in that many).
     """
     problem, w = pt.problem, pt.w
     k, fit_b = support.shape[0], problem.fit_intercept
@@ -254,7 +257,8 @@ class NewtonDual:
 
         CG is solved until the support's correlations are within about a tenth of tol of lam1
         (relative): the error shrinks the dual point by as much, and the gap grows with it; a
-        tighter solve buys the dual nothing."""
+        tighter solve buys the dual nothing. It stops at ``max_products`` (the solver's budget)
+        at the latest; ``capped`` says it did."""
         support = kept[pt.w[kept] != 0.0]
         rtol = 0.1 * self.tol / max(violation, 1e-300)
         grad, step, reads, capped = support_newton_direction(
