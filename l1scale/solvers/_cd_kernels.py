@@ -292,6 +292,7 @@ def model_gram(data, indices, indptr, dense, active, m, D, counts, fit_intercept
         return _dense_gram(data, indptr, active, m, D, fit_intercept)
     n = counts.shape[0]
     size = m + 1 if fit_intercept else m
+    # Q is flat and every position unsigned: Numba checks a signed index for wrapping around.
     Q = np.zeros(size * size)
     usize, um = np.uint64(size), np.uint64(m)
     # Each column's next entry (its rows are increasing) and its end.
@@ -322,7 +323,6 @@ def model_gram(data, indices, indptr, dense, active, m, D, counts, fit_intercept
                 fill[i] = f + np.uint64(1)
                 p += np.uint64(1)
             cursor[s] = p
-        # Unsigned positions throughout: Numba checks a signed index for wrapping around.
         for i in range(r0, r1):
             Di = D[i]
             if Di == 0.0:
