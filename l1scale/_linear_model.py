@@ -12,13 +12,13 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed
+from joblib import delayed
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from . import _generated_fit
 from ._generated_fit import GENERATED_SOLVERS
-from ._threads import check_n_jobs, single_threaded_blas
+from ._threads import check_n_jobs, run_in_threads
 from .data.memory import as_rows, column_matrix
 from .data.stream import Stream
 from .data.validation import validate_data
@@ -237,11 +237,10 @@ class SparseLinearModel(BaseEstimator):
         X = column_matrix(X, checked=checked)  # shared by every problem: Problem(X, ...) copies nothing
         if len(targets) == 1:
             return [self._solve(X, targets[0], sample_weight, *warm(0))]
-        n_jobs = getattr(self, "n_jobs", None)
-        with single_threaded_blas(n_jobs):
-            return Parallel(n_jobs=n_jobs, prefer="threads")(
-                delayed(self._solve)(X, y_k, sample_weight, *warm(k), k, len(targets)) for k, y_k in enumerate(targets)
-            )
+        return run_in_threads(
+            (delayed(self._solve)(X, y_k, sample_weight, *warm(k), k, len(targets)) for k, y_k in enumerate(targets)),
+            getattr(self, "n_jobs", None),
+        )
 
     def _second_stage(self, X, y, sample_weight, lam, first, k=0, n_problems=1):
         """Qin et al.'s two-stage active set (sec. 3.2): re-solve on the first solution's

@@ -31,12 +31,12 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed
+from joblib import delayed
 from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.utils.validation import check_is_fitted
 
 from . import _multinomial_fit, _standardize, metrics
-from ._threads import check_n_jobs, single_threaded_blas, thread_count
+from ._threads import check_n_jobs, run_in_threads, thread_count
 from .data.memory import column_matrix, column_matrix_rows
 from .estimators import SparseLogisticRegression
 from .problems.memory import Problem
@@ -274,8 +274,7 @@ def _segmented_path(base, lams, bounds, tol, max_iter, n_jobs):
         return list(SOLVERS["cd"](tol=tol, max_iter=max_iter).solve_path(base, part))
 
     parts = [lams[a:b] for a, b in itertools.pairwise(bounds)]
-    with single_threaded_blas(n_jobs):
-        done = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(segment)(part) for part in parts)
+    done = run_in_threads((delayed(segment)(part) for part in parts), n_jobs)
     return [result for part in done for result in part]
 
 
@@ -685,23 +684,22 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
                         dict(kw, standardize=bool(self.standardize)),
                     )
 
-        with single_threaded_blas(self.n_jobs), Parallel(n_jobs=self.n_jobs, prefer="threads") as parallel:
-            done = parallel(itertools.chain((refit(k) for k in range(n) if ahead), fold_jobs()))
-            paths, fold_scores = (done[:n], done[n:]) if ahead else (None, done)
-            # fold-major: [fold 0 class 0, fold 0 class 1, ..., fold 1 class 0, ...]
-            scores = [np.asarray(fold_scores[k::n]) for k in range(n)]
-            best = [_best(s) for s in scores]
-            one_se = [_one_standard_error(s, b) for s, b in zip(scores, best)]
-            chosen = best if self.rule == "min" else one_se
-            full = self.refit_path == "full"
-            if ahead:
-                paths = paths if full else [_first_lams(path, c + 1) for path, c in zip(paths, chosen)]
-            else:
-                stops = [None if full else c + 1 for c in chosen]  # None: the whole grid
-                counter.total = sum(g.size for g in grids) * len(folds) + sum(
-                    g.size if stop is None else stop for g, stop in zip(grids, stops)
-                )
-                paths = parallel(refit(k, stop) for k, stop in enumerate(stops))
+        done = run_in_threads(itertools.chain((refit(k) for k in range(n) if ahead), fold_jobs()), self.n_jobs)
+        paths, fold_scores = (done[:n], done[n:]) if ahead else (None, done)
+        # fold-major: [fold 0 class 0, fold 0 class 1, ..., fold 1 class 0, ...]
+        scores = [np.asarray(fold_scores[k::n]) for k in range(n)]
+        best = [_best(s) for s in scores]
+        one_se = [_one_standard_error(s, b) for s, b in zip(scores, best)]
+        chosen = best if self.rule == "min" else one_se
+        full = self.refit_path == "full"
+        if ahead:
+            paths = paths if full else [_first_lams(path, c + 1) for path, c in zip(paths, chosen)]
+        else:
+            stops = [None if full else c + 1 for c in chosen]  # None: the whole grid
+            counter.total = sum(g.size for g in grids) * len(folds) + sum(
+                g.size if stop is None else stop for g, stop in zip(grids, stops)
+            )
+            paths = run_in_threads((refit(k, stop) for k, stop in enumerate(stops)), self.n_jobs)
         return [_CVFit(*fit) for fit in zip(grids, scores, best, one_se, chosen, paths)]
 
 

@@ -108,3 +108,96 @@ def test_thread_counts_hold_in_a_daemonic_process(monkeypatch):
     assert thread_count(2) == 2 and thread_count(None) == 1
     with parallel_config(backend="sequential"):  # a backend the caller chose still wins
         assert thread_count(2) == 1
+
+
+def test_run_in_threads_runs_jobs_at_once_and_returns_them_in_order():
+    """Two jobs meet at a barrier (they must run at the same time to pass it); the results come
+    in the jobs' order whatever order they end in."""
+    import threading
+    import time
+
+    from joblib import delayed
+
+    from l1scale._threads import run_in_threads
+
+    barrier = threading.Barrier(2, timeout=20.0)
+
+    def job(k):
+        if k < 2:
+            barrier.wait()
+        time.sleep(0.01 * (4 - k))  # the later jobs end first
+        return k * k
+
+    assert run_in_threads((delayed(job)(k) for k in range(4)), 2) == [0, 1, 4, 9]
+
+
+def test_run_in_threads_takes_jobs_from_a_generator_as_they_are_needed():
+    """While no job has ended, at most twice as many jobs as threads are taken from the generator
+    (and the one waiting for a slot): a CV's folds build their matrices as they are reached."""
+    import threading
+    import time
+
+    from joblib import delayed
+
+    from l1scale._threads import run_in_threads
+
+    started, release, taken, out = threading.Semaphore(0), threading.Event(), [], []
+
+    def job(k):
+        started.release()
+        assert release.wait(timeout=20.0)
+        return k
+
+    def jobs():
+        for k in range(20):
+            taken.append(k)
+            yield delayed(job)(k)
+
+    runner = threading.Thread(target=lambda: out.append(run_in_threads(jobs(), 2)))
+    runner.start()
+    for _ in range(2):
+        assert started.acquire(timeout=20.0)  # both threads are in a job
+    time.sleep(0.2)  # time for the taking to run ahead as far as it may
+    ahead = len(taken)
+    release.set()
+    runner.join(timeout=60.0)
+    assert out == [list(range(20))]
+    assert 2 <= ahead <= 5  # 4 slots and the job waiting for one
+
+
+def test_run_in_threads_raises_the_first_error_and_takes_no_more_jobs():
+    from joblib import delayed
+
+    from l1scale._threads import run_in_threads
+
+    taken = []
+
+    def job(k):
+        if k == 1:
+            raise ValueError("job 1 failed")
+        return k
+
+    def jobs():
+        for k in range(100):
+            taken.append(k)
+            yield delayed(job)(k)
+
+    with pytest.raises(ValueError, match="job 1 failed"):
+        run_in_threads(jobs(), 2)
+    assert len(taken) < 100
+
+
+def test_run_in_threads_leaves_the_jobs_to_a_backend_the_caller_chose():
+    import threading
+
+    from joblib import delayed, parallel_config
+
+    from l1scale._threads import run_in_threads
+
+    def job(k):
+        return k, threading.get_ident()
+
+    with parallel_config(backend="sequential"):
+        out = run_in_threads((delayed(job)(k) for k in range(3)), 2)
+    assert [k for k, _ in out] == [0, 1, 2]
+    assert {ident for _, ident in out} == {threading.get_ident()}
