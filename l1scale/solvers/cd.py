@@ -544,8 +544,10 @@ class CoordinateDescent(Solver):
                 if st.full_pass and newton is not None and np.array_equal(newton[0], support):
                     direction = newton[1:]  # solved at this point for the certificate's dual point
                 cap = CG_MAX_PRODUCTS if direction is not None else self._newton_products(problem, support, pt, st)
+                # A step that would carry at most as many weights across zero as a settled support
+                # may change re-solves the rest with them at zero (_support_newton.orthant_refined).
                 step, reads, capped = support_newton_step(
-                    pt, support, H, kernels.NU, vmax / lam1, self.verbose, self.gram_max, direction, cap
+                    pt, support, H, kernels.NU, vmax / lam1, self.verbose, self.gram_max, direction, cap, fraction
                 )
                 st.cg_capped = capped and cap >= CG_MAX_PRODUCTS
                 budget_stopped = capped and cap < CG_MAX_PRODUCTS
