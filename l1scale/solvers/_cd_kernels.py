@@ -872,7 +872,24 @@ def support_margins_change(data, indices, indptr, dense, support, x, fit_interce
 
 @njit(cache=True, nogil=True)
 def support_cg(
-    data, indices, indptr, dense, support, D, ridge, nu, fit_intercept, rhs, diag, rtol, max_iter, x, t, gram_max
+    data,
+    indices,
+    indptr,
+    dense,
+    support,
+    D,
+    ridge,
+    nu,
+    fit_intercept,
+    rhs,
+    diag,
+    rtol,
+    max_iter,
+    x,
+    t,
+    gram_max,
+    w_s,
+    max_crossings,
 ):
     """Jacobi-preconditioned conjugate gradients for the Newton system on the support,
 
@@ -882,6 +899,10 @@ def support_cg(
     cost of the system's Gram matrix (:func:`model_gram`, when k <= gram_max and a product
     with it, (k + 1)^2, costs less); the products are then taken on it (rent-or-buy, as in
     :func:`newton_direction`).
+    Off the Gram matrix, when ``max_crossings`` >= 0, it also stops once its iterate would carry
+    more than ``max_crossings`` of the weights ``w_s`` (the support's, (k,)) across zero: a step
+    the line search's projection will cut short whatever products follow (CG's iterates grow in
+    norm from x = 0).
     Shapes: support (k,); D, t (n,) (t: workspace); rhs, diag, x (k [+ 1],).
     Returns (products with the matrix, work: nonzeros of X read plus the Gram matrix's
     multiply-adds).
@@ -933,6 +954,13 @@ def support_cg(
         products += 1
         if not cg_advance(x, res, direction, product, rz):
             break
+        if max_crossings >= 0 and not use_gram:
+            crossings = 0
+            for q in range(k):
+                if (w_s[q] + x[q]) * w_s[q] <= 0.0:
+                    crossings += 1
+            if crossings > max_crossings:
+                break
         z = res / diag
         rz_new = res @ z
         direction = z + (rz_new / rz) * direction
@@ -991,6 +1019,8 @@ def warm_up():
             np.zeros(2),
             np.zeros(2),
             gram_max,
+            np.ones(1),
+            0,
         )
     support_gradient(data, idx, ptr, False, ws, v2, True, np.zeros(2))
     support_margins_change(data, idx, ptr, False, ws, one, False, np.zeros(2))

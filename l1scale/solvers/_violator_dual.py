@@ -115,6 +115,8 @@ class ViolatorDual:
             a,
             t,
             self.gram_max,
+            a,  # no crossing test (max_crossings < 0)
+            -1,
         )
         kernels.support_margins_change(*arrays, violators, -a, fit_b, t)
         u_c = np.empty(problem.n_samples)
