@@ -170,8 +170,9 @@ def test_support_cg_on_the_gram_matrix_solves_the_same_system(fit_intercept):
     for gram_max in (0, 1000):
         x, t = np.empty(A.shape[0]), np.empty(n)
         products, reads = kernels.support_cg(
-            *arrays, support, D, 1e-6, kernels.NU, fit_intercept, rhs, np.diag(A).copy(), 1e-13, 500, x, t, gram_max
-        )
+            *arrays, support, D, 1e-6, kernels.NU, fit_intercept, rhs, np.diag(A).copy(), 1e-13, 500, x, t, gram_max,
+            x, -1,  # no crossing test
+        )  # fmt: skip
         assert reads > 0 and products > 2
         solutions.append(x)
     exact = np.linalg.solve(A, rhs)

@@ -139,3 +139,29 @@ def test_re_solved_steps_read_less_on_text_at_small_lam(monkeypatch):
     assert refined.converged and projected.converged
     assert refined.objective == pytest.approx(projected.objective, rel=2e-4)
     assert refined.history.data_accesses[-1] < 0.8 * projected.history.data_accesses[-1]
+
+
+def test_support_cg_stops_once_its_iterate_crosses_more_weights_than_allowed():
+    """Off the Gram matrix CG stops as soon as its iterate carries more of the support's weights
+    across zero than ``max_crossings``; with -1 it solves the system."""
+    rng = np.random.default_rng(5)
+    n, d = 300, 30
+    X = np.asfortranarray(rng.normal(size=(n, d)))
+    problem = Problem(X, np.where(rng.normal(size=n) > 0, 1.0, -1.0), "logistic", lam_ratio=0.1)
+    support = np.arange(0, 20, dtype=np.int64)
+    D = rng.uniform(0.05, 0.25, size=n) / n
+    rhs = rng.normal(size=20)
+    diag = np.ones(20)
+    runs = {}
+    for max_crossings, w_s in [(-1, np.ones(20)), (0, -1e-9 * np.sign(rhs)), (25, -1e-9 * np.sign(rhs))]:
+        x, t = np.empty(20), np.empty(n)
+        products, _ = kernels.support_cg(
+            *problem.columns.arrays, support, D, 1e-6, kernels.NU, False, rhs, diag, 1e-12, 200, x, t, 0,
+            w_s, max_crossings,
+        )  # fmt: skip
+        runs[max_crossings] = products
+    # The first iterate moves along the preconditioned right side: tiny weights of the opposite
+    # sign all cross at once, and 0 allowed stops there; allowing more than the support's size
+    # (25) runs to convergence like -1.
+    assert runs[0] == 1
+    assert runs[-1] > 5 and runs[25] == runs[-1]
