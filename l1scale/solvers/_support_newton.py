@@ -68,7 +68,7 @@ def support_newton_direction(
     if fit_b:
         diag[k] = pt.D.sum() + nu
     step, work = np.empty(size), np.empty(problem.n_samples)
-    rtol = _cg_rtol(violation if rtol is None else None, rtol)
+    rtol = _clipped_rtol(violation * violation if rtol is None else rtol)
     products, reads = kernels.support_cg(
         *arrays,
         support,
@@ -92,10 +92,9 @@ def support_newton_direction(
     return grad, step, reads, products >= max_products
 
 
-def _cg_rtol(violation, rtol=None) -> float:
-    """CG's relative residual: ``rtol`` when given, else the square of ``violation``, within
-    ``_CG_RTOL_RANGE`` (min / max: np.clip on a scalar costs ~10 us)."""
-    rtol = violation * violation if rtol is None else rtol
+def _clipped_rtol(rtol) -> float:
+    """CG's relative residual ``rtol`` within ``_CG_RTOL_RANGE`` (min / max: np.clip on a scalar
+    costs ~10 us)."""
     return min(max(float(rtol), _CG_RTOL_RANGE[0]), _CG_RTOL_RANGE[1])
 
 
@@ -125,6 +124,7 @@ def orthant_refined(pt, support, grad, step, H, nu, rtol, max_products, gram_max
     reads = 0
     nnz_s = columns_nnz(problem.columns, support)
     margins, product = np.empty(problem.n_samples), np.empty(k + int(fit_b))
+    corner = pt.D.sum() + nu if fit_b else 0.0  # the intercept's diagonal entry
     left = int(max_products)  # the rounds share the whole step's cap of products
     for _ in range(ORTHANT_ROUNDS):
         cross = free & (np.sign(w_s + step[:k]) != np.sign(w_s))
@@ -149,8 +149,8 @@ def orthant_refined(pt, support, grad, step, H, nu, rtol, max_products, gram_max
         diag = np.empty(rows.shape[0])
         diag[: kept.shape[0]] = H[kept]  # the preconditioner, as for the whole step
         if fit_b:
-            diag[-1] = pt.D.sum() + nu
-        target = _cg_rtol(None, rtol) * float(np.sqrt(grad[rows] @ grad[rows]))
+            diag[-1] = corner
+        target = rtol * float(np.sqrt(grad[rows] @ grad[rows]))
         size = float(np.sqrt(rhs @ rhs))
         if size <= target:
             continue
@@ -294,7 +294,7 @@ def support_newton_step(
         grad, step, capped = direction
     if settled > 0.0:
         step, more = orthant_refined(
-            pt, support, grad, step, H, nu, _cg_rtol(violation), max_products, gram_max, settled
+            pt, support, grad, step, H, nu, _clipped_rtol(violation * violation), max_products, gram_max, settled
         )
         reads += more
     wS, sign = w[support], np.sign(w[support])
