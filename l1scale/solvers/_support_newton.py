@@ -12,11 +12,20 @@ orthant (a coordinate that would change sign stops at zero) and backtracked unti
 condition holds (orthant-wise projected Newton, as in OWL-QN). Near the optimum it converges
 quadratically, and so do the support's KKT violations: the rescaled residual then makes a
 tight dual point, so the duality gap follows the suboptimality.
+
+Where CG cannot solve the system within its cap of products (a support of thousands of
+near-collinear bigrams: news20 at 0.001 lam_max), each capped step makes a fraction of the
+progress of an exact one, and the certificate waits for the last few. The solver then factors
+the support's Gram matrix instead (:class:`SupportFactor`, a Cholesky factorisation): an exact
+step, and an exact re-solve with the weights that cross zero held there, from one factorisation.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
+import scipy.linalg
 
 from ..losses import weighted_terms_along
 from . import _cd_kernels as kernels
@@ -25,6 +34,8 @@ from ._dual import columns_nnz, loss_units, residual_distance
 __all__ = [
     "CG_MAX_PRODUCTS",
     "NewtonDual",
+    "NewtonSolve",
+    "SupportFactor",
     "budgeted_products",
     "newton_dual_point",
     "support_newton_direction",
@@ -45,17 +56,103 @@ _SIGMA = 0.01
 _MAX_HALVINGS = 30
 
 
+class SupportFactor:
+    """The Cholesky factorisation of the support's Newton matrix at one point,
+
+        M = X_S^T diag(D) X_S + (lam2 + nu) I, bordered by the intercept's row (corner sum D + nu),
+
+    built from its Gram matrix (``_cd_kernels.model_gram``) and factored by LAPACK. Solves with
+    it are exact where CG's stop at a tolerance or a cap.
+
+    Use :meth:`of` to build one (None when the matrix is not numerically positive definite).
+    """
+
+    def __init__(self, factor, size):
+        self.factor, self.size = factor, size
+
+    @classmethod
+    def of(cls, pt, support):
+        """(the factorisation at ``pt`` over ``support``, or None; the work: nonzeros of X read
+        and the Gram matrix's multiply-adds, plus the factorisation's, in the units of
+        ``_cd_kernels.DENSE_GRAM_SPEEDUP``)."""
+        problem = pt.problem
+        k, fit_b = support.shape[0], problem.fit_intercept
+        arrays = problem.columns.arrays
+        counts = np.empty(problem.n_samples, dtype=np.int64)
+        nnz_cols, gram_work = kernels.gram_cost(*arrays, support, k, counts)
+        M = kernels.model_gram(*arrays, support, k, pt.D, counts, fit_b)
+        size = M.shape[0]
+        diagonal = np.arange(k)
+        M[diagonal, diagonal] += problem.penalty.l2 + kernels.NU
+        if fit_b:
+            M[k, k] += kernels.NU
+        work = 2 * nnz_cols + int(gram_work + size**3 / (3.0 * kernels.DENSE_GRAM_SPEEDUP))
+        try:
+            factor = scipy.linalg.cho_factor(M, overwrite_a=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            return None, work
+        if not np.isfinite(factor[0][-1, -1]):
+            return None, work
+        return cls(factor, size), work
+
+    def solve(self, rhs):
+        """M^-1 rhs (rhs: (size,) or (size, q))."""
+        return scipy.linalg.cho_solve(self.factor, rhs, check_finite=False)
+
+    def solve_held(self, rhs, held, values):
+        """The solution x of M x = rhs on the rows not ``held`` (a boolean mask of the support's
+        coordinates, or integer positions), with x = ``values`` on those held: the Newton system
+        with those coordinates fixed, ``M_RR x_R = rhs_R - M_RH values``, solved through M's own
+        factorisation (M x + E lam = rhs, E^T x = values, with E the held columns of the identity:
+        lam = (E^T M^-1 E)^-1 (E^T M^-1 rhs - values)), one multi-right-hand solve, not a new
+        factorisation."""
+        held = np.flatnonzero(held) if np.asarray(held).dtype == bool else np.asarray(held)
+        x = self.solve(rhs)
+        if held.shape[0] == 0:
+            return x
+        E = np.zeros((self.size, held.shape[0]))
+        E[held, np.arange(held.shape[0])] = 1.0
+        V = self.solve(E)  # M^-1 E
+        lam = np.linalg.solve(V[held], x[held] - values)
+        x -= V @ lam
+        x[held] = values  # exactly: the solve leaves rounding there
+        return x
+
+
+class NewtonSolve(NamedTuple):
+    """The support's Newton system solved at a point: ``grad``, the gradient of P on the support
+    (the right side negated); ``step``, the solution; ``reads``, nonzeros of X read (and the
+    factorisation's work); ``capped``, whether CG stopped at its cap of products; ``factor``, the
+    :class:`SupportFactor` it was solved with (None: by CG)."""
+
+    grad: np.ndarray
+    step: np.ndarray
+    reads: int
+    capped: bool
+    factor: SupportFactor | None = None
+
+
 def support_newton_direction(
-    pt, support, H, nu, violation, verbose=0, gram_max=0, rtol=None, max_products=CG_MAX_PRODUCTS, max_crossings=-1
+    pt,
+    support,
+    H,
+    nu,
+    violation,
+    verbose=0,
+    gram_max=0,
+    rtol=None,
+    max_products=CG_MAX_PRODUCTS,
+    max_crossings=-1,
+    direct=False,
 ):
-    """The Newton system on the support of ``pt.w`` (and the intercept), solved by CG.
+    """The Newton system on the support of ``pt.w`` (and the intercept), solved by CG, or with
+    ``direct`` by a Cholesky factorisation (:class:`SupportFactor`) when the support has at most
+    ``gram_max`` weights (CG where the factorisation fails).
 
     Parameters: as :func:`support_newton_step`; ``rtol``, CG's relative residual, defaults to
     the square of ``violation`` (see ``_CG_RTOL_RANGE``); ``max_crossings`` (>= 0): CG stops
     early off the Gram matrix once its step would carry more weights across zero
-    (``_cd_kernels.support_cg``). Returns (the system's right side negated,
-    i.e. the gradient of P on the support, ``grad`` (k [+ 1],); its solution ``step``; nonzeros
-    of X read; whether CG stopped at its cap of products)."""
+    (``_cd_kernels.support_cg``). Returns a :class:`NewtonSolve`."""
     problem, w = pt.problem, pt.w
     k, fit_b = support.shape[0], problem.fit_intercept
     lam1, lam2 = problem.penalty.l1, problem.penalty.l2
@@ -67,9 +164,17 @@ def support_newton_direction(
     diag[:k] = H[support]
     if fit_b:
         diag[k] = pt.D.sum() + nu
+    if direct and 0 < k <= gram_max:
+        factor, reads = SupportFactor.of(pt, support)
+        if factor is not None:
+            if verbose > 1:
+                print(f"   support newton: |S|={k} factorised")
+            return NewtonSolve(grad, factor.solve(-grad), reads, False, factor)
+    else:
+        reads = 0
     step, work = np.empty(size), np.empty(problem.n_samples)
     rtol = _clipped_rtol(violation * violation if rtol is None else rtol)
-    products, reads = kernels.support_cg(
+    products, cg_reads = kernels.support_cg(
         *arrays,
         support,
         pt.D,
@@ -86,10 +191,10 @@ def support_newton_direction(
         w[support],
         max_crossings,
     )
-    reads += 2 * columns_nnz(problem.columns, support)
+    reads += cg_reads + 2 * columns_nnz(problem.columns, support)
     if verbose > 1:
         print(f"   support newton: |S|={k} cg products={products}")
-    return grad, step, reads, products >= max_products
+    return NewtonSolve(grad, step, reads, products >= max_products)
 
 
 def _clipped_rtol(rtol) -> float:
@@ -98,7 +203,7 @@ def _clipped_rtol(rtol) -> float:
     return min(max(float(rtol), _CG_RTOL_RANGE[0]), _CG_RTOL_RANGE[1])
 
 
-def orthant_refined(pt, support, grad, step, H, nu, rtol, max_products, gram_max=0, settled=1.0):
+def orthant_refined(pt, support, grad, step, H, nu, rtol, max_products, gram_max=0, settled=1.0, factor=None):
     """The Newton step re-solved on the weights that keep their signs.
 
     Where the whole step ``step`` would carry weights of the support across zero (the set C),
@@ -107,7 +212,8 @@ def orthant_refined(pt, support, grad, step, H, nu, rtol, max_products, gram_max
     the line search would otherwise keep R's step, solved for C crossing, and cut it short. The
     correction is solved by CG from the old step on R (its residual is small where C is), up to
     ``ORTHANT_ROUNDS`` times while new crossings appear, all of them within ``max_products``
-    products (each round's residual is one).
+    products (each round's residual is one); or exactly, through the ``factor`` (a
+    :class:`SupportFactor` of the whole support's system) that solved the step.
 
     Only while C holds at most ``settled`` of the support: the re-solve takes the rest of the
     support for the optimum's, which a few weights hovering at zero leave true (text at small
@@ -128,13 +234,18 @@ def orthant_refined(pt, support, grad, step, H, nu, rtol, max_products, gram_max
     left = int(max_products)  # the rounds share the whole step's cap of products
     for _ in range(ORTHANT_ROUNDS):
         cross = free & (np.sign(w_s + step[:k]) != np.sign(w_s))
-        if not cross.any() or k - int(free.sum()) + int(cross.sum()) > settled * k or left < 2:
+        if not cross.any() or k - int(free.sum()) + int(cross.sum()) > settled * k or (factor is None and left < 2):
             break
         step[:k][cross] = -w_s[cross]
         free &= ~cross
         rows = np.flatnonzero(np.append(free, True) if fit_b else free)
         if not free.any():
             break
+        if factor is not None:
+            held = np.flatnonzero(~free)
+            step = factor.solve_held(-grad, held, -w_s[held])
+            reads += int(2 * held.shape[0] * factor.size**2 / kernels.DENSE_GRAM_SPEEDUP)
+            continue
         # The system's residual at the step so far, on the rows still free.
         kernels.support_margins_change(*arrays, support, step, fit_b, margins)
         margins *= pt.D
@@ -237,7 +348,17 @@ def newton_dual_point(pt, support, step, kept, g_loss, norms):
 
 
 def support_newton_step(
-    pt, support, H, nu, violation, verbose=0, gram_max=0, direction=None, max_products=CG_MAX_PRODUCTS, settled=0.0
+    pt,
+    support,
+    H,
+    nu,
+    violation,
+    verbose=0,
+    gram_max=0,
+    direction=None,
+    max_products=CG_MAX_PRODUCTS,
+    settled=0.0,
+    direct=False,
 ):
     """One projected Newton step on the support of ``pt.w``; updates ``pt`` when it is accepted.
 
@@ -254,14 +375,18 @@ def support_newton_step(
         The largest KKT violation relative to lam1 at the current point (sets CG's tolerance).
     gram_max : int
         Largest support whose CG products may be taken on its Gram matrix.
-    direction : (grad, step, capped) from :func:`support_newton_direction` at this point,
-        optional (solved here when not given).
+    direction : NewtonSolve, optional
+        The system solved at this point (:func:`support_newton_direction`); solved here when not
+        given.
     max_products : int
         CG's cap of products when the direction is solved here (a budget:
         :func:`budgeted_products`; at most ``CG_MAX_PRODUCTS``).
     settled : float
         When the whole step carries at most this fraction of the support across zero, the rest
         is re-solved with those weights at zero (:func:`orthant_refined`); 0: never.
+    direct : bool
+        Solve the system by a Cholesky factorisation (:class:`SupportFactor`; supports of at
+        most ``gram_max`` weights) instead of CG, and re-solve it with the same factorisation.
 
     Returns (the step length taken, 0.0 when rejected; nonzeros of X read; whether CG stopped
     at ``max_products``, i.e. the system is too ill-conditioned to solve in that many).
@@ -278,7 +403,7 @@ def support_newton_step(
         # the projection would cut that step short whatever products followed (news20 at 0.001
         # lam_max: 127 products, 0.45 s, for a step that 1,515 of 3,704 weights crossed, cut to
         # t = 2^-8).
-        grad, step, reads, capped = support_newton_direction(
+        direction = support_newton_direction(
             pt,
             support,
             H,
@@ -289,12 +414,23 @@ def support_newton_step(
             None,
             max_products,
             int(settled * k) if settled > 0 and STOP_AT_CROSSINGS else -1,
+            direct,
         )
-    else:
-        grad, step, capped = direction
+        reads = direction.reads
+    grad, step, capped, factor = direction.grad, direction.step, direction.capped, direction.factor
     if settled > 0.0:
         step, more = orthant_refined(
-            pt, support, grad, step, H, nu, _clipped_rtol(violation * violation), max_products, gram_max, settled
+            pt,
+            support,
+            grad,
+            step,
+            H,
+            nu,
+            _clipped_rtol(violation * violation),
+            max_products,
+            gram_max,
+            settled,
+            factor,
         )
         reads += more
     wS, sign = w[support], np.sign(w[support])
@@ -376,9 +512,12 @@ class NewtonDual:
         estimate = 0.5 * float((viol * viol / H[support]).sum())
         return estimate <= self.estimate_slack * self.tol * abs(objective)
 
-    def certificate(self, pt, dual, kept, g_loss, norms, H, violation, objective, max_products=CG_MAX_PRODUCTS):
+    def certificate(
+        self, pt, dual, kept, g_loss, norms, H, violation, objective, max_products=CG_MAX_PRODUCTS, direct=False
+    ):
         """The best dual point's certificate once the Newton point's is offered, and the step
-        ``(support, grad, step, capped)`` (the step itself is not taken).
+        ``(support, NewtonSolve)`` (the step itself is not taken; ``direct``: solved by a
+        factorisation, as in :func:`support_newton_step`).
 
         CG is solved until the support's correlations are within about a tenth of tol of lam1
         (relative): the error shrinks the dual point by as much, and the gap grows with it; a
@@ -386,12 +525,12 @@ class NewtonDual:
         at the latest; ``capped`` says it did."""
         support = kept[pt.w[kept] != 0.0]
         rtol = 0.1 * self.tol / max(violation, 1e-300)
-        grad, step, reads, capped = support_newton_direction(
-            pt, support, H, kernels.NU, violation, self.verbose, self.gram_max, rtol, max_products
+        solve = support_newton_direction(
+            pt, support, H, kernels.NU, violation, self.verbose, self.gram_max, rtol, max_products, -1, direct
         )
-        u, v, more = newton_dual_point(pt, support, step, kept, g_loss, norms)
-        pt.reads += reads + more
-        return dual.offer(pt.w, pt.b, pt.z, u, v, kept, objective), (support, grad, step, capped)
+        u, v, more = newton_dual_point(pt, support, solve.step, kept, g_loss, norms)
+        pt.reads += solve.reads + more
+        return dual.offer(pt.w, pt.b, pt.z, u, v, kept, objective), (support, solve)
 
     def polish(self, pt, newton, H, g_loss, kept, norms, violation):
         """Once the Newton point's dual has certified tol, take the step it came from (already
@@ -403,12 +542,10 @@ class NewtonDual:
         the old gradient (exact on the support; elsewhere |g_j| + ||x_j||_c ||r_new - r||_{1/c}:
         a path's carried screening needs bounds, not values), or None when the step was rejected
         (the iterate is then as it was)."""
-        support, grad, step, capped = newton
+        support, solve = newton
         problem = pt.problem
         r_before = pt.r.copy()
-        t, reads, _ = support_newton_step(
-            pt, support, H, kernels.NU, violation, self.verbose, self.gram_max, (grad, step, capped)
-        )
+        t, reads, _ = support_newton_step(pt, support, H, kernels.NU, violation, self.verbose, self.gram_max, solve)
         pt.reads += reads
         if t == 0.0:
             pt.recenter()  # r and D hold a trial's values: back to the certified point's

@@ -95,6 +95,7 @@ class _Iterate:
         self.z, self.lv, self.z_new, self.lv_new = np.zeros(n), np.zeros(n), np.empty(n), np.empty(n)
         self.r, self.D, self.xTd = np.empty(n), np.empty(n), np.zeros(n)
         self.loss_sum, self.pen, self.reads = 0.0, 0.0, 0
+        self.moves = 0  # accepted moves: a quantity solved at the iterate holds while this stays
         self.refresh()
 
     @property
@@ -141,6 +142,7 @@ class _Iterate:
     def accept(self):
         """The trial margins and losses become the current ones."""
         self.z, self.z_new, self.lv, self.lv_new = self.z_new, self.z, self.lv_new, self.lv
+        self.moves += 1
 
     def exact_objective(self) -> float:
         """P(w, b) from margins recomputed from scratch (the maintained ones drift by rounding)."""
@@ -382,6 +384,7 @@ class CoordinateDescent(Solver):
         # The rescaled residual's dual value when the solve ends at its last certifying pass's point.
         residual_dual = None
         polish = None  # the loss gradient's bounds after a final support-Newton step, when one is taken
+        factored = None  # (the Newton dual's (support, NewtonSolve), pt.moves) when it was factorised
         ck, saved = checkpoints.start(self, problem)
         if saved is not None:
             gradient_init = None  # the saved state says where the solve stands
@@ -460,9 +463,11 @@ class CoordinateDescent(Solver):
                     support = st.kept[w[st.kept] != 0.0]
                     cap = self._newton_products(problem, support, pt, st)
                     cert, newton = newton_dual.certificate(
-                        pt, dual, st.kept, g_loss, norms, H, vmax / lam1, objective, cap
+                        pt, dual, st.kept, g_loss, norms, H, vmax / lam1, objective, cap, st.direct
                     )
-                    if newton[3] and cap < CG_MAX_PRODUCTS:  # stopped by its budget
+                    if newton[1].factor is not None:  # exact: the step at this point, should one follow
+                        factored = (newton, pt.moves)
+                    if newton[1].capped and cap < CG_MAX_PRODUCTS:  # stopped by its budget
                         st.newton_least *= self.newton_escalation
                         newton = newton if cert.relative <= self.tol else None
                 st.certified_reads = pt.reads
@@ -525,11 +530,12 @@ class CoordinateDescent(Solver):
             # Settled: the support changed by at most a few percent since the last iteration
             # (features hovering at zero keep changing while the rest is done); after a CG solve
             # that stopped at its cap (an ill-conditioned support: news20 at 0.001 lam_max, 3,000
-            # bigrams), at most a fifth of that, since each such step costs hundreds of products
-            # and pays only once the support has stopped moving (news20 at 0.001 lam_max: nonzeros
-            # read to 1e-2 4.9G -> 2.0G, to 1e-4 6.0G -> 3.9G, to 1e-6 13.3G -> 14.4G; where CG
-            # converges, as on a9a, earn and mnist10k, nothing changes).
-            fraction = self.settled_fraction / (5.0 if st.cg_capped else 1.0)
+            # bigrams), and once its systems are factorised, at most a fifth of that, since each
+            # such step costs hundreds of products (or a factorisation) and pays only once the
+            # support has stopped moving (news20 at 0.001 lam_max: nonzeros read to 1e-2 4.9G ->
+            # 2.0G, to 1e-4 6.0G -> 3.9G, to 1e-6 13.3G -> 14.4G; where CG converges, as on a9a,
+            # earn and mnist10k, nothing changes).
+            fraction = self.settled_fraction / (5.0 if st.cg_capped or st.direct else 1.0)
             settled = (
                 st.last_support is not None
                 and support.shape[0] > 0
@@ -542,14 +548,36 @@ class CoordinateDescent(Solver):
                 # short by weights reaching zero, a CD step comes next (it moves them properly).
                 direction = None
                 if st.full_pass and newton is not None and np.array_equal(newton[0], support):
-                    direction = newton[1:]  # solved at this point for the certificate's dual point
+                    direction = newton[1]  # solved at this point for the certificate's dual point
+                elif factored is not None and factored[1] == pt.moves and np.array_equal(factored[0][0], support):
+                    # Factorised for the certificate's dual point at this very point (a round on a
+                    # working set began since, and moved nothing): the same exact step. (A CG
+                    # direction is not carried so: solved to the dual point's tolerance, not
+                    # stopped at crossings, it made the text problems' solves 8% longer.)
+                    direction = factored[0][1]
                 cap = CG_MAX_PRODUCTS if direction is not None else self._newton_products(problem, support, pt, st)
                 # A step that would carry at most as many weights across zero as a settled support
                 # may change re-solves the rest with them at zero (_support_newton.orthant_refined).
                 step, reads, capped = support_newton_step(
-                    pt, support, H, kernels.NU, vmax / lam1, self.verbose, self.gram_max, direction, cap, fraction
+                    pt,
+                    support,
+                    H,
+                    kernels.NU,
+                    vmax / lam1,
+                    self.verbose,
+                    self.gram_max,
+                    direction,
+                    cap,
+                    fraction,
+                    st.direct,
                 )
                 st.cg_capped = capped and cap >= CG_MAX_PRODUCTS
+                # CG that cannot solve the support's system in its whole cap of products will not
+                # solve the next one either (the support is settled): from then on the system is
+                # factorised, an exact step for the price of about one capped solve (news20 at
+                # 0.001 lam_max: 2,862 bigrams; each capped step made 15-25% of an exact step's
+                # progress, and the certificate waited for the last of them).
+                st.direct = st.direct or (st.cg_capped and support.shape[0] <= self.gram_max)
                 budget_stopped = capped and cap < CG_MAX_PRODUCTS
                 st.newton_least = (
                     st.newton_least * self.newton_escalation if budget_stopped and step == 1.0 else _Loop.newton_least
@@ -865,6 +893,7 @@ class _Loop:
     stall_cert: float = np.inf
     gram_first: float = 0.0  # the price of the last model's Gram matrix, when it was solved on one
     cg_capped: bool = False  # the last support-Newton CG solve stopped at its cap of products
+    direct: bool = False  # support-Newton systems are factorised (a CG solve stopped at its whole cap)
     newton_below: float = np.inf  # support-Newton steps wait until the largest violation is below this
     certified_reads: int = 0  # nonzeros read by the end of the last certificate
     newton_least: float = 5.0  # the least CG products of the next budgeted support-Newton solve
