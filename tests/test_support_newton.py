@@ -8,7 +8,8 @@ import scipy.sparse as sp
 
 from l1scale.problems import Problem
 from l1scale.solvers import _cd_kernels as kernels
-from l1scale.solvers._support_newton import SupportFactor, orthant_refined, support_newton_direction
+from l1scale.solvers._support_factor import SupportFactor
+from l1scale.solvers._support_newton import orthant_refined, support_newton_direction
 from l1scale.solvers.cd import _Iterate
 
 
