@@ -96,6 +96,7 @@ class _Iterate:
         self.r, self.D, self.xTd = np.empty(n), np.empty(n), np.zeros(n)
         self.loss_sum, self.pen, self.reads = 0.0, 0.0, 0
         self.moves = 0  # accepted moves: a quantity solved at the iterate holds while this stays
+        self.factorise = False  # the support's Newton systems are factorised (set by a solve, for the next)
         self.refresh()
 
     @property
@@ -379,7 +380,8 @@ class CoordinateDescent(Solver):
         model_dual = ModelDual(self.tol, enabled=self.model_dual)
         violator_dual = ViolatorDual(self.tol, self.gram_max, enabled=self.violator_dual)
         history = History()
-        st = _Loop(kept=kept, ws_size=self.first_working_set)
+        # A path's next lam starts factorising if the last one ended so: its support is nearly this one's.
+        st = _Loop(kept=kept, ws_size=self.first_working_set, direct=pt.factorise)
         stop_reason, converged, cert = "max_iter", False, None
         # The rescaled residual's dual value when the solve ends at its last certifying pass's point.
         residual_dual = None
@@ -690,6 +692,7 @@ class CoordinateDescent(Solver):
         result.loss_gradient = loss_gradient
         if cert.name == "duality_gap":
             result.dual_point = dual.best_point.copy()
+        pt.factorise = st.direct
         return result, st.kept, residual_dual
 
     def _distinct_columns(self, problem):
