@@ -424,7 +424,7 @@ def write_markdown(path, blob):
             L.append(f"(From {meta['njobs_from']}.)\n")
         L.append(
             "Wall seconds of the whole fit, median of "
-            f"{args['njobs_repeats']} (each in a forked child); speed-up = time(n_jobs=1) / time(n_jobs=2). "
+            f"{meta.get('njobs_repeats') or args['njobs_repeats']} (each in a forked child); speed-up = time(n_jobs=1) / time(n_jobs=2). "
             "The binary problems (one-vs-rest classes, CV folds) and a path's segments (`l1scale.path.path_segments`; "
             "the second starts from zero, so that path agrees with n_jobs=1 to tol, not to the bit: every lam of both is "
             "certified to tol 1e-4, and its coefficients differ where the objective is flat) run in joblib "
@@ -577,6 +577,8 @@ def _carry_previous(previous_json, blob, parts, datasets):
         if part in parts or not previous.get(key):
             continue
         blob[key] = previous[key]
+        if key == "njobs":  # the kept figures are medians of that run's repeats, not of this one's
+            blob["meta"]["njobs_repeats"] = origin.get("njobs_repeats") or origin.get("args", {}).get("njobs_repeats")
         blob["meta"][note] = origin.get(note) or (
             f"the run of {origin.get('date', '?')} (this run measured the {' and '.join(sorted(parts))} only)"
         )
