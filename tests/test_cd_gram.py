@@ -75,6 +75,37 @@ def test_model_gram_of_many_row_blocks_is_the_weighted_gram_matrix(fit_intercept
     np.testing.assert_allclose(Q, B.T @ (D[:, None] * B), rtol=1e-12, atol=1e-10)
 
 
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_a_gram_matrix_larger_than_a_band_is_built_band_by_band_to_the_same_bits(fit_intercept):
+    # A matrix of more than GRAM_BAND_BYTES is updated a band of its rows at a time (each row of X
+    # resuming where the last band left it), over several blocks of rows: the weighted Gram
+    # matrix, and every entry summed in the same order as a band holding all of it would (its
+    # lower-left corner, read from a column of one band and a row of another, agrees to the bit).
+    rng = np.random.default_rng(5)
+    n, d = 6000, 420
+    X = sp.random(n, d, density=0.03, format="csc", random_state=6)
+    size = d + int(fit_intercept)
+    assert 8 * size * size > 2 * kernels.GRAM_BAND_BYTES and X.nnz > 2 * kernels.GRAM_BLOCK_ENTRIES
+    arrays = as_columns(X).arrays
+    D = rng.uniform(0.0, 1.0, size=n)
+    D[::7] = 0.0
+    active = rng.permutation(d).astype(np.int64)
+    counts = np.empty(n, dtype=np.int64)
+    kernels.gram_cost(*arrays, active, d, counts)
+    Q = kernels.model_gram(*arrays, active, d, D, counts, fit_intercept)
+    XA = X.toarray()[:, active]
+    B = np.column_stack([XA, np.ones(n)]) if fit_intercept else XA
+    np.testing.assert_allclose(Q, B.T @ (D[:, None] * B), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(Q, Q.T)
+    # The same columns in two halves: each half's matrix (one band or two) is the whole one's block.
+    half = d // 2
+    for part in (active[:half], active[half:]):
+        kernels.gram_cost(*arrays, part, part.shape[0], counts)
+        P = kernels.model_gram(*arrays, part, part.shape[0], D, counts, False)
+        where = np.array([np.flatnonzero(active == j)[0] for j in part])
+        np.testing.assert_array_equal(P, Q[np.ix_(where, where)])
+
+
 def _model(X, layout, fit_intercept, seed):
     """A quadratic model of P (random r and D): the arrays newton_direction takes."""
     rng = np.random.default_rng(seed)

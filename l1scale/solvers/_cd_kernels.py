@@ -29,6 +29,10 @@ DENSE_GRAM_SPEEDUP = 8.0
 # Entries of a sparse Gram matrix's block of rows (``model_gram``): 32768 x 16 bytes, within
 # a core's L2 cache (8192 and 131072 measured the same).
 GRAM_BLOCK_ENTRIES = 32768
+# Bytes of a sparse Gram matrix's rows updated together (``model_gram``): a matrix larger than
+# this is built a band of its rows at a time, so that the band stays in cache while a block of
+# rows' outer products land in it.
+GRAM_BAND_BYTES = 524288
 
 
 @njit(cache=True, nogil=True)
@@ -299,6 +303,7 @@ def model_gram(data, indices, indptr, dense, active, m, D, counts, fit_intercept
     cursor, stop = np.empty(m, dtype=np.uint64), np.empty(m, dtype=np.uint64)
     for s in range(m):
         cursor[s], stop[s] = indptr[active[s]], indptr[active[s] + 1]
+    band = np.uint64(max(1, min(m, GRAM_BAND_BYTES // (8 * size))))
     local = np.empty(GRAM_BLOCK_ENTRIES, dtype=np.uint64)
     value = np.empty(GRAM_BLOCK_ENTRIES)
     start, fill = np.empty(n + 1, dtype=np.uint64), np.empty(n, dtype=np.uint64)
@@ -323,24 +328,37 @@ def model_gram(data, indices, indptr, dense, active, m, D, counts, fit_intercept
                 fill[i] = f + np.uint64(1)
                 p += np.uint64(1)
             cursor[s] = p
+        # Entries of a row are in increasing local order: each product lands in the upper triangle,
+        # in the row of Q of its first factor. Q's rows are updated a band at a time (all of Q when it
+        # fits in GRAM_BAND_BYTES), each row of X resuming where the last band left it: every entry
+        # still sums its products over the rows of X in increasing order.
         for i in range(r0, r1):
-            Di = D[i]
-            if Di == 0.0:
-                continue
-            # Entries of a row are in increasing local order: each product lands in the upper triangle.
-            p, end = start[i], start[i + 1]
-            while p < end:
-                vp = Di * value[p]
-                row = local[p] * usize
-                q = p
-                while q < end:
-                    Q[row + local[q]] += vp * value[q]
-                    q += np.uint64(1)
-                if fit_intercept:
-                    Q[row + um] += vp
-                p += np.uint64(1)
-            if fit_intercept:
-                Q[um * usize + um] += Di
+            fill[i] = start[i]  # now each row's next entry
+        a0 = np.uint64(0)
+        while True:
+            a1 = min(a0 + band, um)
+            for i in range(r0, r1):
+                Di = D[i]
+                if Di == 0.0:
+                    continue
+                p, end = fill[i], start[i + 1]
+                while p < end and local[p] < a1:
+                    vp = Di * value[p]
+                    row = local[p] * usize
+                    q = p
+                    while q < end:
+                        Q[row + local[q]] += vp * value[q]
+                        q += np.uint64(1)
+                    if fit_intercept:
+                        Q[row + um] += vp
+                    p += np.uint64(1)
+                fill[i] = p
+            if a1 >= um:
+                break
+            a0 = a1
+        if fit_intercept:
+            for i in range(r0, r1):
+                Q[um * usize + um] += D[i]
         r0 = r1
     Q2 = Q.reshape((size, size))
     for a in range(size):
