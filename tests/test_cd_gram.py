@@ -63,16 +63,25 @@ def test_model_gram_of_many_row_blocks_is_the_weighted_gram_matrix(fit_intercept
     X = sp.random(n, d, density=0.1, format="csc", random_state=4)
     X = sp.csc_matrix(X.toarray() * (np.arange(d) != 7))  # column 7 empty
     assert X.nnz > 3 * kernels.GRAM_BLOCK_ENTRIES
+    _check_gram(X, rng, fit_intercept, zero_every=5, atol=1e-10)
+
+
+def _check_gram(X, rng, fit_intercept, zero_every, atol):
+    """model_gram over a random order of X's columns, with random curvatures D (every
+    ``zero_every``-th row without any), held against the dense weighted Gram matrix; returns
+    (Q, the columns' order, D)."""
+    n, d = X.shape
     arrays = as_columns(X).arrays
     D = rng.uniform(0.0, 1.0, size=n)
-    D[::5] = 0.0
+    D[::zero_every] = 0.0
     active = rng.permutation(d).astype(np.int64)
     counts = np.empty(n, dtype=np.int64)
     kernels.gram_cost(*arrays, active, d, counts)
     Q = kernels.model_gram(*arrays, active, d, D, counts, fit_intercept)
     XA = X.toarray()[:, active]
     B = np.column_stack([XA, np.ones(n)]) if fit_intercept else XA
-    np.testing.assert_allclose(Q, B.T @ (D[:, None] * B), rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(Q, B.T @ (D[:, None] * B), rtol=1e-12, atol=atol)
+    return Q, active, D
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
@@ -86,17 +95,9 @@ def test_a_gram_matrix_larger_than_a_band_is_built_band_by_band_to_the_same_bits
     X = sp.random(n, d, density=0.03, format="csc", random_state=6)
     size = d + int(fit_intercept)
     assert 8 * size * size > 2 * kernels.GRAM_BAND_BYTES and X.nnz > 2 * kernels.GRAM_BLOCK_ENTRIES
-    arrays = as_columns(X).arrays
-    D = rng.uniform(0.0, 1.0, size=n)
-    D[::7] = 0.0
-    active = rng.permutation(d).astype(np.int64)
-    counts = np.empty(n, dtype=np.int64)
-    kernels.gram_cost(*arrays, active, d, counts)
-    Q = kernels.model_gram(*arrays, active, d, D, counts, fit_intercept)
-    XA = X.toarray()[:, active]
-    B = np.column_stack([XA, np.ones(n)]) if fit_intercept else XA
-    np.testing.assert_allclose(Q, B.T @ (D[:, None] * B), rtol=1e-12, atol=1e-12)
+    Q, active, D = _check_gram(X, rng, fit_intercept, zero_every=7, atol=1e-12)
     np.testing.assert_array_equal(Q, Q.T)
+    arrays, counts = as_columns(X).arrays, np.empty(n, dtype=np.int64)
     # The same columns in two halves: each half's matrix (one band or two) is the whole one's block.
     half = d // 2
     for part in (active[:half], active[half:]):
