@@ -241,7 +241,8 @@ class CoordinateDescent(Solver):
     # Without the escalation: the near-duplicate solve of the tests stalls (300 steps, not 47).
     newton_budget, newton_escalation = 2.0, 2.0
     working_set_fraction = 0.3
-    # Largest model solved on its Gram matrix ((gram_max + 1)^2 floats: 72 MB).
+    # Largest model solved on its Gram matrix, and largest support whose Newton system is factorised
+    # once CG cannot solve it (``_support_factor``): (gram_max + 1)^2 floats, 72 MB.
     gram_max = 3000
     # Offer the dual point of the Newton step's quadratic model (``_model_dual``).
     model_dual = True
