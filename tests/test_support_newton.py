@@ -38,7 +38,7 @@ def _crossing_point(problem, support, rng):
     w[support] = rng.normal(scale=0.5, size=support.shape[0])
     pt = _Iterate(problem, w, 0.0)
     H = _curvatures(problem, pt)
-    step = support_newton_direction(pt, support, H, kernels.NU, 1e-4).step
+    step = support_newton_direction(pt, support, H, 1e-4).step
     k = support.shape[0]
     flip = np.argsort(-np.abs(step[:k]))[:3]  # the coordinates the step moves most
     w[support[flip]] = -1e-4 * np.sign(step[flip])
@@ -59,11 +59,11 @@ def test_crossing_weights_go_to_zero_and_the_rest_solve_their_system(fit_interce
     k = support.shape[0]
     w_s = pt.w[support]
     H = _curvatures(problem, pt)
-    grad, step, _, _, _ = support_newton_direction(pt, support, H, kernels.NU, 1e-4)
+    grad, step, _, _, _ = support_newton_direction(pt, support, H, 1e-4)
     crossing = np.sign(w_s + step[:k]) != np.sign(w_s)
     assert crossing.any()  # the case under test
 
-    refined, reads = orthant_refined(pt, support, grad, step, H, kernels.NU, 1e-8, 200)
+    refined, reads = orthant_refined(pt, support, grad, step, H, 1e-8, 200)
     assert reads > 0
     at_zero = refined[:k] == -w_s  # moved to zero exactly: the crossing ones (and any a later round found)
     assert at_zero[crossing].all()
@@ -96,10 +96,10 @@ def test_a_step_that_keeps_its_signs_is_left_as_it_is():
     pt = _Iterate(problem, result.coef, result.intercept)
     support = np.flatnonzero(pt.w)
     H = _curvatures(problem, pt)
-    grad, step, _, _, _ = support_newton_direction(pt, support, H, kernels.NU, 1e-4)
+    grad, step, _, _, _ = support_newton_direction(pt, support, H, 1e-4)
     k = support.shape[0]
     assert k > 0 and (np.sign(pt.w[support] + step[:k]) == np.sign(pt.w[support])).all()
-    refined, reads = orthant_refined(pt, support, grad, step, H, kernels.NU, 1e-8, 200)
+    refined, reads = orthant_refined(pt, support, grad, step, H, 1e-8, 200)
     np.testing.assert_array_equal(refined, step)
     assert reads == 0
 
@@ -114,13 +114,13 @@ def test_a_step_that_moves_more_of_the_support_across_zero_than_settled_is_left_
     support = np.sort(rng.choice(40, 15, replace=False))
     pt = _crossing_point(problem, support, rng)
     H = _curvatures(problem, pt)
-    grad, step, _, _, _ = support_newton_direction(pt, support, H, kernels.NU, 1e-4)
+    grad, step, _, _, _ = support_newton_direction(pt, support, H, 1e-4)
     crossing = int((np.sign(pt.w[support] + step[:15]) != np.sign(pt.w[support])).sum())
     assert crossing >= 1
-    kept, reads = orthant_refined(pt, support, grad, step, H, kernels.NU, 1e-8, 200, settled=(crossing - 0.5) / 15)
+    kept, reads = orthant_refined(pt, support, grad, step, H, 1e-8, 200, settled=(crossing - 0.5) / 15)
     np.testing.assert_array_equal(kept, step)
     assert reads == 0
-    refined, _ = orthant_refined(pt, support, grad, step, H, kernels.NU, 1e-8, 200, settled=crossing / 15)
+    refined, _ = orthant_refined(pt, support, grad, step, H, 1e-8, 200, settled=crossing / 15)
     assert not np.array_equal(refined, step)
 
 
@@ -220,13 +220,13 @@ def test_a_factorised_direction_is_exact_and_its_re_solve_needs_no_products(fit_
     w_s = pt.w[support]
     H = _curvatures(problem, pt)
     M = _system(problem, pt, support)
-    solve = support_newton_direction(pt, support, H, kernels.NU, 1e-4, gram_max=100, direct=True)
+    solve = support_newton_direction(pt, support, H, 1e-4, gram_max=100, direct=True)
     assert solve.factor is not None and not solve.capped
     np.testing.assert_allclose(solve.step, np.linalg.solve(M, -solve.grad), rtol=1e-9, atol=1e-12)
     crossing = np.sign(w_s + solve.step[:k]) != np.sign(w_s)
     assert crossing.any()
 
-    refined, work = orthant_refined(pt, support, solve.grad, solve.step, H, kernels.NU, 1e-8, 0, factor=solve.factor)
+    refined, work = orthant_refined(pt, support, solve.grad, solve.step, H, 1e-8, 0, factor=solve.factor)
     at_zero = refined[:k] == -w_s
     assert at_zero[crossing].all() and (~at_zero).any()
     rows = np.flatnonzero(np.append(~at_zero, True) if fit_intercept else ~at_zero)
@@ -238,10 +238,10 @@ def test_a_factorised_direction_is_exact_and_its_re_solve_needs_no_products(fit_
     projected[:k][at_zero] = -w_s[at_zero]
     assert np.linalg.norm((M @ projected + solve.grad)[rows]) > 1e3 * np.linalg.norm(residual)
     # Without the factorisation and with no products left, nothing is re-solved.
-    unsolved, _ = orthant_refined(pt, support, solve.grad, solve.step, H, kernels.NU, 1e-8, 0)
+    unsolved, _ = orthant_refined(pt, support, solve.grad, solve.step, H, 1e-8, 0)
     np.testing.assert_array_equal(unsolved, solve.step)
     # A support larger than gram_max (the Gram matrix's memory bound) is solved by CG.
-    fallback = support_newton_direction(pt, support, H, kernels.NU, 1e-4, gram_max=k - 1, direct=True)
+    fallback = support_newton_direction(pt, support, H, 1e-4, gram_max=k - 1, direct=True)
     assert fallback.factor is None
 
 

@@ -72,8 +72,8 @@ def support_newton_direction(
     pt,
     support,
     H,
-    nu,
     violation,
+    *,
     verbose=0,
     gram_max=0,
     rtol=None,
@@ -89,6 +89,7 @@ def support_newton_direction(
     the square of ``violation`` (see ``_CG_RTOL_RANGE``); ``max_crossings`` (>= 0): CG stops
     early off the Gram matrix once its step would carry more weights across zero
     (``_cd_kernels.support_cg``). Returns a :class:`NewtonSolve`."""
+    nu = kernels.NU
     problem, w = pt.problem, pt.w
     k, fit_b = support.shape[0], problem.fit_intercept
     lam1, lam2 = problem.penalty.l1, problem.penalty.l2
@@ -139,7 +140,7 @@ def _clipped_rtol(rtol) -> float:
     return min(max(float(rtol), _CG_RTOL_RANGE[0]), _CG_RTOL_RANGE[1])
 
 
-def orthant_refined(pt, support, grad, step, H, nu, rtol, max_products, gram_max=0, settled=1.0, factor=None):
+def orthant_refined(pt, support, grad, step, H, rtol, max_products, *, gram_max=0, settled=1.0, factor=None):
     """The Newton step re-solved on the weights that keep their signs.
 
     Where the whole step ``step`` would carry weights of the support across zero (the set C),
@@ -156,6 +157,7 @@ def orthant_refined(pt, support, grad, step, H, nu, rtol, max_products, gram_max
     lam: 1-15 of 1,350 bigrams, a step cut to t = 2^-8 by them), and a step that moves many
     across does not (a9a's one-hot blocks at 0.001 lam_max: 20 of 90, where the re-solved steps
     read 21-36% more to every tol). Returns (the step, nonzeros read)."""
+    nu = kernels.NU
     problem, w = pt.problem, pt.w
     k, fit_b = support.shape[0], problem.fit_intercept
     arrays = problem.columns.arrays
@@ -287,8 +289,8 @@ def support_newton_step(
     pt,
     support,
     H,
-    nu,
     violation,
+    *,
     verbose=0,
     gram_max=0,
     direction=None,
@@ -304,9 +306,8 @@ def support_newton_step(
     support : ndarray of int
         The nonzero weights, sorted.
     H : ndarray (d,)
-        Diagonal curvature at the current point on the support (the preconditioner).
-    nu : float
-        Curvature floor added to the diagonal.
+        Diagonal curvature at the current point on the support (the preconditioner; the
+        curvature floor ``_cd_kernels.NU`` is added to the system's diagonal).
     violation : float
         The largest KKT violation relative to lam1 at the current point (sets CG's tolerance).
     gram_max : int
@@ -343,14 +344,12 @@ def support_newton_step(
             pt,
             support,
             H,
-            nu,
             violation,
-            verbose,
-            gram_max,
-            None,
-            max_products,
-            int(settled * k) if settled > 0 and STOP_AT_CROSSINGS else -1,
-            direct,
+            verbose=verbose,
+            gram_max=gram_max,
+            max_products=max_products,
+            max_crossings=int(settled * k) if settled > 0 and STOP_AT_CROSSINGS else -1,
+            direct=direct,
         )
         reads = direction.reads
     grad, step, capped, factor = direction.grad, direction.step, direction.capped, direction.factor
@@ -361,12 +360,11 @@ def support_newton_step(
             grad,
             step,
             H,
-            nu,
             _clipped_rtol(violation * violation),
             max_products,
-            gram_max,
-            settled,
-            factor,
+            gram_max=gram_max,
+            settled=settled,
+            factor=factor,
         )
         reads += more
     wS, sign = w[support], np.sign(w[support])
@@ -462,7 +460,15 @@ class NewtonDual:
         support = kept[pt.w[kept] != 0.0]
         rtol = 0.1 * self.tol / max(violation, 1e-300)
         solve = support_newton_direction(
-            pt, support, H, kernels.NU, violation, self.verbose, self.gram_max, rtol, max_products, -1, direct
+            pt,
+            support,
+            H,
+            violation,
+            verbose=self.verbose,
+            gram_max=self.gram_max,
+            rtol=rtol,
+            max_products=max_products,
+            direct=direct,
         )
         u, v, more = newton_dual_point(pt, support, solve.step, kept, g_loss, norms)
         pt.reads += solve.reads + more
@@ -481,7 +487,9 @@ class NewtonDual:
         support, solve = newton
         problem = pt.problem
         r_before = pt.r.copy()
-        t, reads, _ = support_newton_step(pt, support, H, kernels.NU, violation, self.verbose, self.gram_max, solve)
+        t, reads, _ = support_newton_step(
+            pt, support, H, violation, verbose=self.verbose, gram_max=self.gram_max, direction=solve
+        )
         pt.reads += reads
         if t == 0.0:
             pt.recenter()  # r and D hold a trial's values: back to the certified point's

@@ -565,14 +565,13 @@ class CoordinateDescent(Solver):
                     pt,
                     support,
                     H,
-                    kernels.NU,
                     vmax / lam1,
-                    self.verbose,
-                    self.gram_max,
-                    direction,
-                    cap,
-                    fraction,
-                    st.direct,
+                    verbose=self.verbose,
+                    gram_max=self.gram_max,
+                    direction=direction,
+                    max_products=cap,
+                    settled=fraction,
+                    direct=st.direct,
                 )
                 st.cg_capped = capped and cap >= CG_MAX_PRODUCTS
                 # CG that cannot solve the support's system in its whole cap of products will not
