@@ -95,20 +95,20 @@ def support_newton_direction(
     lam1, lam2 = problem.penalty.l1, problem.penalty.l2
     arrays = problem.columns.arrays
     size = k + int(fit_b)
-    grad, diag = np.empty(size), np.empty(size)
+    grad = np.empty(size)
     kernels.support_gradient(*arrays, support, pt.r, fit_b, grad)
     grad[:k] += lam2 * w[support] + lam1 * np.sign(w[support])
-    diag[:k] = H[support]
-    if fit_b:
-        diag[k] = pt.D.sum() + nu
+    reads = 0
     if direct and 0 < k <= gram_max:
         factor, reads = SupportFactor.of(pt, support)
         if factor is not None:
             if verbose > 1:
                 print(f"   support newton: |S|={k} factorised")
             return NewtonSolve(grad, factor.solve(-grad), reads, False, factor)
-    else:
-        reads = 0
+    diag = np.empty(size)  # CG's preconditioner
+    diag[:k] = H[support]
+    if fit_b:
+        diag[k] = pt.D.sum() + nu
     step, work = np.empty(size), np.empty(problem.n_samples)
     rtol = _clipped_rtol(violation * violation if rtol is None else rtol)
     products, cg_reads = kernels.support_cg(
@@ -176,7 +176,6 @@ def orthant_refined(pt, support, grad, step, H, rtol, max_products, *, gram_max=
             break
         step[:k][cross] = -w_s[cross]
         free &= ~cross
-        rows = np.flatnonzero(np.append(free, True) if fit_b else free)
         if not free.any():
             break
         if factor is not None:
@@ -184,6 +183,7 @@ def orthant_refined(pt, support, grad, step, H, rtol, max_products, *, gram_max=
             step = factor.solve_held(-grad, held, -w_s[held])
             reads += int(2 * held.shape[0] * factor.size**2 / kernels.DENSE_GRAM_SPEEDUP)
             continue
+        rows = np.flatnonzero(np.append(free, True) if fit_b else free)
         # The system's residual at the step so far, on the rows still free.
         kernels.support_margins_change(*arrays, support, step, fit_b, margins)
         margins *= pt.D

@@ -387,7 +387,7 @@ class CoordinateDescent(Solver):
         # The rescaled residual's dual value when the solve ends at its last certifying pass's point.
         residual_dual = None
         polish = None  # the loss gradient's bounds after a final support-Newton step, when one is taken
-        factored = None  # (the Newton dual's (support, NewtonSolve), pt.moves) when it was factorised
+        factored = None  # (support, NewtonSolve, pt.moves) of the last Newton dual that was factorised
         ck, saved = checkpoints.start(self, problem)
         if saved is not None:
             gradient_init = None  # the saved state says where the solve stands
@@ -469,7 +469,7 @@ class CoordinateDescent(Solver):
                         pt, dual, st.kept, g_loss, norms, H, vmax / lam1, objective, cap, st.direct
                     )
                     if newton[1].factor is not None:  # exact: the step at this point, should one follow
-                        factored = (newton, pt.moves)
+                        factored = (*newton, pt.moves)
                     if newton[1].capped and cap < CG_MAX_PRODUCTS:  # stopped by its budget
                         st.newton_least *= self.newton_escalation
                         newton = newton if cert.relative <= self.tol else None
@@ -552,12 +552,12 @@ class CoordinateDescent(Solver):
                 direction = None
                 if st.full_pass and newton is not None and np.array_equal(newton[0], support):
                     direction = newton[1]  # solved at this point for the certificate's dual point
-                elif factored is not None and factored[1] == pt.moves and np.array_equal(factored[0][0], support):
+                elif factored is not None and factored[2] == pt.moves and np.array_equal(factored[0], support):
                     # Factorised for the certificate's dual point at this very point (a round on a
                     # working set began since, and moved nothing): the same exact step. (A CG
                     # direction is not carried so: solved to the dual point's tolerance, not
                     # stopped at crossings, it made the text problems' solves 8% longer.)
-                    direction = factored[0][1]
+                    direction = factored[1]
                 cap = CG_MAX_PRODUCTS if direction is not None else self._newton_products(problem, support, pt, st)
                 # A step that would carry at most as many weights across zero as a settled support
                 # may change re-solves the rest with them at zero (_support_newton.orthant_refined).
