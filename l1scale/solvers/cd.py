@@ -71,6 +71,7 @@ from ..problems.base import Certificate
 from . import _cd_kernels as kernels
 from ._dual import DualPoints, SequentialScreening, columns_nnz
 from ._model_dual import ModelDual
+from ._support_factor import SupportFactor
 from ._support_newton import CG_MAX_PRODUCTS, NewtonDual, budgeted_products, support_newton_step
 from ._violator_dual import ViolatorDual
 from .base import History, Solver, Timer, certified_result, compiled_once
@@ -97,6 +98,7 @@ class _Iterate:
         self.loss_sum, self.pen, self.reads = 0.0, 0.0, 0
         self.moves = 0  # accepted moves: a quantity solved at the iterate holds while this stays
         self.factorise = False  # the support's Newton systems are factorised (set by a solve, for the next)
+        self.factor = None  # the last factorisation of such a system (_support_newton; it preconditions the next)
         self.refresh()
 
     @property
@@ -387,7 +389,6 @@ class CoordinateDescent(Solver):
         # The rescaled residual's dual value when the solve ends at its last certifying pass's point.
         residual_dual = None
         polish = None  # the loss gradient's bounds after a final support-Newton step, when one is taken
-        factored = None  # (support, NewtonSolve, pt.moves) of the last Newton dual that was factorised
         ck, saved = checkpoints.start(self, problem)
         if saved is not None:
             gradient_init = None  # the saved state says where the solve stands
@@ -422,6 +423,11 @@ class CoordinateDescent(Solver):
                         "pen": pt.pen,
                         "reads": pt.reads,
                         "centered": bool(getattr(pt, "centered", False)),
+                        # The last factorisation, by what rebuilds it bit for bit (O(n + k) bytes).
+                        "factor_support": None if pt.factor is None else pt.factor.support,
+                        "factor_D": None if pt.factor is None else pt.factor.D,
+                        "factor_ridge": 0.0 if pt.factor is None else pt.factor.ridge,
+                        "factor_exact": pt.factor is not None and pt.factor.moves == pt.moves,
                         "wpd": wpd,
                         "g": g,
                         "H": H,
@@ -465,11 +471,20 @@ class CoordinateDescent(Solver):
                 if cert.relative > self.tol and newton_dual.pays(pt, dual, vzero, nnz, g_loss, H, st.kept, objective):
                     support = st.kept[w[st.kept] != 0.0]
                     cap = self._newton_products(problem, support, pt, st)
+                    before = pt.reads
                     cert, newton = newton_dual.certificate(
-                        pt, dual, st.kept, g_loss, norms, H, vmax / lam1, objective, cap, st.direct
+                        pt,
+                        dual,
+                        st.kept,
+                        g_loss,
+                        norms,
+                        H,
+                        vmax / lam1,
+                        objective,
+                        cap,
+                        self._direct(problem, support, st),
                     )
-                    if newton[1].factor is not None:  # exact: the step at this point, should one follow
-                        factored = (*newton, pt.moves)
+                    st.newton_spent += pt.reads - before
                     if newton[1].capped and cap < CG_MAX_PRODUCTS:  # stopped by its budget
                         st.newton_least *= self.newton_escalation
                         newton = newton if cert.relative <= self.tol else None
@@ -545,6 +560,8 @@ class CoordinateDescent(Solver):
                 and kernels.changed_count(support, st.last_support) <= fraction * support.shape[0]
             )
             st.last_support = support
+            if not settled:
+                st.newton_spent = 0
             if self.support_newton and settled and vzero < vmax and st.full_newton_step and vmax <= st.newton_below:
                 # The support has settled and violates optimality more than any zero weight:
                 # a Newton step on the support (smooth there) instead of CD. After a step cut
@@ -552,12 +569,8 @@ class CoordinateDescent(Solver):
                 direction = None
                 if st.full_pass and newton is not None and np.array_equal(newton[0], support):
                     direction = newton[1]  # solved at this point for the certificate's dual point
-                elif factored is not None and factored[2] == pt.moves and np.array_equal(factored[0], support):
-                    # Factorised for the certificate's dual point at this very point (a round on a
-                    # working set began since, and moved nothing): the same exact step. (A CG
-                    # direction is not carried so: solved to the dual point's tolerance, not
-                    # stopped at crossings, it made the text problems' solves 8% longer.)
-                    direction = factored[1]
+                # (Otherwise, should the certificate's dual point have been factorised at this very
+                # point, pt.factor solves the same system again: support_newton_direction.)
                 cap = CG_MAX_PRODUCTS if direction is not None else self._newton_products(problem, support, pt, st)
                 # A step that would carry at most as many weights across zero as a settled support
                 # may change re-solves the rest with them at zero (_support_newton.orthant_refined).
@@ -571,7 +584,7 @@ class CoordinateDescent(Solver):
                     direction=direction,
                     max_products=cap,
                     settled=fraction,
-                    direct=st.direct,
+                    direct=self._direct(problem, support, st),
                 )
                 st.cg_capped = capped and cap >= CG_MAX_PRODUCTS
                 # CG that cannot solve the support's system in its whole cap of products will not
@@ -580,6 +593,7 @@ class CoordinateDescent(Solver):
                 # 0.001 lam_max: 2,862 bigrams; each capped step made 15-25% of an exact step's
                 # progress, and the certificate waited for the last of them).
                 st.direct = st.direct or (st.cg_capped and support.shape[0] <= self.gram_max)
+                st.newton_spent += reads
                 budget_stopped = capped and cap < CG_MAX_PRODUCTS
                 st.newton_least = (
                     st.newton_least * self.newton_escalation if budget_stopped and step == 1.0 else _Loop.newton_least
@@ -692,7 +706,8 @@ class CoordinateDescent(Solver):
         result.loss_gradient = loss_gradient
         if cert.name == "duality_gap":
             result.dual_point = dual.best_point.copy()
-        pt.factorise = st.direct
+        # A path's next lam starts factorising if this one ended so (by CG's cap, or rent or buy).
+        pt.factorise = st.direct or (st.last_support is not None and self._direct(problem, st.last_support, st))
         return result, st.kept, residual_dual
 
     def _distinct_columns(self, problem):
@@ -755,6 +770,20 @@ class CoordinateDescent(Solver):
             return CG_MAX_PRODUCTS
         budget = self.newton_budget * (pt.reads - st.certified_reads)
         return budgeted_products(problem, support, self.gram_max, budget, st.newton_least)
+
+    def _direct(self, problem, support, st):
+        """Whether the support's Newton system is factorised (``_support_factor``): from a CG solve
+        that stopped at its whole cap on (``st.direct``), and also, rent or buy, while the
+        support-Newton solves since the support last moved have read (``st.newton_spent``) at least
+        what factorising its system would cost (supports of at most ``gram_max`` weights; news20 at
+        0.001 lam_max: 650 products over eight steps came before the capped one, 1.9 s against a
+        0.7 s factorisation, after which the next steps' CG is preconditioned by it and takes a few
+        products). Where CG converges in a few products (a9a, earn, mnist10k) the solve ends
+        first."""
+        k = support.shape[0]
+        if st.direct or not 0 < k <= self.gram_max or st.newton_spent < SupportFactor.least_work(problem, support):
+            return st.direct
+        return st.newton_spent >= SupportFactor.estimated_work(problem, support)
 
     def _round_target(self, vmax, lam1, warm=False):
         """The largest KKT violation on the working set at which a round ends: a fraction of the
@@ -869,7 +898,7 @@ def _with_repeats(result, repeats):
 
 # The loop state's index arrays (entry -> may be None) and the lower bounds of its counters.
 _LOOP_INDICES = {"kept": False, "ws": True, "last_support": True}
-_LOOP_LOW = {"ws_size": 1, "it": 0, "recorded": -1, "certified_reads": 0}
+_LOOP_LOW = {"ws_size": 1, "it": 0, "recorded": -1, "certified_reads": 0, "newton_spent": 0}
 
 
 @dataclass
@@ -897,6 +926,7 @@ class _Loop:
     gram_first: float = 0.0  # the price of the last model's Gram matrix, when it was solved on one
     cg_capped: bool = False  # the last support-Newton CG solve stopped at its cap of products
     direct: bool = False  # support-Newton systems are factorised (a CG solve stopped at its whole cap)
+    newton_spent: int = 0  # nonzeros read by support-Newton solves since the support last moved
     newton_below: float = np.inf  # support-Newton steps wait until the largest violation is below this
     certified_reads: int = 0  # nonzeros read by the end of the last certificate
     newton_least: float = 5.0  # the least CG products of the next budgeted support-Newton solve
@@ -931,6 +961,12 @@ def _restore(saved, problem, pt, wpd, g, H, dual, history, timer, st):
     pt.b = saved.scalar("b")
     pt.loss_sum, pt.pen = saved.scalar("loss_sum"), saved.scalar("pen")
     pt.reads, pt.centered = saved.scalar("reads", int, 0), saved.scalar("centered", bool)
+    factor_support = saved.optional_indices("factor_support", d)
+    if factor_support is not None:
+        D = saved.array("factor_D", (problem.n_samples,))
+        pt.factor, _ = SupportFactor.at(problem, D, factor_support, ridge=saved.scalar("factor_ridge"))
+        if pt.factor is not None:  # the move count is the run's own: only its equality carries
+            pt.factor.moves = pt.moves if saved.scalar("factor_exact", bool) else -1
     for name, target in (
         ("wpd", wpd),
         ("g", g),
