@@ -396,7 +396,8 @@ def test_a_support_cg_cannot_solve_is_factorised_on_news20(monkeypatch):
     """news20 at 0.001 lam_max (the benchmark's split): the support settles at 2,861 bigrams whose
     Newton system CG does not solve within its 200 products, and each capped step made a fifth of
     an exact one's progress while the certificate waited (to tol 1e-6: 6.2G nonzeros read, 9 s).
-    Factorised from the first capped step on: 4.3G and 5 s when measured, the same optimum."""
+    Factorised once CG has read what the factorisation costs (rent or buy), and the later steps' CG
+    preconditioned by it: 2.0G and 3 s when measured, the same optimum."""
     from _shared_data import load_svmlight_pm
 
     from l1scale.solvers.cd import CoordinateDescent
@@ -409,7 +410,7 @@ def test_a_support_cg_cannot_solve_is_factorised_on_news20(monkeypatch):
     by_cg = CoordinateDescent(tol=1e-6).solve(problem)
     assert factorised.converged and by_cg.converged
     assert factorised.objective == pytest.approx(by_cg.objective, rel=1e-6)
-    assert factorised.history.data_accesses[-1] < 0.8 * by_cg.history.data_accesses[-1]
+    assert factorised.history.data_accesses[-1] < 0.5 * by_cg.history.data_accesses[-1]
     P = problem.objective(factorised.coef, factorised.intercept)
     assert P - problem.dual_value(factorised.dual_point) <= 1e-6 * P
 
