@@ -108,10 +108,6 @@ def support_newton_direction(
     kernels.support_gradient(*arrays, support, pt.r, fit_b, grad)
     grad[:k] += lam2 * w[support] + lam1 * np.sign(w[support])
     reads = 0
-    diag = np.empty(size)  # CG's preconditioner
-    diag[:k] = H[support]
-    if fit_b:
-        diag[k] = pt.D.sum() + nu
     rtol = _clipped_rtol(violation * violation if rtol is None else rtol)
     if direct and 0 < k <= gram_max:
         known = pt.factor
@@ -133,6 +129,10 @@ def support_newton_direction(
             if verbose > 1:
                 print(f"   support newton: |S|={k} factorised")
             return NewtonSolve(grad, factor.solve(-grad), reads, False, factor)
+    diag = np.empty(size)  # CG's preconditioner
+    diag[:k] = H[support]
+    if fit_b:
+        diag[k] = pt.D.sum() + nu
     step, work = np.empty(size), np.empty(problem.n_samples)
     products, cg_reads = kernels.support_cg(
         *arrays,
