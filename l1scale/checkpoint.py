@@ -190,10 +190,6 @@ class CheckpointState(dict):
         """None when the saved value is None, else :meth:`indices`."""
         return None if self._get(name) is None else self.indices(name, high, low)
 
-    def optional_array(self, name, shape=None, kind="f"):
-        """None when the saved value is None, else :meth:`array`."""
-        return None if self._get(name) is None else self.array(name, shape, kind)
-
     def optional_scalar(self, name, kind=float):
         """None when the saved value is None, else :meth:`scalar`."""
         return None if self._get(name) is None else self.scalar(name, kind)

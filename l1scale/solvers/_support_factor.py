@@ -14,7 +14,7 @@ Between two Newton steps near the optimum the curvatures D move little, so a fac
 earlier point is a near-exact preconditioner for the next points' systems (``SupportFactor.preconditioner``,
 ``preconditioned_cg``): CG converges in a few products where a new factorisation would cost hundreds of
 products' worth. Weights that have left the support since are held at zero in it, weights that have
-entered get their diagonal.
+entered are bordered on exactly (their rows of the new system and the Schur complement of the old block).
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class SupportFactor:
         M[diagonal, diagonal] += ridge
         if fit_b:
             M[k, k] += kernels.NU
-        work = 2 * nnz_cols + int(gram_work + _cholesky_work(size))
+        work = _factorisation_work(nnz_cols, gram_work, size)
         try:
             factor = scipy.linalg.cho_factor(M, overwrite_a=True, check_finite=False)
         except np.linalg.LinAlgError:
@@ -122,7 +122,7 @@ class SupportFactor:
         counts = np.empty(problem.n_samples, dtype=np.int64)
         k = support.shape[0]
         nnz_cols, gram_work = kernels.gram_cost(*problem.columns.arrays, support, k, counts)
-        return 2 * nnz_cols + int(gram_work + _cholesky_work(k + int(problem.fit_intercept)))
+        return _factorisation_work(nnz_cols, gram_work, k + int(problem.fit_intercept))
 
     @staticmethod
     def least_work(problem, support) -> int:
@@ -144,13 +144,17 @@ class SupportFactor:
         x = self.solve(rhs)
         if held.shape[0] == 0:
             return x
-        E = np.zeros((self.size, held.shape[0]))
-        E[held, np.arange(held.shape[0])] = 1.0
-        V = self.solve(E)  # M^-1 E
+        V = self._inverse_columns(held)
         lam = np.linalg.solve(V[held], x[held] - values)
         x -= V @ lam
         x[held] = values  # exactly: the solve leaves rounding there
         return x
+
+    def _inverse_columns(self, held):
+        """M^-1 E, E the columns ``held`` of the identity: what holding those coordinates needs."""
+        E = np.zeros((self.size, held.shape[0]))
+        E[held, np.arange(held.shape[0])] = 1.0
+        return self.solve(E)
 
     def preconditioner(self, pt, support):
         """An approximate inverse of the system at ``pt`` on ``support`` (sorted; another point's,
@@ -178,9 +182,7 @@ class SupportFactor:
         solve_work = self.size**2 // 2  # see Preconditioner
         setup = 0
         if held.shape[0]:
-            E = np.zeros((self.size, held.shape[0]))
-            E[held, np.arange(held.shape[0])] = 1.0
-            V = self.solve(E)  # M^-1 E, once: each application is then one solve
+            V = self._inverse_columns(held)  # once: each application is then one solve
             schur_held = scipy.linalg.lu_factor(V[held], check_finite=False)
             setup += held.shape[0] * solve_work
         full = np.zeros(self.size)
@@ -221,6 +223,12 @@ class SupportFactor:
             return out
 
         return Preconditioner(apply, solve_work, setup)
+
+
+def _factorisation_work(nnz_cols, gram_work, size) -> int:
+    """:meth:`SupportFactor.of`'s work: the columns read twice (counting, then the Gram matrix), the
+    Gram matrix's multiply-adds, and the factorisation's."""
+    return 2 * nnz_cols + int(gram_work + _cholesky_work(size))
 
 
 def _cholesky_work(size) -> float:

@@ -29,7 +29,7 @@ import numpy as np
 from ..losses import weighted_terms_along
 from . import _cd_kernels as kernels
 from ._dual import columns_nnz, loss_units, residual_distance
-from ._support_factor import STALE_MAX_PRODUCTS, SupportFactor, preconditioned_cg
+from ._support_factor import STALE_MAX_PRODUCTS, SupportFactor, preconditioned_cg, system_product
 
 __all__ = [
     "CG_MAX_PRODUCTS",
@@ -192,7 +192,6 @@ def orthant_refined(
     free = np.ones(k, dtype=bool)
     step = step.copy()
     reads = 0
-    nnz_s = columns_nnz(problem.columns, support)
     margins, product = np.empty(problem.n_samples), np.empty(k + int(fit_b))
     corner = pt.D.sum() + nu if fit_b else 0.0  # the intercept's diagonal entry
     left = int(max_products)  # the rounds share the whole step's cap of products
@@ -211,14 +210,8 @@ def orthant_refined(
             continue
         rows = np.flatnonzero(np.append(free, True) if fit_b else free)
         # The system's residual at the step so far, on the rows still free.
-        kernels.support_margins_change(*arrays, support, step, fit_b, margins)
-        margins *= pt.D
-        kernels.support_gradient(*arrays, support, margins, fit_b, product)
-        product[:k] += (lam2 + nu) * step[:k]
-        if fit_b:
-            product[k] += nu * step[k]
+        reads += system_product(pt, support, step, product, margins)
         rhs = -(grad + product)[rows]
-        reads += 2 * nnz_s
         left -= 1
         kept = support[free]
         diag = np.empty(rows.shape[0])
