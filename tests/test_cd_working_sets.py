@@ -244,6 +244,66 @@ def test_newton_dual_point_certifies_sooner(loss, fit_intercept, monkeypatch):
         assert res.relative_certificate <= tol and (res.objective - p_star) / p_star <= tol
 
 
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_newton_dual_point_takes_in_a_feature_still_to_enter(fit_intercept, monkeypatch):
+    """Near the optimum, with one weight of the optimum's support still at zero (barely
+    violating its KKT condition), the rescaled residual and the support's Newton point both lose
+    first order in that violation; with the feature in the Newton system (the sign it enters
+    with) the point's gap falls to about the suboptimality. The point is a valid bound, and
+    more features to enter than ``max_entering`` (or violations past ``entering_violation``)
+    are not offered."""
+    from l1scale.solvers import _cd_kernels as kernels
+    from l1scale.solvers._dual import DualPoints
+    from l1scale.solvers._support_newton import NewtonDual
+    from l1scale.solvers.cd import _Iterate
+
+    X, y = _data("logistic", n=600, d=800, seed=1)
+    p = Problem(sp.csc_matrix(X), y, "logistic", lam_ratio=0.02, fit_intercept=fit_intercept)
+    ref = _solve(p)
+    support = np.flatnonzero(ref.coef)
+    d, lam1 = p.n_features, p.penalty.l1
+    kept = np.arange(d)
+
+    def at(w):
+        pt = _Iterate(p, w, ref.intercept)
+        g, H = np.empty(d), np.empty(d)
+        kernels.column_curvatures(*p.columns.arrays, kept, pt.D, H)
+        H += kernels.NU
+        vmax, _, nnz, vzero = kernels.check_pass(*p.columns.arrays, kept, pt.r, pt.w, lam1, 0.0, g)
+        return pt, g, H, vmax, nnz, vzero
+
+    # The weight whose removal violates least: about |w_j| H_jj.
+    _, _, H_star, _, _, _ = at(ref.coef)
+    j = support[np.argmin(np.abs(ref.coef[support]) * H_star[support])]
+    w = ref.coef.copy()
+    w[j] = 0.0
+    pt, g, H, vmax, nnz, vzero = at(w)
+    assert 1e-9 * lam1 < vzero <= NewtonDual.entering_violation * lam1  # the case at hand
+    subopt = (pt.objective - ref.objective) / ref.objective
+
+    def offered(solver):
+        dual = DualPoints(p)
+        residual = dual.certificate(pt.w, pt.b, pt.z, g, kept, pt.objective, pt.r)
+        if not solver.pays(pt, dual, vzero, nnz, g, H, kept, pt.objective):
+            return residual, None
+        cert, _ = solver.certificate(pt, dual, kept, g, np.ones(d), H, vmax / lam1, pt.objective)
+        return residual, cert
+
+    tol = subopt  # the Newton point can certify it (the step removes about this much)
+    assert tol < 1e-3 * vzero / lam1
+    residual, cert = offered(NewtonDual(tol))
+    assert residual.relative > 1e2 * subopt  # first order in the violation
+    # The gap is the primal's own suboptimality: the dual point is within a tenth of it of P*.
+    assert cert is not None and cert.relative <= 1.1 * subopt
+    assert pt.objective - cert.value <= ref.objective * (1 + 1e-12)  # a lower bound of P*
+    no_entering = NewtonDual(tol)
+    no_entering.max_entering = 0
+    assert offered(no_entering)[1] is None
+    tight = NewtonDual(tol)
+    tight.entering_violation = 0.5 * vzero / lam1
+    assert offered(tight)[1] is None
+
+
 def test_support_newton_step_is_what_finishes_an_ill_conditioned_solve():
     """Near-duplicate columns make the quadratic model ill-conditioned for CD; on the columns (a
     support too large for its Gram matrix, as on text) the CG step on the support converges in
