@@ -71,7 +71,7 @@ from ..problems.base import Certificate
 from . import _cd_kernels as kernels
 from ._dual import DualPoints, SequentialScreening, columns_nnz
 from ._model_dual import ModelDual
-from ._support_factor import SupportFactor
+from ._support_factor import STALE_MAX_FRESH, SupportFactor
 from ._support_newton import CG_MAX_PRODUCTS, NewtonDual, budgeted_products, support_newton_step
 from ._violator_dual import ViolatorDual
 from .base import History, Solver, Timer, certified_result, compiled_once
@@ -554,13 +554,10 @@ class CoordinateDescent(Solver):
             # 2.0G, to 1e-4 6.0G -> 3.9G, to 1e-6 13.3G -> 14.4G; where CG converges, as on a9a,
             # earn and mnist10k, nothing changes).
             fraction = self.settled_fraction / (5.0 if st.cg_capped or st.direct else 1.0)
-            settled = (
-                st.last_support is not None
-                and support.shape[0] > 0
-                and kernels.changed_count(support, st.last_support) <= fraction * support.shape[0]
-            )
+            changed = -1 if st.last_support is None else kernels.changed_count(support, st.last_support)
+            settled = 0 <= changed <= fraction * support.shape[0] and support.shape[0] > 0
             st.last_support = support
-            if not settled:
+            if not self._spend_carries(changed, support.shape[0]):
                 st.newton_spent = 0
             if self.support_newton and settled and vzero < vmax and st.full_newton_step and vmax <= st.newton_below:
                 # The support has settled and violates optimality more than any zero weight:
@@ -771,15 +768,26 @@ class CoordinateDescent(Solver):
         budget = self.newton_budget * (pt.reads - st.certified_reads)
         return budgeted_products(problem, support, self.gram_max, budget, st.newton_least)
 
+    @staticmethod
+    def _spend_carries(changed, size):
+        """Whether rent or buy (:meth:`_direct`) keeps counting the support-Newton solves' reads
+        across a move of ``changed`` weights (-1: no support before) to a support of ``size``: while a
+        factorisation made on one support would precondition the other's system (its new weights
+        bordered, at most ``STALE_MAX_FRESH``, and most of it shared: ``SupportFactor.preconditioner``).
+        Reset on any move beyond "settled", mnist10k at 0.1 lam_max (56-60 weights, a few moving
+        each step) never bought one, and its last two solves took 43 products each."""
+        return 0 <= changed <= min(STALE_MAX_FRESH, size // 2)
+
     def _direct(self, problem, support, st):
         """Whether the support's Newton system is factorised (``_support_factor``): from a CG solve
         that stopped at its whole cap on (``st.direct``), and also, rent or buy, while the
-        support-Newton solves since the support last moved have read (``st.newton_spent``) at least
+        support-Newton solves since the support last moved farther than a factorisation's reach as a
+        preconditioner have read (``st.newton_spent``) at least
         what factorising its system would cost (supports of at most ``gram_max`` weights; news20 at
         0.001 lam_max: 650 products over eight steps came before the capped one, 1.9 s against a
         0.7 s factorisation, after which the next steps' CG is preconditioned by it and takes a few
-        products). Where CG converges in a few products (a9a, earn, mnist10k) the solve ends
-        first."""
+        products; mnist10k at 0.1 lam_max: two solves of 43 products, then one, preconditioned).
+        Where CG converges in a few products (a9a, earn) the solve ends first."""
         k = support.shape[0]
         if st.direct or not 0 < k <= self.gram_max or st.newton_spent < SupportFactor.least_work(problem, support):
             return st.direct
@@ -926,7 +934,7 @@ class _Loop:
     gram_first: float = 0.0  # the price of the last model's Gram matrix, when it was solved on one
     cg_capped: bool = False  # the last support-Newton CG solve stopped at its cap of products
     direct: bool = False  # support-Newton systems are factorised (a CG solve stopped at its whole cap)
-    newton_spent: int = 0  # nonzeros read by support-Newton solves since the support last moved
+    newton_spent: int = 0  # nonzeros read by support-Newton solves since the support last moved far
     newton_below: float = np.inf  # support-Newton steps wait until the largest violation is below this
     certified_reads: int = 0  # nonzeros read by the end of the last certificate
     newton_least: float = 5.0  # the least CG products of the next budgeted support-Newton solve
