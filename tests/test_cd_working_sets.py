@@ -250,8 +250,8 @@ def test_newton_dual_point_takes_in_a_feature_still_to_enter(fit_intercept, monk
     violating its KKT condition), the rescaled residual and the support's Newton point both lose
     first order in that violation; with the feature in the Newton system (the sign it enters
     with) the point's gap falls to about the suboptimality. The point is a valid bound, and
-    more features to enter than ``max_entering`` (or violations past ``entering_violation``)
-    are not offered."""
+    more features to enter than ``max_entering`` (or violations past ``entering_violation``, or
+    a tol above its square) are not offered."""
     from l1scale.solvers import _cd_kernels as kernels
     from l1scale.solvers._dual import DualPoints
     from l1scale.solvers._support_newton import NewtonDual
@@ -302,6 +302,8 @@ def test_newton_dual_point_takes_in_a_feature_still_to_enter(fit_intercept, monk
     tight = NewtonDual(tol)
     tight.entering_violation = 0.5 * vzero / lam1
     assert offered(tight)[1] is None
+    assert tol < NewtonDual.entering_violation**2 < 1e-3 < vzero / lam1
+    assert offered(NewtonDual(1e-3))[1] is None  # a loose tol: the rounds certify it
 
 
 def test_support_newton_step_is_what_finishes_an_ill_conditioned_solve():

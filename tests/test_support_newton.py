@@ -360,18 +360,11 @@ def test_a_stale_factorisation_is_used_at_later_points_and_replaced_when_it_stop
     assert solve.factor is not None and far.factor is solve.factor and solve.factor is not first.factor
 
 
-def test_support_newton_solves_factorise_once_cg_has_read_what_a_factorisation_costs(monkeypatch):
-    """Rent or buy: once the support-Newton solves on a settled support have read what factorising
-    its system costs, it is factorised (before any CG solve stops at its whole cap), and the next
-    step's CG is preconditioned by that factorisation: synthetic text, 1,000 x 20,000, 0.01 lam_max,
-    reads 22.5M against 39.3M when measured, the same optimum. Without the rule (the cost taken as
-    infinite) nothing is factorised."""
-    from l1scale.data.synthetic import make_sparse_text
+def _recorded_solves(monkeypatch):
+    """Each support-Newton solve from now on, as (solved by a new factorisation, preconditioned by
+    an earlier one), in a list that fills as the solves run."""
     from l1scale.solvers import _support_newton
-    from l1scale.solvers.cd import CoordinateDescent
 
-    X, y = make_sparse_text(1000, 20000, nnz_per_row=50, noise=0.0, random_state=1)
-    problem = Problem(X, y, "logistic", lam_ratio=0.01, fit_intercept=False)
     real, calls = _support_newton.support_newton_direction, []
 
     def recorded(*args, **kwargs):
@@ -380,6 +373,21 @@ def test_support_newton_solves_factorise_once_cg_has_read_what_a_factorisation_c
         return solve
 
     monkeypatch.setattr(_support_newton, "support_newton_direction", recorded)
+    return calls
+
+
+def test_support_newton_solves_factorise_once_cg_has_read_what_a_factorisation_costs(monkeypatch):
+    """Rent or buy: once the support-Newton solves on a settled support have read what factorising
+    its system costs, it is factorised (before any CG solve stops at its whole cap), and the next
+    step's CG is preconditioned by that factorisation: synthetic text, 1,000 x 20,000, 0.01 lam_max,
+    reads 22.5M against 39.3M when measured, the same optimum. Without the rule (the cost taken as
+    infinite) nothing is factorised."""
+    from l1scale.data.synthetic import make_sparse_text
+    from l1scale.solvers.cd import CoordinateDescent
+
+    X, y = make_sparse_text(1000, 20000, nnz_per_row=50, noise=0.0, random_state=1)
+    problem = Problem(X, y, "logistic", lam_ratio=0.01, fit_intercept=False)
+    calls = _recorded_solves(monkeypatch)
     bought = CoordinateDescent(tol=1e-8).solve(problem)
     assert (True, False) in calls and (False, True) in calls  # factorised, then preconditioned by it
     calls.clear()
@@ -399,19 +407,11 @@ def test_rent_or_buy_counts_across_moves_a_factorisation_still_preconditions(mon
     measured). Reset on every move, nothing is ever factorised there."""
     from _shared_data import load_svmlight_pm
 
-    from l1scale.solvers import _support_newton
     from l1scale.solvers.cd import CoordinateDescent
 
     X, y = load_svmlight_pm("mnist10k", "mnist/mnist10k_3vsrest.bz2", 784)
     problem = Problem(X, y, "logistic", lam_ratio=0.1)
-    real, calls = _support_newton.support_newton_direction, []
-
-    def recorded(*args, **kwargs):
-        solve = real(*args, **kwargs)
-        calls.append((solve.factor is not None, solve.stale is not None))
-        return solve
-
-    monkeypatch.setattr(_support_newton, "support_newton_direction", recorded)
+    calls = _recorded_solves(monkeypatch)
     carried = CoordinateDescent(tol=1e-6).solve(problem)
     assert (True, False) in calls and (False, True) in calls  # factorised, then preconditioned by it
     calls.clear()

@@ -459,7 +459,8 @@ class NewtonDual:
     # Offered only when a diagonal Newton step's predicted decrease is within this many tol P.
     estimate_slack = 10.0
     # Zero weights that still violate optimality join the system (with the signs they would enter
-    # with) when there are at most this many and none violates by more than this fraction of lam1.
+    # with) when there are at most this many and none violates by more than this fraction of lam1
+    # (at tol at most its square).
     max_entering = 4
     entering_violation = 1e-2
 
@@ -475,10 +476,13 @@ class NewtonDual:
           the residual's gap already falls with the suboptimality);
         - a nonzero support, and no zero weight violating optimality by more than tol lam1 (a
           feature still to enter: the point's rescaling would be as poor as the residual's),
-          except at most ``max_entering`` of them, by at most ``entering_violation`` lam1:
-          those enter the system (``entering``), each with the sign of -g_j, so that the Newton
-          point meets their KKT conditions too (news20 at 0.001 lam_max: one bigram at 6e-5 lam1
-          kept the gap at 4.6e-5 while the suboptimality fell from 3e-9 to 3e-11);
+          except at most ``max_entering`` of them, by at most ``entering_violation`` lam1, when
+          tol is at most ``entering_violation``^2: those enter the system (``entering``), each with
+          the sign of -g_j, so that the Newton point meets their KKT conditions too (news20 at
+          0.001 lam_max: one bigram at 6e-5 lam1 kept the gap at 4.6e-5 while the suboptimality
+          fell from 3e-9 to 3e-11). At a looser tol the rounds certify soon enough, and a try that
+          misses costs its Newton solve (news20's 50-lam path at tol 1e-3: 5 of 11 tries missed
+          tol by 1-2x, the path +25% in time);
         - the suboptimality that a diagonal Newton step on the support and those features would
           remove, sum_j v_j^2 / (2 H_jj) (v_j: their KKT violations), within 10 tol P: the
           Newton point's gap is about the suboptimality left, so a larger one cannot certify."""
@@ -487,7 +491,9 @@ class NewtonDual:
         if not (self.enabled and dual.has_dual and penalty.l2 == 0.0 and nnz > 0):
             return False
         lam1 = penalty.l1
-        if vzero > self.tol * lam1 and vzero > self.entering_violation * lam1:
+        if vzero > self.tol * lam1 and (
+            vzero > self.entering_violation * lam1 or self.tol > self.entering_violation**2
+        ):
             return False
         support = kept[pt.w[kept] != 0.0]
         viol = g_loss[support] + lam1 * np.sign(pt.w[support])
