@@ -498,6 +498,9 @@ class NewtonDual:
         support = kept[pt.w[kept] != 0.0]
         viol = g_loss[support] + lam1 * np.sign(pt.w[support])
         estimate = 0.5 * float((viol * viol / H[support]).sum())
+        limit = self.estimate_slack * self.tol * abs(objective)
+        if estimate > limit:
+            return False  # entering features only add to it: no pass over them
         if vzero > self.tol * lam1:
             zero = kept[pt.w[kept] == 0.0]
             entering = zero[np.abs(g_loss[zero]) > lam1 * (1.0 + self.tol)]
@@ -509,7 +512,7 @@ class NewtonDual:
             excess = np.abs(g_loss[entering]) - lam1
             estimate += 0.5 * float((excess * excess / (curvature + kernels.NU)).sum())
             self.entering = entering
-        return estimate <= self.estimate_slack * self.tol * abs(objective)
+        return estimate <= limit
 
     def certificate(
         self, pt, dual, kept, g_loss, norms, H, violation, objective, max_products=CG_MAX_PRODUCTS, direct=False
