@@ -19,7 +19,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 from . import _generated_fit
 from ._generated_fit import GENERATED_SOLVERS
 from ._threads import check_n_jobs, run_in_threads
-from .data.memory import as_rows, column_matrix
+from .data.memory import as_rows, column_matrix, row_matrix
 from .data.stream import Stream
 from .data.validation import validate_data
 from .losses import get_loss
@@ -234,9 +234,15 @@ class SparseLinearModel(BaseEstimator):
         def warm(k):
             return (None if coef_init is None else coef_init[k], None if intercept_init is None else intercept_init[k])
 
-        X = column_matrix(X, checked=checked)  # shared by every problem: Problem(X, ...) copies nothing
         if len(targets) == 1:
+            # One problem: a CSR X stays CSR, and the Problem converts what its solver reads
+            # (CD's row start at a large lam reads a few columns).
+            if sp.issparse(X) and X.format == "csr":
+                X = row_matrix(X, checked=checked)
+            else:
+                X = column_matrix(X, checked=checked)
             return [self._solve(X, targets[0], sample_weight, *warm(0))]
+        X = column_matrix(X, checked=checked)  # shared by every problem: Problem(X, ...) copies nothing
         return run_in_threads(
             (delayed(self._solve)(X, y_k, sample_weight, *warm(k), k, len(targets)) for k, y_k in enumerate(targets)),
             getattr(self, "n_jobs", None),

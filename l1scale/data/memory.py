@@ -49,6 +49,7 @@ __all__ = [
     "matrix_of",
     "repeated_columns",
     "row",
+    "row_matrix",
 ]
 
 
@@ -171,6 +172,20 @@ def column_matrix(X, dtype=np.float64, *, checked=False):
     library holds, is then marked so, and the Problems built on it do not scan it again."""
     M = matrix_of(as_columns(X, dtype, checked=checked))
     if checked and sp.issparse(M):
+        setattr(M, CHECKED_MARK, True)
+    return M
+
+
+def row_matrix(X, dtype=np.float64, *, checked=False):
+    """A sparse X in the row layout (CSR), as a new matrix object over :func:`as_rows`' arrays (no
+    copy for a canonical CSR X of float64 values), marked as :func:`column_matrix` marks its
+    result: what an estimator hands to the one Problem of a fit, which then converts to
+    columns only what its solver reads (``problems.memory.Problem``)."""
+    layout = as_rows(X, dtype, checked=checked)
+    M = sp.csr_matrix(layout.shape, dtype=layout.data.dtype)
+    M.data, M.indices, M.indptr = layout.data, layout.indices, layout.indptr
+    M.has_canonical_format = True  # the layout is canonical (sorted, no duplicates)
+    if checked:
         setattr(M, CHECKED_MARK, True)
     return M
 

@@ -19,7 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import ndtri
 
-from ..data.memory import CHECKED_MARK, as_columns, column_dots_and_norms, matrix_of, repeated_columns
+from ..data.memory import CHECKED_MARK, as_columns, as_rows, column_dots_and_norms, matrix_of, repeated_columns
+from ..data.rows import row_correlations, row_dots_and_norms
 from ..data.validation import check_sparse_structure
 from ..losses import get_loss, weighted_conjugate, weighted_conjugate_at, weighted_derivatives, weighted_value
 from ..penalties import Regularization
@@ -263,14 +264,51 @@ class Problem(InMemoryProblemBase):
         self.c = check_sample_weight(sample_weight, self.n_samples)
         self.fit_intercept = bool(fit_intercept)
         self._derived = {}  # computed once from the data, shared with with_lam's copies
-        # No copy when X is already in the column layout (``data.memory.column_matrix``:
-        # one conversion for the problems of one-vs-rest, folds and paths).
-        self.columns = as_columns(X, checked=True)  # check_design checked its index arrays
-        # The matrix used for products X @ w and X^T r: scipy CSC (int64 indices) or
-        # Fortran-ordered dense, sharing memory with `columns`.
-        self.X = matrix_of(self.columns)
+        # A canonical CSR X is kept as it is and converted to columns only when a solver first
+        # reads them (``columns``): a solve whose model uses a few columns reads the rest from
+        # the rows (``rows``; CD's row start). Anything else is converted now; no copy when X is
+        # already in the column layout (``data.memory.column_matrix``: one conversion for the
+        # problems of one-vs-rest, folds and paths).
+        self._source = X
+        self.rows = None
+        if sp.issparse(X) and X.format == "csr" and X.has_canonical_format:
+            self.rows = as_rows(X, checked=True)  # check_design checked its index arrays
+        else:
+            self.columns = as_columns(X, checked=True)
         reg = Regularization(lam, lam_ratio, l1_ratio)
         self.penalty = reg.resolve(self.lam_max(l1_ratio)) if reg.needs_lam_max else reg.penalty()
+
+    # ------------------------------------------------------------------ layouts
+    @property
+    def columns(self):
+        """The column layout (:class:`~l1scale.data.memory.Matrix`: CSC or Fortran-ordered), made
+        from the rows on first use and shared with ``with_lam``'s copies."""
+        if "columns" not in self._derived:
+            self._derived["columns"] = as_columns(self._source, checked=True)
+        return self._derived["columns"]
+
+    @columns.setter
+    def columns(self, value):
+        self._derived["columns"] = value
+        self._derived.pop("X", None)
+
+    @property
+    def X(self):
+        """The matrix for products ``X @ w`` and ``X^T r`` over ``columns``' own arrays: scipy CSC
+        or Fortran-ordered dense (made on first use, as ``columns``)."""
+        if "X" not in self._derived:
+            self._derived["X"] = matrix_of(self.columns)
+        return self._derived["X"]
+
+    @property
+    def has_columns(self) -> bool:
+        """Whether the column layout is made (a CSR problem's is made on first use)."""
+        return "columns" in self._derived
+
+    def _products(self):
+        """The matrix for products: the column matrix once made, else the CSR X (scipy's
+        products read either layout in one pass)."""
+        return self.X if self.has_columns or self.rows is None else self._source
 
     # ------------------------------------------------------------------ basics
     def lam_max(self, l1_ratio=None) -> float:
@@ -285,10 +323,39 @@ class Problem(InMemoryProblemBase):
         if "null_gradient" not in self._derived:
             r0 = self.c * self.loss.derivative(self.y, np.full(self.n_samples, self.null_intercept()))
             dots, norms = np.empty(self.n_features), np.empty(self.n_features)
-            column_dots_and_norms(*self.columns.arrays, r0, self.c, dots, norms)
+            if self.has_columns or self.rows is None:
+                column_dots_and_norms(*self.columns.arrays, r0, self.c, dots, norms)
+            else:
+                row_dots_and_norms(*self.rows.arrays[:3], r0, self.c, dots, norms)
             self._derived["null_gradient"] = dots
             self._derived.setdefault("column_norms", norms)
         return self._derived["null_gradient"]
+
+    def column_norms(self):
+        """``sqrt(sum_i c_i x_ij^2)`` for every column j, computed once per data set (from the
+        rows, with :meth:`null_gradient`, while the columns are not made)."""
+        if "column_norms" not in self._derived and not self.has_columns and self.rows is not None:
+            self.null_gradient()
+        return super().column_norms()
+
+    def restricted(self, cols, matrix):
+        """The same problem over the columns ``cols`` only, whose CSC matrix is ``matrix`` (made
+        by the caller, e.g. ``data.rows.columns_of_rows``): the same labels, weights, loss and
+        penalty objects, so that a (w, b) zero off ``cols`` has the same objective in both."""
+        other = copy.copy(self)
+        other._derived = {}
+        other._source, other.rows = matrix, None
+        other.n_features = int(np.asarray(cols).shape[0])
+        other.columns = as_columns(matrix, checked=True)
+        return other
+
+    def row_correlations(self, V):
+        """X^T V for the m vectors in the columns of V (n, m), read from the rows in one pass
+        (``data.rows.row_correlations``): (d, m)."""
+        V = np.ascontiguousarray(V, dtype=np.float64).reshape(self.n_samples, -1)
+        out = np.empty((self.n_features, V.shape[1]))
+        row_correlations(self.rows.data, self.rows.indices, self.rows.indptr, V, out)
+        return out
 
     def repeated_columns(self):
         """For each column, the lowest index of a column that likely repeats it, or None
@@ -310,7 +377,7 @@ class Problem(InMemoryProblemBase):
         """The c-weighted means of the columns worth centring (:func:`centring_offsets`), 0 for
         the others (d,); computed once per data set."""
         if "column_offsets" not in self._derived:
-            mean = np.asarray(self.X.T @ self.c, dtype=np.float64).reshape(-1)
+            mean = np.asarray(self._products().T @ self.c, dtype=np.float64).reshape(-1)
             variance = self.column_norms() ** 2 - mean * mean
             self._derived["column_offsets"] = centring_offsets(mean, variance)
         return self._derived["column_offsets"]
@@ -325,12 +392,12 @@ class Problem(InMemoryProblemBase):
         offsets = np.asarray(offsets, dtype=np.float64).reshape(self.n_features)
         other = copy.copy(self)
         other._derived = {}
-        other.columns = as_columns(centred_design(self.X, offsets), checked=True)
-        other.X = matrix_of(other.columns)
+        other._source, other.rows = None, None
+        other.columns = as_columns(centred_design(self._products(), offsets), checked=True)
         return other
 
     def margins(self, w, b=0.0):
-        return self.X @ w + b
+        return self._products() @ w + b
 
     def objective(self, w, b=0.0, z=None) -> float:
         """P(w, b); pass the margins ``z`` when already known."""
@@ -348,12 +415,13 @@ class Problem(InMemoryProblemBase):
         (a 1-D solve), which makes sum_i c_i u_i = 0 as the dual requires.
         """
         w = np.asarray(w, dtype=np.float64)
-        z = self.X @ w
+        X = self._products()
+        z = X @ w
         if self.fit_intercept and self.loss.has_conjugate:
             b = self.optimal_intercept(z, b)
         z = z + b
         u = self.loss.derivative(self.y, z)
-        v = self.X.T @ (self.c * u)
+        v = X.T @ (self.c * u)
         return self.certificate_from(w, b, z, u, v)
 
     def dual_value(self, u) -> float:
@@ -368,7 +436,7 @@ class Problem(InMemoryProblemBase):
         cu = self.c * u
         if self.fit_intercept and abs(float(cu.sum())) > 1e-9 * max(float(np.abs(cu).sum()), 1e-300):
             return -np.inf
-        return float(self._dual(None, u, np.asarray(self.X.T @ cu).ravel()))
+        return float(self._dual(None, u, np.asarray(self._products().T @ cu).ravel()))
 
     def certificate_from(self, w, b, z, u, v, *, primal=None, residual=None) -> Certificate:
         """The certificate from quantities a solver already has.

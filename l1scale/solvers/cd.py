@@ -71,6 +71,7 @@ from ..problems.base import Certificate
 from . import _cd_kernels as kernels
 from ._dual import DualPoints, SequentialScreening, columns_nnz
 from ._model_dual import ModelDual
+from ._row_start import row_start
 from ._support_factor import STALE_MAX_FRESH, SupportFactor
 from ._support_newton import CG_MAX_PRODUCTS, NewtonDual, budgeted_products, support_newton_step
 from ._violator_dual import ViolatorDual
@@ -288,6 +289,15 @@ class CoordinateDescent(Solver):
         self.check_problem(problem)
         compile_seconds = _warm_up()
         timer = Timer()
+        if coef_init is None and intercept_init is None and gradient_init is None:
+            # A CSR problem whose model can use only a few columns: solved over those, copied out,
+            # and certified from the rows (``_row_start``); else it goes on from where that left.
+            result, start = row_start(self, problem, timer)
+            if result is not None:
+                result.timings["compile"] = compile_seconds
+                return result
+            if start is not None:
+                coef_init, intercept_init, gradient_init = start
         if gradient_init is None and coef_init is None and self.working_set:
             # From w = 0 the first working set comes from the gradient there, read in the same
             # pass as the column norms (and shared with lam_max): no separate first pass.
