@@ -101,6 +101,7 @@ def test_the_row_start_certifies_the_column_solves_optimum(loss, fit_intercept, 
     p, q = Problem(X, y, **kw), Problem(X.tocsc(), y, **kw)
     res, ref = _solve(p), _solve(q)
     assert not p.has_columns  # solved and certified without converting X
+    assert p.conversion_seconds == 0.0 and res.timings["convert"] > 0.0  # the copy, reported as one
     assert res.history.active[-1] < X.shape[1] // 5  # over a few copied columns
     assert res.converged and res.relative_certificate <= 1e-10
     # The certificate is the whole problem's: anyone can check it from the dual point.
@@ -140,6 +141,8 @@ def test_the_row_start_is_left_when_the_columns_would_be_most_of_x(monkeypatch):
     monkeypatch.setattr(_row_start, "columns_of_rows", lambda *a, **k: calls.append(1))
     res = _solve(p)
     assert p.has_columns and res.converged and calls == []
+    # The conversion, made in this solve, is reported apart from it.
+    assert res.timings["convert"] == p.conversion_seconds > 0.0
     # A cold start only: a warm one has its own gradient to go on from.
     p = Problem(X, y, lam_ratio=0.3)
     warm = CoordinateDescent(tol=1e-8).solve(p, np.zeros(X.shape[1]))

@@ -14,6 +14,7 @@ which the other problems share.
 from __future__ import annotations
 
 import copy
+import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -234,7 +235,10 @@ class Problem(InMemoryProblemBase):
     """Data + labels + loss + penalty + weights + intercept, validated once, held in memory.
 
     A :class:`~l1scale.problems.base.ProblemLike` of kind ``"memory"``: solvers read its columns
-    (``columns``, ``X``), labels ``y`` and normalised weights ``c``.
+    (``columns``, ``X``), labels ``y`` and normalised weights ``c``. A canonical CSR X is kept in
+    its row layout (``rows``) and converted to columns on the first read of ``columns`` or ``X``:
+    lam_max, the column norms, margins and certificates read the rows until then, and CD's row
+    start (``solvers._row_start``) converts only the few columns a model at a large lam can use.
 
     Parameters
     ----------
@@ -284,7 +288,9 @@ class Problem(InMemoryProblemBase):
         """The column layout (:class:`~l1scale.data.memory.Matrix`: CSC or Fortran-ordered), made
         from the rows on first use and shared with ``with_lam``'s copies."""
         if "columns" not in self._derived:
+            start = time.perf_counter()
             self._derived["columns"] = as_columns(self._source, checked=True)
+            self._derived["conversion_seconds"] = time.perf_counter() - start
         return self._derived["columns"]
 
     @columns.setter
@@ -299,6 +305,12 @@ class Problem(InMemoryProblemBase):
         if "X" not in self._derived:
             self._derived["X"] = matrix_of(self.columns)
         return self._derived["X"]
+
+    @property
+    def conversion_seconds(self) -> float:
+        """Seconds spent converting the rows to columns, once made on a read of ``columns`` (0
+        otherwise): a solver reports them apart from its solve (``Result.timings["convert"]``)."""
+        return self._derived.get("conversion_seconds", 0.0)
 
     @property
     def has_columns(self) -> bool:

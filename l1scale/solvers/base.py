@@ -119,7 +119,9 @@ class Result:
         Gap / objective, or KKT violation / lam.
     history : History
     timings : dict
-        Seconds spent: ``{"solve": ..., "compile": ...}``.
+        Seconds spent: ``{"solve": ..., "compile": ...}``; CD adds ``"convert"``, the seconds its
+        solve spent converting a CSR problem's rows to columns (or copying some out), not counted
+        in ``"solve"``.
     loss_gradient : ndarray of shape (n_features,) or None
         ``X^T (c * loss'(y, z))`` at the returned point on the features the solver last
         passed over (0 on those it screened out), where it has it (CD): a path hands it to
