@@ -127,7 +127,8 @@ class Result:
         passed over (0 on those it screened out), where it has it (CD): a path hands it to
         the next solve, which picks its first working set from it without a pass over the data.
         After a final support-Newton step (CD's Newton dual point), bounds on it in absolute
-        value, exact on the support.
+        value, exact on the support; after CD's row start (a CSR problem solved over a few
+        columns copied out), bounds on the columns not copied.
     dual_point : ndarray of shape (n_samples,) or None
         The dual point behind a ``"duality_gap"`` certificate, where the solver keeps one (CD):
         ``certificate == objective - problem.dual_value(dual_point)`` to rounding, so that
