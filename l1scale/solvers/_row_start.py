@@ -46,9 +46,11 @@ SHARE = 0.25
 def row_start(solver, problem, timer):
     """The row start of ``solver`` (a CoordinateDescent) on ``problem``, when it applies.
 
-    Returns (result, start): ``result``, the certified Result over every column, or None; when
-    None, ``start`` is (coef, intercept, None) to go on from over all the columns (its first pass
-    reads the gradient there), or None when the row start did not apply (nothing was solved)."""
+    Returns (result, start, copied): ``result``, the certified Result over every column, or None;
+    when None, ``start`` is (coef, intercept, None) to go on from over all the columns (its first
+    pass reads the gradient there), or None when the row start did not apply (nothing was
+    solved); ``copied``, the seconds the copy of the columns took, which ``timer`` excludes (it
+    stands in for the conversion, reported apart from the solve)."""
     rows = getattr(problem, "rows", None)
     if (
         rows is None
@@ -57,7 +59,7 @@ def row_start(solver, problem, timer):
         or solver.checkpoint is not None
         or not problem.loss.has_conjugate
     ):
-        return None, None
+        return None, None, 0.0
     g0 = problem.null_gradient()
     lam1 = problem.penalty.l1
     cols = np.flatnonzero(np.abs(g0) >= REACH * lam1)
@@ -65,26 +67,27 @@ def row_start(solver, problem, timer):
     # weights) decides before a pass; the copy's counting pass then bounds the values read.
     mass = problem.column_norms() ** 2
     if cols.shape[0] == 0 or mass[cols].sum() > SHARE * mass.sum():
-        return None, None
+        return None, None, 0.0
     copying = timer()
     matrix = columns_of_rows(rows, cols, max_nnz=SHARE * rows.data.shape[0])
-    copied = timer() - copying  # reported as the conversion it stands in for
+    copied = timer() - copying
+    timer.exclude(copied)
     if matrix is None:
-        return None, None
+        return None, None, copied
     sub = problem.restricted(cols, matrix)
     started = timer()
     result = solver.solve(sub)
     coef = np.zeros(problem.n_features)
     coef[cols] = result.coef
     if result.dual_point is None or not result.converged:
-        return None, (coef, result.intercept, None)
+        return None, (coef, result.intercept, None), copied
     # One pass over the rows: the dual point's correlations with every column.
     u_c = problem.c * result.dual_point
     corr = problem.row_correlations(u_c)[:, 0]
     dual = dual_value(problem.loss, problem.penalty, problem.y, problem.c, None, result.dual_point, corr)
     cert = Certificate.duality_gap(result.objective, dual)
     if cert.relative > solver.tol:
-        return None, (coef, result.intercept, None)
+        return None, (coef, result.intercept, None), copied
     # The loss gradient: the solve's own on the copied columns; elsewhere bounds on it from the
     # dual point's correlations (Cauchy-Schwarz in the c-weighted norm, as ``_dual`` carries them).
     residual = problem.c * problem.loss.derivative(problem.y, sub.margins(result.coef, result.intercept))
@@ -102,7 +105,7 @@ def row_start(solver, problem, timer):
         data_accesses=(history.data_accesses[-1] if history.data_accesses else 0) + rows.data.shape[0],
         active=cols.shape[0],
     )
-    timings = dict(result.timings, solve=timer() - copied, convert=copied)
+    timings = dict(result.timings, solve=timer(), convert=copied)
     return (
         dataclasses.replace(
             result,
@@ -115,4 +118,5 @@ def row_start(solver, problem, timer):
             loss_gradient=gradient,
         ),
         None,
+        copied,
     )

@@ -27,7 +27,7 @@ class History:
     nnz : list of int
         Nonzero coefficients.
     time : list of float
-        Seconds since the solver started (compile time excluded).
+        Seconds since the solver started (compile time and a conversion of the data excluded).
     data_accesses : list of int
         Cumulative number of nonzeros of X read.
     active : list of int
@@ -119,9 +119,9 @@ class Result:
         Gap / objective, or KKT violation / lam.
     history : History
     timings : dict
-        Seconds spent: ``{"solve": ..., "compile": ...}``; CD adds ``"convert"``, the seconds its
-        solve spent converting a CSR problem's rows to columns (or copying some out), not counted
-        in ``"solve"``.
+        Seconds spent: ``{"solve": ..., "compile": ...}``; CD adds ``"convert"``, the seconds it
+        spent converting a CSR problem's rows to columns (or copying some out), kept out of
+        ``"solve"`` and of the History's clock.
     loss_gradient : ndarray of shape (n_features,) or None
         ``X^T (c * loss'(y, z))`` at the returned point on the features the solver last
         passed over (0 on those it screened out), where it has it (CD): a path hands it to
