@@ -58,27 +58,28 @@ def row_correlations(data, indices, indptr, V, out):
 
 @njit(cache=True, nogil=True)
 def _count_selected(indices, selected, counts):
-    """counts[selected[j]] += 1 for every stored value of a selected column (selected[j] >= 0)."""
+    """counts[selected[j]] += 1 for every stored value: the selected columns' counts land at their
+    slot + 1, the others' all at 0. Without a branch on whether a column is selected (a fifth to a
+    third of them are, in no order the predictor can follow): earn 3.2 -> 1.4 ms, news20 30 -> 12 ms."""
     for k in range(indices.shape[0]):
-        s = selected[indices[k]]
-        if s >= 0:
-            counts[s + 1] += 1
+        counts[selected[indices[k]]] += 1
 
 
 @njit(cache=True, nogil=True)
 def _scatter_selected(data, indices, indptr, selected, sub_indptr, sub_data, sub_indices):
-    """The selected columns' values, row by row, each at its column's next free position (rows
-    in increasing order: the result is canonical)."""
+    """The selected columns' values (selected[j] = slot + 1; 0: not selected), row by row, each at its
+    column's next free position (rows in increasing order: the result is canonical). A branchless
+    scatter, writing the others to a spare slot, measured no faster."""
     free = sub_indptr[:-1].copy()
     for i in range(indptr.shape[0] - 1):
         k, end = indptr[i], indptr[i + 1]
         while k < end:
             s = selected[indices[k]]
-            if s >= 0:
-                p = free[s]
+            if s > 0:
+                p = free[s - 1]
                 sub_indices[p] = i
                 sub_data[p] = data[k]
-                free[s] = p + 1
+                free[s - 1] = p + 1
             k += 1
 
 
@@ -88,10 +89,11 @@ def columns_of_rows(rows: Matrix, cols, max_nnz=None):
     they hold more than ``max_nnz`` stored values."""
     n, d = rows.shape
     cols = np.asarray(cols, dtype=np.int64)
-    selected = np.full(d, -1, dtype=np.int32 if cols.shape[0] < 2**31 else np.int64)
-    selected[cols] = np.arange(cols.shape[0], dtype=selected.dtype)
+    selected = np.zeros(d, dtype=np.int32 if cols.shape[0] < 2**31 - 1 else np.int64)
+    selected[cols] = np.arange(1, cols.shape[0] + 1, dtype=selected.dtype)
     counts = np.zeros(cols.shape[0] + 1, dtype=np.int64)
     _count_selected(rows.indices, selected, counts)
+    counts[0] = 0  # the columns not selected
     np.cumsum(counts, out=counts)
     nnz = int(counts[-1])
     if max_nnz is not None and nnz > max_nnz:
