@@ -43,8 +43,8 @@ def row_dots_and_norms(data, indices, indptr, r, c, dots, norms):
 @njit(cache=True, nogil=True)
 def row_correlations(data, indices, indptr, V, out):
     """out[j, q] = sum_i V[i, q] x_ij for every column j and each of the m vectors in V's
-    columns (V (n, m), out (d, m), both C-ordered: the m sums of a column share a cache line,
-    so m vectors cost about one pass)."""
+    columns (V (n, m), out (d, m), both C-ordered). The m sums of a column share a cache line,
+    yet two vectors measured 1.4-2.4x one on news20: CD's row start correlates one."""
     out[:] = 0.0
     m = V.shape[1]
     for i in range(indptr.shape[0] - 1):

@@ -317,10 +317,16 @@ class Problem(InMemoryProblemBase):
         """Whether the column layout is made (a CSR problem's is made on first use)."""
         return "columns" in self._derived
 
+    @property
+    def rows_only(self) -> bool:
+        """Whether the problem holds its rows and has not made its columns yet: what reads all of
+        X then reads the rows."""
+        return self.rows is not None and not self.has_columns
+
     def _products(self):
         """The matrix for products: the column matrix once made, else the CSR X (scipy's
         products read either layout in one pass)."""
-        return self.X if self.has_columns or self.rows is None else self._source
+        return self._source if self.rows_only else self.X
 
     # ------------------------------------------------------------------ basics
     def lam_max(self, l1_ratio=None) -> float:
@@ -335,10 +341,10 @@ class Problem(InMemoryProblemBase):
         if "null_gradient" not in self._derived:
             r0 = self.c * self.loss.derivative(self.y, np.full(self.n_samples, self.null_intercept()))
             dots, norms = np.empty(self.n_features), np.empty(self.n_features)
-            if self.has_columns or self.rows is None:
-                column_dots_and_norms(*self.columns.arrays, r0, self.c, dots, norms)
-            else:
+            if self.rows_only:
                 row_dots_and_norms(*self.rows.arrays[:3], r0, self.c, dots, norms)
+            else:
+                column_dots_and_norms(*self.columns.arrays, r0, self.c, dots, norms)
             self._derived["null_gradient"] = dots
             self._derived.setdefault("column_norms", norms)
         return self._derived["null_gradient"]
@@ -346,7 +352,7 @@ class Problem(InMemoryProblemBase):
     def column_norms(self):
         """``sqrt(sum_i c_i x_ij^2)`` for every column j, computed once per data set (from the
         rows, with :meth:`null_gradient`, while the columns are not made)."""
-        if "column_norms" not in self._derived and not self.has_columns and self.rows is not None:
+        if "column_norms" not in self._derived and self.rows_only:
             self.null_gradient()
         return super().column_norms()
 
@@ -366,7 +372,7 @@ class Problem(InMemoryProblemBase):
         (``data.rows.row_correlations``): (d, m)."""
         V = np.ascontiguousarray(V, dtype=np.float64).reshape(self.n_samples, -1)
         out = np.empty((self.n_features, V.shape[1]))
-        row_correlations(self.rows.data, self.rows.indices, self.rows.indptr, V, out)
+        row_correlations(*self.rows.arrays[:3], V, out)
         return out
 
     def repeated_columns(self):

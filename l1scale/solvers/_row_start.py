@@ -51,15 +51,14 @@ def row_start(solver, problem, timer):
     pass reads the gradient there), or None when the row start did not apply (nothing was
     solved); ``copied``, the seconds the copy of the columns took, which ``timer`` excludes (it
     stands in for the conversion, reported apart from the solve)."""
-    rows = getattr(problem, "rows", None)
     if (
-        rows is None
-        or problem.has_columns
+        not getattr(problem, "rows_only", False)
         or not solver.working_set
         or solver.checkpoint is not None
         or not problem.loss.has_conjugate
     ):
         return None, None, 0.0
+    rows = problem.rows
     g0 = problem.null_gradient()
     lam1 = problem.penalty.l1
     cols = np.flatnonzero(np.abs(g0) >= REACH * lam1)
