@@ -255,9 +255,10 @@ def test_cd_certifies_sooner_with_the_model_dual_and_its_dual_point_proves_tol(f
 
 
 def test_features_shrunk_out_of_a_tight_model_enter_it_when_they_violate_at_its_point():
-    # a9a at 0.001 lam_max: the outer pass leaves 34 of the 123 features out of the model solved
-    # on for its dual point, and 5 of them violate there by up to 3.7 lam1; let in (the model
-    # solved on from its minimiser), the point certifies tol at once, an outer iteration sooner.
+    # a9a at 0.001 lam_max: the outer pass leaves features out of the model solved on for its dual
+    # point, and some of them violate there by more than lam1; let in (the model solved on from its
+    # minimiser), the point certifies tol sooner (at tol 1e-4: 8 -> 6 outer iterations; at 1e-2,
+    # where the model is now tried from a predicted decrease of 1e-2 P, both take 6).
     from _shared_data import load_svmlight_pm
 
     from l1scale.solvers._model_dual import ModelDual
@@ -266,7 +267,7 @@ def test_features_shrunk_out_of_a_tight_model_enter_it_when_they_violate_at_its_
     problem = Problem(X, y, "logistic", lam_ratio=0.001, fit_intercept=True)
     results = {}
     for grow in (0, ModelDual.max_grow):
-        solver = CoordinateDescent(tol=1e-2)
+        solver = CoordinateDescent(tol=1e-4)
         original = ModelDual.max_grow
         ModelDual.max_grow = grow
         try:
@@ -277,7 +278,7 @@ def test_features_shrunk_out_of_a_tight_model_enter_it_when_they_violate_at_its_
     assert without.converged and grown.converged
     assert grown.n_iter < without.n_iter
     P = problem.objective(grown.coef, grown.intercept)
-    assert P - problem.dual_value(grown.dual_point) <= 1e-2 * abs(P)
+    assert P - problem.dual_value(grown.dual_point) <= 1e-4 * abs(P)
     assert suboptimality_bound(problem, grown.coef, grown.intercept) <= 1e-2
 
 

@@ -93,7 +93,7 @@ def test_a_step_that_keeps_its_signs_is_left_as_it_is():
     X = rng.normal(size=(200, 20))
     y = np.where(X[:, :3].sum(axis=1) + 0.3 * rng.normal(size=200) > 0, 1.0, -1.0)
     problem = Problem(np.asfortranarray(X), y, "logistic", lam_ratio=0.1, fit_intercept=True)
-    result = CoordinateDescent(tol=1e-3).solve(problem)
+    result = CoordinateDescent(tol=1e-6).solve(problem)
     pt = _Iterate(problem, result.coef, result.intercept)
     support = np.flatnonzero(pt.w)
     H = _curvatures(problem, pt)
