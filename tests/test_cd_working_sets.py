@@ -253,9 +253,9 @@ def test_newton_dual_point_takes_in_a_feature_still_to_enter(fit_intercept, monk
     more features to enter than ``max_entering`` (or violations past ``entering_violation``, or
     a tol above its square) are not offered."""
     from l1scale.solvers import _cd_kernels as kernels
+    from l1scale.solvers._cd_state import Iterate
     from l1scale.solvers._dual import DualPoints
     from l1scale.solvers._support_newton import NewtonDual
-    from l1scale.solvers.cd import _Iterate
 
     X, y = _data("logistic", n=600, d=800, seed=1)
     p = Problem(sp.csc_matrix(X), y, "logistic", lam_ratio=0.02, fit_intercept=fit_intercept)
@@ -265,7 +265,7 @@ def test_newton_dual_point_takes_in_a_feature_still_to_enter(fit_intercept, monk
     kept = np.arange(d)
 
     def at(w):
-        pt = _Iterate(p, w, ref.intercept)
+        pt = Iterate(p, w, ref.intercept)
         g, H = np.empty(d), np.empty(d)
         kernels.column_curvatures(*p.columns.arrays, kept, pt.D, H)
         H += kernels.NU

@@ -8,9 +8,9 @@ import scipy.sparse as sp
 
 from l1scale.problems import Problem
 from l1scale.solvers import _cd_kernels as kernels
+from l1scale.solvers._cd_state import Iterate
 from l1scale.solvers._support_factor import SupportFactor, preconditioned_cg
 from l1scale.solvers._support_newton import orthant_refined, support_newton_direction
-from l1scale.solvers.cd import _Iterate
 
 
 def _curvatures(problem, pt):
@@ -36,13 +36,13 @@ def _crossing_point(problem, support, rng):
     the Newton step from nearby weights takes them: the whole step crosses zero there."""
     w = np.zeros(problem.n_features)
     w[support] = rng.normal(scale=0.5, size=support.shape[0])
-    pt = _Iterate(problem, w, 0.0)
+    pt = Iterate(problem, w, 0.0)
     H = _curvatures(problem, pt)
     step = support_newton_direction(pt, support, H, 1e-4).step
     k = support.shape[0]
     flip = np.argsort(-np.abs(step[:k]))[:3]  # the coordinates the step moves most
     w[support[flip]] = -1e-4 * np.sign(step[flip])
-    return _Iterate(problem, w, 0.0)
+    return Iterate(problem, w, 0.0)
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
@@ -94,7 +94,7 @@ def test_a_step_that_keeps_its_signs_is_left_as_it_is():
     y = np.where(X[:, :3].sum(axis=1) + 0.3 * rng.normal(size=200) > 0, 1.0, -1.0)
     problem = Problem(np.asfortranarray(X), y, "logistic", lam_ratio=0.1, fit_intercept=True)
     result = CoordinateDescent(tol=1e-6).solve(problem)
-    pt = _Iterate(problem, result.coef, result.intercept)
+    pt = Iterate(problem, result.coef, result.intercept)
     support = np.flatnonzero(pt.w)
     H = _curvatures(problem, pt)
     solve = support_newton_direction(pt, support, H, 1e-4)
@@ -260,14 +260,14 @@ def _correlated_case(fit_intercept, lam2=0.0):
     support = np.sort(rng.choice(d, k, replace=False))
     w = np.zeros(d)
     w[support] = rng.normal(scale=0.1, size=k)
-    return problem, support, _Iterate(problem, w, 0.0), rng
+    return problem, support, Iterate(problem, w, 0.0), rng
 
 
 def _moved(problem, pt, rng, scale):
     """The iterate moved: every weight of the support changed by up to ``scale`` of its size."""
     w = pt.w.copy()
     w[w != 0.0] *= 1.0 + scale * rng.uniform(-1.0, 1.0, size=int((w != 0.0).sum()))
-    moved = _Iterate(problem, w, pt.b)
+    moved = Iterate(problem, w, pt.b)
     moved.moves = pt.moves + 5
     return moved
 
@@ -354,7 +354,7 @@ def test_a_stale_factorisation_is_used_at_later_points_and_replaced_when_it_stop
     assert solve.factor is None and solve.stale is first.factor and not solve.capped
     M = _system(problem, near, support)
     np.testing.assert_allclose(M @ solve.step, -solve.grad, rtol=0, atol=1e-5 * np.abs(solve.grad).max())
-    far = _Iterate(problem, np.where(pt.w != 0.0, 30.0 * np.sign(pt.w), 0.0), 0.0)
+    far = Iterate(problem, np.where(pt.w != 0.0, 30.0 * np.sign(pt.w), 0.0), 0.0)
     far.factor, far.moves = pt.factor, pt.moves + 9
     solve = support_newton_direction(far, support, _curvatures(problem, far), 1e-3, gram_max=100, direct=True)
     assert solve.factor is not None and far.factor is solve.factor and solve.factor is not first.factor

@@ -10,9 +10,10 @@ from _certify import suboptimality_bound
 from _shared_data import load_svmlight_pm
 
 from l1scale.problems import Problem
+from l1scale.solvers._cd_state import Iterate
 from l1scale.solvers._dual import DualPoints
 from l1scale.solvers._violator_dual import ViolatorDual
-from l1scale.solvers.cd import CoordinateDescent, _Iterate
+from l1scale.solvers.cd import CoordinateDescent
 
 
 def _text_like(n=2000, d=3000, per_row=30, seed=0):
@@ -38,7 +39,7 @@ def _point(problem, iterations):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # max_iter, on purpose
         result = solver.solve(problem)
-    return _Iterate(problem, result.coef, result.intercept)
+    return Iterate(problem, result.coef, result.intercept)
 
 
 @pytest.mark.parametrize(("fit_intercept", "iterations"), [(False, 3), (False, 4), (True, 5), (True, 6)])
@@ -75,7 +76,7 @@ def test_no_violator_or_no_budget_leaves_the_certificate_as_it_is():
     assert ViolatorDual(tol=1e-6).certificate(pt, dual, kept, g_loss, residual, budget=1) is residual
     assert pt.reads == reads  # nothing read
     solved = CoordinateDescent(tol=1e-12).solve(problem)
-    at_optimum = _Iterate(problem, solved.coef, solved.intercept)
+    at_optimum = Iterate(problem, solved.coef, solved.intercept)
     g_opt = X.T @ at_optimum.r
     cert = DualPoints(problem).certificate(
         at_optimum.w, at_optimum.b, at_optimum.z, g_opt, kept, at_optimum.objective, at_optimum.r

@@ -71,7 +71,7 @@ class SupportFactor:
 
     def __init__(self, factor, size, support=None, moves=-1, ridge=0.0, D=None):
         self.factor, self.size = factor, size
-        # Where it was made: the support, the iterate's move count (``cd._Iterate.moves``) and the
+        # Where it was made: the support, the iterate's move count (``_cd_state.Iterate.moves``) and the
         # ridge lam2 + nu. The same three at a later solve: the factorisation is that system's.
         self.support, self.moves, self.ridge = support, moves, ridge
         self.D = D  # the curvatures it was made from (a checkpoint rebuilds it from them: :meth:`at`)

@@ -334,7 +334,7 @@ def support_newton_step(
 
     Parameters
     ----------
-    pt : the solver's iterate (``w``, ``b``, margins, losses, ``r``, ``D``; see ``cd._Iterate``).
+    pt : the solver's iterate (``w``, ``b``, margins, losses, ``r``, ``D``; see ``_cd_state.Iterate``).
     support : ndarray of int
         The nonzero weights, sorted.
     H : ndarray (d,)

@@ -59,18 +59,16 @@ the objective stops moving and at the end, so that the returned objective is exa
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, fields
-from typing import NamedTuple
-
 import numpy as np
 
 from .. import checkpoint as checkpoints
-from ..exceptions import CheckpointError
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
 from ..problems.base import Certificate
 from . import _cd_kernels as kernels
+from ._cd_state import Iterate, Loop, restore_state, saved_state
 from ._dual import DualPoints, SequentialScreening, columns_nnz
 from ._model_dual import ModelDual
+from ._repeats import Repeats, folded, uncovered, with_repeats
 from ._row_start import row_start
 from ._support_factor import STALE_MAX_FRESH, SupportFactor
 from ._support_newton import CG_MAX_PRODUCTS, NewtonDual, budgeted_products, support_newton_step
@@ -80,80 +78,6 @@ from .base import History, Solver, Timer, certified_result, compiled_once
 __all__ = ["CoordinateDescent"]
 
 _EPS = float(np.finfo(np.float64).eps)
-
-
-class _Iterate:
-    """The iterate (w, b) and what the driver keeps at it: margins, per-sample losses, r and
-    D, the loss sum and the penalty; a second set of margins and losses for line-search
-    trials, swapped in on acceptance. The problem's data are read, never written."""
-
-    def __init__(self, problem, coef_init, intercept_init):
-        n, d = problem.n_samples, problem.n_features
-        self.problem = problem
-        self.w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).reshape(d)
-        self.b = float(intercept_init or 0.0) if problem.fit_intercept else 0.0
-        if coef_init is None and intercept_init is None and problem.fit_intercept:
-            self.b = problem.null_intercept()  # the optimum at w = 0: recenter's solve starts there
-        self.z, self.lv, self.z_new, self.lv_new = np.zeros(n), np.zeros(n), np.empty(n), np.empty(n)
-        self.r, self.D, self.xTd = np.empty(n), np.empty(n), np.zeros(n)
-        self.loss_sum, self.pen, self.reads = 0.0, 0.0, 0
-        self.moves = 0  # accepted moves: a quantity solved at the iterate holds while this stays
-        self.factorise = False  # the support's Newton systems are factorised (set by a solve, for the next)
-        self.factor = None  # the last factorisation of such a system (_support_newton; it preconditions the next)
-        self.refresh()
-
-    @property
-    def objective(self) -> float:
-        return self.loss_sum + self.pen
-
-    def set_problem(self, problem):
-        """The same data at another lam (a path's next solve): only the penalty changes."""
-        self.problem = problem
-        self.pen = problem.penalty.value(self.w)
-
-    def refresh(self):
-        """Margins from scratch (from the nonzero weights), then :meth:`recenter`."""
-        self.reads += kernels.support_margins(*self.problem.columns.arrays, self.w, self.b, self.z)
-        self.pen = self.problem.penalty.value(self.w)
-        self.recenter()
-
-    def recenter(self):
-        """b made optimal for the margins of w (when fitted); loss terms, r and D at the margins."""
-        problem = self.problem
-        if problem.fit_intercept:
-            zw = self.z - self.b
-            self.b = problem.optimal_intercept(zw, self.b)
-            zw += self.b
-            self.z = zw
-        self.xTd[:] = 0.0
-        self.lv[:] = 0.0
-        self.loss_sum = weighted_terms_along(
-            problem.loss.kernel_id,
-            problem.y,
-            self.z,
-            self.xTd,
-            0.0,
-            problem.c,
-            self.lv,
-            self.z_new,
-            self.lv_new,
-            self.r,
-            self.D,
-        )
-        self.accept()
-        self.centered = True
-
-    def accept(self):
-        """The trial margins and losses become the current ones."""
-        self.z, self.z_new, self.lv, self.lv_new = self.z_new, self.z, self.lv_new, self.lv
-        self.moves += 1
-
-    def exact_objective(self) -> float:
-        """P(w, b) from margins recomputed from scratch (the maintained ones drift by rounding)."""
-        problem = self.problem
-        z = np.empty(problem.n_samples)
-        kernels.support_margins(*problem.columns.arrays, self.w, self.b, z)
-        return float(weighted_value(problem.loss.kernel_id, problem.y, z, problem.c)) + self.pen
 
 
 class CoordinateDescent(Solver):
@@ -304,8 +228,8 @@ class CoordinateDescent(Solver):
             # pass as the column norms (and shared with lam_max): no separate first pass.
             gradient_init = problem.null_gradient()
         kernels.seed(0 if self.random_state is None else int(self.random_state) % (2**32))
-        repeats = _Repeats.of(self._distinct_columns(problem))
-        pt = _Iterate(problem, _folded(coef_init, repeats), intercept_init)
+        repeats = Repeats.of(self._distinct_columns(problem))
+        pt = Iterate(problem, folded(coef_init, repeats), intercept_init)
         # A CSR problem's conversion to columns, made by now (the margins read them), is kept out
         # of the solve's clock and reported apart (with a row start's copy, which the row start
         # kept out), as the estimator's conversion before the solve used to be.
@@ -315,7 +239,7 @@ class CoordinateDescent(Solver):
             problem, pt, timer, compile_seconds, gradient_init, None, None, repeats
         )
         result.timings["convert"] = copied + converting
-        return _with_repeats(result, repeats)
+        return with_repeats(result, repeats)
 
     def solve_path(self, problem, lams, coef_init=None, intercept_init=None):
         """Solve at each lam of a decreasing sequence, each from the last solution: yields one Result
@@ -338,8 +262,8 @@ class CoordinateDescent(Solver):
         self.check_problem(problem)
         compile_seconds = _warm_up()
         kernels.seed(0 if self.random_state is None else int(self.random_state) % (2**32))
-        repeats = _Repeats.of(self._distinct_columns(problem))
-        pt = _Iterate(problem.with_lam(float(lams[0])), _folded(coef_init, repeats), intercept_init)
+        repeats = Repeats.of(self._distinct_columns(problem))
+        pt = Iterate(problem.with_lam(float(lams[0])), folded(coef_init, repeats), intercept_init)
         carried = SequentialScreening(problem) if self.screening and problem.loss.has_conjugate else None
         gradient, previous_l1 = None, None
         for lam in lams:
@@ -363,11 +287,11 @@ class CoordinateDescent(Solver):
                     lam_problem, pt.w, pt.b, pt.z, pt.objective, pt.r, result.loss_gradient, kept, residual_dual
                 )
             gradient = result.loss_gradient
-            yield _with_repeats(result, repeats)
+            yield with_repeats(result, repeats)
 
     def _solve_covered(self, problem, pt, timer, compile_seconds, gradient_init, screened, previous_l1, repeats):
-        """:meth:`_solve` with the ``repeats`` (a :class:`_Repeats`, or None) left out as well as the
-        ``screened`` features, then checked against the certificate (``_uncovered``); a repeat it does
+        """:meth:`_solve` with the ``repeats`` (a :class:`Repeats`, or None) left out as well as the
+        ``screened`` features, then checked against the certificate (``_repeats.uncovered``); a repeat it does
         not cover (two columns of one sketch that differ) is put back in play and the solve goes on,
         from a full pass (the loss gradient is not known on it). Returns (result, kept, residual
         dual, the repeats still left out)."""
@@ -378,10 +302,10 @@ class CoordinateDescent(Solver):
             result, kept, residual_dual = self._solve(
                 problem, pt, timer, compile_seconds, gradient_init, left_out, previous_l1
             )
-            uncovered = np.empty(0, dtype=np.int64) if repeats is None else _uncovered(problem, result, repeats)
-            if uncovered.shape[0] == 0:
+            missed = np.empty(0, dtype=np.int64) if repeats is None else uncovered(problem, result, repeats)
+            if missed.shape[0] == 0:
                 return result, kept, residual_dual, repeats
-            repeats = repeats.put_back(uncovered)
+            repeats = repeats.put_back(missed)
             gradient_init = None
 
     def _solve(self, problem, pt, timer, compile_seconds, gradient_init, screened=None, previous_l1=None):
@@ -401,7 +325,7 @@ class CoordinateDescent(Solver):
         violator_dual = ViolatorDual(self.tol, self.gram_max, enabled=self.violator_dual)
         history = History()
         # A path's next lam starts factorising if the last one ended so: its support is nearly this one's.
-        st = _Loop(kept=kept, ws_size=self.first_working_set, direct=pt.factorise)
+        st = Loop(kept=kept, ws_size=self.first_working_set, direct=pt.factorise)
         stop_reason, converged, cert = "max_iter", False, None
         # The rescaled residual's dual value when the solve ends at its last certifying pass's point.
         residual_dual = None
@@ -422,41 +346,10 @@ class CoordinateDescent(Solver):
                 st.ws_target = self._round_target(max(float(viol.max()), 0.0), lam1, warm=nnz > 0)
                 st.full_pass, st.first_step = False, True
         if saved is not None:
-            _restore(saved, problem, pt, wpd, g, H, dual, history, timer, st)
+            restore_state(saved, problem, pt, wpd, g, H, dual, history, timer, st)
         while True:
             if ck is not None and ck.due():  # the state at the top of an iteration says all that follows
-                ck.save(
-                    {
-                        "w": w,
-                        "b": pt.b,
-                        "z": pt.z,
-                        "lv": pt.lv,
-                        "z_new": pt.z_new,
-                        "lv_new": pt.lv_new,
-                        "r": pt.r,
-                        "D": pt.D,
-                        "xTd": pt.xTd,
-                        "loss_sum": pt.loss_sum,
-                        "pen": pt.pen,
-                        "reads": pt.reads,
-                        "centered": bool(getattr(pt, "centered", False)),
-                        # The last factorisation, by what rebuilds it bit for bit (O(n + k) bytes).
-                        "factor_support": None if pt.factor is None else pt.factor.support,
-                        "factor_D": None if pt.factor is None else pt.factor.D,
-                        "factor_ridge": 0.0 if pt.factor is None else pt.factor.ridge,
-                        "factor_exact": pt.factor is not None and pt.factor.moves == pt.moves,
-                        "wpd": wpd,
-                        "g": g,
-                        "H": H,
-                        **st.checkpoint_entries(),
-                        "best_dual": dual.best_dual,
-                        "best_corr": dual.best_corr,
-                        "best_point": dual.best_point,
-                        "history": history.as_dict(),
-                        "rng": _numba_random_state(),
-                        "elapsed": timer(),
-                    }
-                )
+                ck.save(saved_state(pt, wpd, g, H, st, dual, history, timer))
             everything = not self.working_set or st.kept.shape[0] <= st.ws_size
             if fit_intercept and not pt.centered and (st.full_pass or everything):
                 pt.recenter()  # b optimal for w before a certificate (sum_i c_i u_i = 0)
@@ -610,7 +503,7 @@ class CoordinateDescent(Solver):
                 st.newton_spent += reads
                 budget_stopped = capped and cap < CG_MAX_PRODUCTS
                 st.newton_least = (
-                    st.newton_least * self.newton_escalation if budget_stopped and step == 1.0 else _Loop.newton_least
+                    st.newton_least * self.newton_escalation if budget_stopped and step == 1.0 else Loop.newton_least
                 )
                 pt.reads += reads
                 st.full_newton_step = step == 1.0
@@ -740,7 +633,7 @@ class CoordinateDescent(Solver):
         (``data.memory.repeated_columns``: no read of X of its own; news20 22 ms, earn 0.8 ms), so
         after the solve each repeat's correlation with the certificate's dual point (or, for a KKT
         certificate, with the residual) is checked to be no larger than its representative's: the
-        certificate then holds for it too, equal column or not (``_uncovered``: one read of the
+        certificate then holds for it too, equal column or not (``_repeats.uncovered``: one read of the
         repeats' columns). A repeat that fails the check is put back in play and the solve goes on.
         Not with an L2 term, whose optimum splits a group's weight evenly; not on dense layouts
         (few columns, rarely repeated) or on narrow data (fewer columns than rows: repeats are
@@ -851,187 +744,6 @@ class CoordinateDescent(Solver):
                 return step, loss_change, pen_change
             step *= 0.5
         return None, 0.0, 0.0
-
-
-class _Repeats(NamedTuple):
-    """The repeated columns a solve leaves out, derived once from the representatives ``rep``
-    (``Problem.repeated_columns``): the repeats' indices, their mask (what a solve leaves out),
-    and the columns the coverage check reads (repeats and representatives, in increasing order:
-    read as they lie in memory)."""
-
-    rep: np.ndarray
-    index: np.ndarray
-    mask: np.ndarray
-    checked: np.ndarray
-
-    @classmethod
-    def of(cls, rep):
-        """None for None (no repeats)."""
-        if rep is None:
-            return None
-        mask = rep != np.arange(rep.shape[0])
-        index = np.flatnonzero(mask)
-        read = mask.copy()
-        read[rep[index]] = True
-        return cls(rep, index, mask, np.flatnonzero(read))
-
-    def put_back(self, columns):
-        """The same with ``columns`` in play again (their own representatives)."""
-        rep = self.rep.copy()
-        rep[columns] = columns
-        return _Repeats.of(rep)
-
-
-def _folded(coef, repeats):
-    """A start with each repeated column's weight moved onto its representative: the same margins,
-    and a penalty no larger (the solve keeps repeats at zero)."""
-    if coef is None or repeats is None:
-        return coef
-    w = np.array(coef, dtype=np.float64).reshape(repeats.rep.shape[0])
-    moved = repeats.index[w[repeats.index] != 0.0]
-    if moved.shape[0]:
-        np.add.at(w, repeats.rep[moved], w[moved])
-        w[moved] = 0.0
-    return w
-
-
-def _uncovered(problem, result, repeats):
-    """The left-out repeats that the result's certificate does not cover: those whose correlation
-    with its dual point (``Result.dual_point``; the residual at the returned point for a KKT
-    certificate) exceeds their representative's in absolute value. A repeat covered so is dual
-    feasible wherever its representative is (and meets the KKT conditions at zero as well as it
-    does), equal column or not; equal columns give equal sums to the bit. One read of the
-    repeats' columns and their representatives' (news20: 254k repeats)."""
-    if result.dual_point is not None:
-        v = problem.c * result.dual_point
-    else:
-        z = problem.margins(result.coef, result.intercept)
-        v = problem.c * problem.loss.derivative(problem.y, z)
-    g = np.zeros(repeats.rep.shape[0])
-    kernels.check_pass(*problem.columns.arrays, repeats.checked, v, result.coef, problem.penalty.l1, 0.0, g)
-    index = repeats.index
-    return index[np.abs(g[index]) > np.abs(g[repeats.rep[index]])]
-
-
-def _with_repeats(result, repeats):
-    """The Result of a solve over the representatives, with the repeats' loss gradient (their
-    representatives') filled in; their weights are zero."""
-    if repeats is not None and result.loss_gradient is not None:
-        result.loss_gradient[repeats.index] = result.loss_gradient[repeats.rep[repeats.index]]
-    return result
-
-
-# The loop state's index arrays (entry -> may be None) and the lower bounds of its counters.
-_LOOP_INDICES = {"kept": False, "ws": True, "last_support": True}
-_LOOP_LOW = {"ws_size": 1, "it": 0, "recorded": -1, "certified_reads": 0, "newton_spent": 0}
-
-
-@dataclass
-class _Loop:
-    """The driver's loop state: where the rounds stand (working set, targets, counters, flags).
-    With the iterate, its arrays and the best dual point, it is what a checkpoint saves."""
-
-    kept: np.ndarray  # features in play: not screened out
-    ws: np.ndarray | None = None  # the working set of the current round
-    ws_size: int = 100
-    ws_target: float = np.inf  # the round ends when the working set's largest violation is below this
-    full_pass: bool = True  # the next pass is over every kept feature (and certifies)
-    first_step: bool = False  # no step taken yet in this round
-    vmax_prev: float = np.inf  # largest violation of the last step (liblinear's shrinking)
-    vsum_init: float | None = None  # sum of violations at the round's first step (inner tolerance)
-    inner_eps: float = 1.0
-    failed: bool = False  # a line search found no decrease
-    stalled: bool = False  # the objective no longer moves (float resolution)
-    it: int = 0  # Newton steps taken
-    recorded: int = -1  # the iteration of the last History row
-    last_support: np.ndarray | None = None
-    last_gap: float = np.inf
-    full_newton_step: bool = True  # the last support-Newton step was not cut short
-    stall_cert: float = np.inf
-    gram_first: float = 0.0  # the price of the last model's Gram matrix, when it was solved on one
-    cg_capped: bool = False  # the last support-Newton CG solve stopped at its cap of products
-    direct: bool = False  # support-Newton systems are factorised (a CG solve stopped at its whole cap)
-    newton_spent: int = 0  # nonzeros read by support-Newton solves since the support last moved far
-    newton_below: float = np.inf  # support-Newton steps wait until the largest violation is below this
-    certified_reads: int = 0  # nonzeros read by the end of the last certificate
-    newton_least: float = 5.0  # the least CG products of the next budgeted support-Newton solve
-
-    def checkpoint_entries(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    def restore(self, saved, d):
-        """Every entry of a checkpoint, checked (index ranges, types, bounds)."""
-        for f in fields(self):
-            name, kind = f.name, type(f.default) if f.default is not MISSING else np.ndarray
-            if name in _LOOP_INDICES:
-                value = saved.optional_indices(name, d) if _LOOP_INDICES[name] else saved.indices(name, d)
-            elif name == "vsum_init":
-                value = saved.optional_scalar(name)
-            elif kind is bool:
-                value = saved.scalar(name, bool)
-            elif kind is int:
-                value = saved.scalar(name, int, _LOOP_LOW[name])
-            else:
-                value = saved.scalar(name)
-            setattr(self, name, value)
-
-
-def _restore(saved, problem, pt, wpd, g, H, dual, history, timer, st):
-    """Load a checkpoint into the iterate, the arrays, the loop state ``st`` and the coordinate
-    order's random state (in place), every value checked (shapes, index ranges)."""
-    d = problem.n_features
-    for name in ("z", "lv", "z_new", "lv_new", "r", "D", "xTd"):
-        saved.into(name, getattr(pt, name))
-    saved.into("w", pt.w)
-    pt.b = saved.scalar("b")
-    pt.loss_sum, pt.pen = saved.scalar("loss_sum"), saved.scalar("pen")
-    pt.reads, pt.centered = saved.scalar("reads", int, 0), saved.scalar("centered", bool)
-    factor_support = saved.optional_indices("factor_support", d)
-    if factor_support is not None:
-        D = saved.array("factor_D", (problem.n_samples,))
-        pt.factor, _ = SupportFactor.at(problem, D, factor_support, ridge=saved.scalar("factor_ridge"))
-        if pt.factor is not None:  # the move count is the run's own: only its equality carries
-            pt.factor.moves = pt.moves if saved.scalar("factor_exact", bool) else -1
-    for name, target in (
-        ("wpd", wpd),
-        ("g", g),
-        ("H", H),
-        ("best_corr", dual.best_corr),
-        ("best_point", dual.best_point),
-    ):
-        saved.into(name, target)
-    # ``active`` is not restored: each pass writes active[:m] before any step reads it (its tail
-    # is scratch), so the saved copy would only be garbage to check.
-    dual.best_dual = saved.scalar("best_dual")
-    saved.history(history)
-    timer.exclude(-saved.scalar("elapsed"))
-    _set_numba_random_state(saved)
-    st.restore(saved, d)
-
-
-def _numba_random_state():
-    """The state of this thread's Numba generator (``np.random`` inside jitted code, which
-    draws the coordinate order): Mersenne Twister's position and 624 words."""
-    from numba import _helperlib  # Numba's own accessors (what its tests use)
-
-    index, words = _helperlib.rnd_get_state(_helperlib.rnd_get_np_state_ptr())
-    return {"index": int(index), "words": [int(x) for x in words]}
-
-
-def _set_numba_random_state(saved):
-    from numba import _helperlib
-
-    state = saved.value("rng", dict)
-    index, words = state.get("index"), state.get("words")
-    if not (
-        isinstance(index, int)
-        and 0 <= index <= 624
-        and isinstance(words, list)
-        and len(words) == 624
-        and all(isinstance(x, int) and 0 <= x < 2**32 for x in words)
-    ):
-        raise CheckpointError("entry 'rng' is not a Mersenne Twister state", saved.path)
-    _helperlib.rnd_set_state(_helperlib.rnd_get_np_state_ptr(), (index, words))
 
 
 @compiled_once

@@ -1,0 +1,239 @@
+"""The state a CD solve carries from step to step: the iterate with its margins, losses and
+residuals (:class:`Iterate`), the driver's loop state (:class:`Loop`), and the checkpoint that
+saves both (:func:`saved_state`, :func:`restore_state`)."""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, fields
+
+import numpy as np
+
+from ..exceptions import CheckpointError
+from ..losses import weighted_terms_along, weighted_value
+from . import _cd_kernels as kernels
+from ._support_factor import SupportFactor
+
+__all__ = ["Iterate", "Loop", "restore_state", "saved_state"]
+
+
+class Iterate:
+    """The iterate (w, b) and what the driver keeps at it: margins, per-sample losses, r and
+    D, the loss sum and the penalty; a second set of margins and losses for line-search
+    trials, swapped in on acceptance. The problem's data are read, never written."""
+
+    def __init__(self, problem, coef_init, intercept_init):
+        n, d = problem.n_samples, problem.n_features
+        self.problem = problem
+        self.w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).reshape(d)
+        self.b = float(intercept_init or 0.0) if problem.fit_intercept else 0.0
+        if coef_init is None and intercept_init is None and problem.fit_intercept:
+            self.b = problem.null_intercept()  # the optimum at w = 0: recenter's solve starts there
+        self.z, self.lv, self.z_new, self.lv_new = np.zeros(n), np.zeros(n), np.empty(n), np.empty(n)
+        self.r, self.D, self.xTd = np.empty(n), np.empty(n), np.zeros(n)
+        self.loss_sum, self.pen, self.reads = 0.0, 0.0, 0
+        self.moves = 0  # accepted moves: a quantity solved at the iterate holds while this stays
+        self.factorise = False  # the support's Newton systems are factorised (set by a solve, for the next)
+        self.factor = None  # the last factorisation of such a system (_support_newton; it preconditions the next)
+        self.refresh()
+
+    @property
+    def objective(self) -> float:
+        return self.loss_sum + self.pen
+
+    def set_problem(self, problem):
+        """The same data at another lam (a path's next solve): only the penalty changes."""
+        self.problem = problem
+        self.pen = problem.penalty.value(self.w)
+
+    def refresh(self):
+        """Margins from scratch (from the nonzero weights), then :meth:`recenter`."""
+        self.reads += kernels.support_margins(*self.problem.columns.arrays, self.w, self.b, self.z)
+        self.pen = self.problem.penalty.value(self.w)
+        self.recenter()
+
+    def recenter(self):
+        """b made optimal for the margins of w (when fitted); loss terms, r and D at the margins."""
+        problem = self.problem
+        if problem.fit_intercept:
+            zw = self.z - self.b
+            self.b = problem.optimal_intercept(zw, self.b)
+            zw += self.b
+            self.z = zw
+        self.xTd[:] = 0.0
+        self.lv[:] = 0.0
+        self.loss_sum = weighted_terms_along(
+            problem.loss.kernel_id,
+            problem.y,
+            self.z,
+            self.xTd,
+            0.0,
+            problem.c,
+            self.lv,
+            self.z_new,
+            self.lv_new,
+            self.r,
+            self.D,
+        )
+        self.accept()
+        self.centered = True
+
+    def accept(self):
+        """The trial margins and losses become the current ones."""
+        self.z, self.z_new, self.lv, self.lv_new = self.z_new, self.z, self.lv_new, self.lv
+        self.moves += 1
+
+    def exact_objective(self) -> float:
+        """P(w, b) from margins recomputed from scratch (the maintained ones drift by rounding)."""
+        problem = self.problem
+        z = np.empty(problem.n_samples)
+        kernels.support_margins(*problem.columns.arrays, self.w, self.b, z)
+        return float(weighted_value(problem.loss.kernel_id, problem.y, z, problem.c)) + self.pen
+
+
+# The loop state's index arrays (entry -> may be None) and the lower bounds of its counters.
+_LOOP_INDICES = {"kept": False, "ws": True, "last_support": True}
+_LOOP_LOW = {"ws_size": 1, "it": 0, "recorded": -1, "certified_reads": 0, "newton_spent": 0}
+
+
+@dataclass
+class Loop:
+    """The driver's loop state: where the rounds stand (working set, targets, counters, flags).
+    With the iterate, its arrays and the best dual point, it is what a checkpoint saves."""
+
+    kept: np.ndarray  # features in play: not screened out
+    ws: np.ndarray | None = None  # the working set of the current round
+    ws_size: int = 100
+    ws_target: float = np.inf  # the round ends when the working set's largest violation is below this
+    full_pass: bool = True  # the next pass is over every kept feature (and certifies)
+    first_step: bool = False  # no step taken yet in this round
+    vmax_prev: float = np.inf  # largest violation of the last step (liblinear's shrinking)
+    vsum_init: float | None = None  # sum of violations at the round's first step (inner tolerance)
+    inner_eps: float = 1.0
+    failed: bool = False  # a line search found no decrease
+    stalled: bool = False  # the objective no longer moves (float resolution)
+    it: int = 0  # Newton steps taken
+    recorded: int = -1  # the iteration of the last History row
+    last_support: np.ndarray | None = None
+    last_gap: float = np.inf
+    full_newton_step: bool = True  # the last support-Newton step was not cut short
+    stall_cert: float = np.inf
+    gram_first: float = 0.0  # the price of the last model's Gram matrix, when it was solved on one
+    cg_capped: bool = False  # the last support-Newton CG solve stopped at its cap of products
+    direct: bool = False  # support-Newton systems are factorised (a CG solve stopped at its whole cap)
+    newton_spent: int = 0  # nonzeros read by support-Newton solves since the support last moved far
+    newton_below: float = np.inf  # support-Newton steps wait until the largest violation is below this
+    certified_reads: int = 0  # nonzeros read by the end of the last certificate
+    newton_least: float = 5.0  # the least CG products of the next budgeted support-Newton solve
+
+    def checkpoint_entries(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def restore(self, saved, d):
+        """Every entry of a checkpoint, checked (index ranges, types, bounds)."""
+        for f in fields(self):
+            name, kind = f.name, type(f.default) if f.default is not MISSING else np.ndarray
+            if name in _LOOP_INDICES:
+                value = saved.optional_indices(name, d) if _LOOP_INDICES[name] else saved.indices(name, d)
+            elif name == "vsum_init":
+                value = saved.optional_scalar(name)
+            elif kind is bool:
+                value = saved.scalar(name, bool)
+            elif kind is int:
+                value = saved.scalar(name, int, _LOOP_LOW[name])
+            else:
+                value = saved.scalar(name)
+            setattr(self, name, value)
+
+
+def saved_state(pt, wpd, g, H, st, dual, history, timer) -> dict:
+    """What a checkpoint at the top of an iteration saves: the iterate, the driver's arrays, the loop
+    state, the best dual point, the History, the coordinate order's random state and the time
+    spent (:func:`restore_state` loads it back)."""
+    return {
+        "w": pt.w,
+        "b": pt.b,
+        "z": pt.z,
+        "lv": pt.lv,
+        "z_new": pt.z_new,
+        "lv_new": pt.lv_new,
+        "r": pt.r,
+        "D": pt.D,
+        "xTd": pt.xTd,
+        "loss_sum": pt.loss_sum,
+        "pen": pt.pen,
+        "reads": pt.reads,
+        "centered": bool(getattr(pt, "centered", False)),
+        # The last factorisation, by what rebuilds it bit for bit (O(n + k) bytes).
+        "factor_support": None if pt.factor is None else pt.factor.support,
+        "factor_D": None if pt.factor is None else pt.factor.D,
+        "factor_ridge": 0.0 if pt.factor is None else pt.factor.ridge,
+        "factor_exact": pt.factor is not None and pt.factor.moves == pt.moves,
+        "wpd": wpd,
+        "g": g,
+        "H": H,
+        **st.checkpoint_entries(),
+        "best_dual": dual.best_dual,
+        "best_corr": dual.best_corr,
+        "best_point": dual.best_point,
+        "history": history.as_dict(),
+        "rng": _numba_random_state(),
+        "elapsed": timer(),
+    }
+
+
+def restore_state(saved, problem, pt, wpd, g, H, dual, history, timer, st):
+    """Load a checkpoint into the iterate, the arrays, the loop state ``st`` and the coordinate
+    order's random state (in place), every value checked (shapes, index ranges)."""
+    d = problem.n_features
+    for name in ("z", "lv", "z_new", "lv_new", "r", "D", "xTd"):
+        saved.into(name, getattr(pt, name))
+    saved.into("w", pt.w)
+    pt.b = saved.scalar("b")
+    pt.loss_sum, pt.pen = saved.scalar("loss_sum"), saved.scalar("pen")
+    pt.reads, pt.centered = saved.scalar("reads", int, 0), saved.scalar("centered", bool)
+    factor_support = saved.optional_indices("factor_support", d)
+    if factor_support is not None:
+        D = saved.array("factor_D", (problem.n_samples,))
+        pt.factor, _ = SupportFactor.at(problem, D, factor_support, ridge=saved.scalar("factor_ridge"))
+        if pt.factor is not None:  # the move count is the run's own: only its equality carries
+            pt.factor.moves = pt.moves if saved.scalar("factor_exact", bool) else -1
+    for name, target in (
+        ("wpd", wpd),
+        ("g", g),
+        ("H", H),
+        ("best_corr", dual.best_corr),
+        ("best_point", dual.best_point),
+    ):
+        saved.into(name, target)
+    # ``active`` is not restored: each pass writes active[:m] before any step reads it (its tail
+    # is scratch), so the saved copy would only be garbage to check.
+    dual.best_dual = saved.scalar("best_dual")
+    saved.history(history)
+    timer.exclude(-saved.scalar("elapsed"))
+    _set_numba_random_state(saved)
+    st.restore(saved, d)
+
+
+def _numba_random_state():
+    """The state of this thread's Numba generator (``np.random`` inside jitted code, which
+    draws the coordinate order): Mersenne Twister's position and 624 words."""
+    from numba import _helperlib  # Numba's own accessors (what its tests use)
+
+    index, words = _helperlib.rnd_get_state(_helperlib.rnd_get_np_state_ptr())
+    return {"index": int(index), "words": [int(x) for x in words]}
+
+
+def _set_numba_random_state(saved):
+    from numba import _helperlib
+
+    state = saved.value("rng", dict)
+    index, words = state.get("index"), state.get("words")
+    if not (
+        isinstance(index, int)
+        and 0 <= index <= 624
+        and isinstance(words, list)
+        and len(words) == 624
+        and all(isinstance(x, int) and 0 <= x < 2**32 for x in words)
+    ):
+        raise CheckpointError("entry 'rng' is not a Mersenne Twister state", saved.path)
+    _helperlib.rnd_set_state(_helperlib.rnd_get_np_state_ptr(), (index, words))
