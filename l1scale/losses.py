@@ -5,7 +5,11 @@ Labels are in {-1, +1} for the classification losses and real for
 ``squared``.  Each loss is defined once, as Numba-compiled scalar functions
 (``_<name>_value(y, z)`` and friends) that jitted solver kernels can call, and
 exposed to Python drivers as cached NumPy ufuncs built from those same scalars,
-so the formulas cannot drift apart. The kernels are ``nogil`` (and NumPy runs the
+so the formulas cannot drift apart. The solvers' passes over the margins
+(``weighted_terms_along``, ``weighted_value``, ``weighted_derivatives``,
+``weighted_conjugate``, ``weighted_conjugate_at``) run those scalars in Numba loops,
+except for the logistic loss, whose exps and logs NumPy's vectorised ufuncs take
+(``_logistic_passes``: the same formulas around them, 2-4x faster a pass). The kernels are ``nogil`` (and NumPy runs the
 ufuncs' loops without the GIL), so solves in threads (``n_jobs``) run in parallel.
 
 Conventions (ALGORITHMS.md section 1):
@@ -30,6 +34,14 @@ import math
 
 import numpy as np
 from numba import njit, vectorize
+
+from ._logistic_passes import (
+    logistic_conjugate_sum,
+    logistic_conjugate_sum_at_margins,
+    logistic_derivatives,
+    logistic_terms_along,
+    logistic_value_sum,
+)
 
 __all__ = ["LOSSES", "Hinge", "Logistic", "Loss", "Probit", "Softmax", "Squared", "SquaredHinge", "get_loss"]
 
@@ -374,7 +386,7 @@ def loss_terms(kind, y, z):
 
 
 @njit(cache=True, nogil=True)
-def weighted_terms_along(kind, y, z, dz, step, c, lv, z_new, lv_new, r, D):
+def _weighted_terms_along(kind, y, z, dz, step, c, lv, z_new, lv_new, r, D):
     """At z_new = z + step dz: lv_new = loss, r = c loss', D = c loss''; one pass.
 
     Returns sum_i c_i (lv_new_i - lv_i), summed term by term so that the change
@@ -394,7 +406,7 @@ def weighted_terms_along(kind, y, z, dz, step, c, lv, z_new, lv_new, r, D):
 
 
 @njit(cache=True, nogil=True)
-def weighted_value(kind, y, z, c):
+def _weighted_value(kind, y, z, c):
     """sum_i c_i loss(y_i, z_i). Shapes (n,)."""
     total = 0.0
     for i in range(z.shape[0]):
@@ -403,7 +415,7 @@ def weighted_value(kind, y, z, c):
 
 
 @njit(cache=True, nogil=True)
-def weighted_conjugate(kind, y, z, c, scale):
+def _weighted_conjugate(kind, y, z, c, scale):
     """sum_i c_i f_i*(scale * loss'(y_i, z_i)): the loss part of the dual at the scaled
     residuals (rows of zero weight are skipped). Shapes (n,)."""
     total = 0.0
@@ -414,7 +426,7 @@ def weighted_conjugate(kind, y, z, c, scale):
 
 
 @njit(cache=True, nogil=True)
-def weighted_conjugate_at(kind, y, u, c, scale, weighted):
+def _weighted_conjugate_at(kind, y, u, c, scale, weighted):
     """sum_i c_i f_i*(scale * u_i) over the rows of positive weight, at a given dual point u in
     loss' units, or (``weighted``) at u_i = r_i / c_i for a residual r = c * loss'(y, z) that a
     solver keeps with its margins: no loss' to evaluate (one exp a row less than
@@ -455,7 +467,7 @@ def loss_slopes(kind, y, z):
 
 
 @njit(cache=True, nogil=True)
-def weighted_derivatives(kind, y, z, b, c):
+def _weighted_derivatives(kind, y, z, b, c):
     """(sum_i c_i loss'(y_i, z_i + b), sum_i c_i loss''(y_i, z_i + b)): the first two derivatives
     in b of the weighted loss, in one pass (the intercept's Newton solve). Shapes (n,)."""
     grad, curv = 0.0, 0.0
@@ -473,6 +485,57 @@ def weighted_value_along(kind, y, z, dz, step, c):
     for i in range(z.shape[0]):
         total += c[i] * loss_value(kind, y[i], z[i] + step * dz[i])
     return total
+
+
+# --------------------------------------------------------------------------- passes over the margins
+# The solvers' passes over the n margins, for every loss: the scalar kernels above, except for the
+# logistic loss, whose exps and logs run vectorised (``_logistic_passes``: 2-4x faster a pass on a
+# CPU with AVX-512).
+
+
+def weighted_terms_along(kind, y, z, dz, step, c, lv, z_new, lv_new, r, D):
+    """At z_new = z + step dz: lv_new = loss, r = c loss', D = c loss''; one pass.
+
+    Returns sum_i c_i (lv_new_i - lv_i), summed term by term so that the change
+    stays accurate when it is far below the loss itself (line searches near the
+    optimum). Shapes: all (n,). With lv = 0 it returns the weighted loss.
+    """
+    if kind == LOGISTIC:
+        return logistic_terms_along(y, z, dz, step, c, lv, z_new, lv_new, r, D)
+    return _weighted_terms_along(kind, y, z, dz, step, c, lv, z_new, lv_new, r, D)
+
+
+def weighted_value(kind, y, z, c):
+    """sum_i c_i loss(y_i, z_i). Shapes (n,)."""
+    if kind == LOGISTIC:
+        return logistic_value_sum(y, z, c)
+    return _weighted_value(kind, y, z, c)
+
+
+def weighted_conjugate(kind, y, z, c, scale):
+    """sum_i c_i f_i*(scale * loss'(y_i, z_i)): the loss part of the dual at the scaled
+    residuals (rows of zero weight are skipped). Shapes (n,)."""
+    if kind == LOGISTIC:
+        return logistic_conjugate_sum_at_margins(y, z, c, scale)
+    return _weighted_conjugate(kind, y, z, c, scale)
+
+
+def weighted_conjugate_at(kind, y, u, c, scale, weighted):
+    """sum_i c_i f_i*(scale * u_i) over the rows of positive weight, at a given dual point u in
+    loss' units, or (``weighted``) at u_i = r_i / c_i for a residual r = c * loss'(y, z) that a
+    solver keeps with its margins: no loss' to evaluate (one exp a row less than
+    :func:`weighted_conjugate`). Shapes (n,)."""
+    if kind == LOGISTIC:
+        return logistic_conjugate_sum(y, u, c, scale, weighted)
+    return _weighted_conjugate_at(kind, y, u, c, scale, weighted)
+
+
+def weighted_derivatives(kind, y, z, b, c):
+    """(sum_i c_i loss'(y_i, z_i + b), sum_i c_i loss''(y_i, z_i + b)): the first two derivatives
+    in b of the weighted loss, in one pass (the intercept's Newton solve). Shapes (n,)."""
+    if kind == LOGISTIC:
+        return logistic_derivatives(y, z, b, c)
+    return _weighted_derivatives(kind, y, z, b, c)
 
 
 class Loss:
