@@ -45,10 +45,10 @@ def _terms_from_exps(y, z_new, c, lv, lv_new, e, D):
         m = yi * z_new[i]
         ei = e[i]
         q = 1.0 / (1.0 + ei)
-        if m > 0.0:
-            v, d1 = lv_new[i], -yi * ei * q
-        else:
-            v, d1 = lv_new[i] - m, -yi * q
+        # Selects, not branches (the sign of m follows no pattern; the loop then vectorises), with
+        # the scalar kernel's values: x - 0.0 is x, and -y * 1.0 is -y.
+        v = lv_new[i] - min(m, 0.0)
+        d1 = -yi * (ei if m > 0.0 else 1.0) * q
         lv_new[i] = v
         e[i] = c[i] * d1
         D[i] = c[i] * (ei * q * q)
@@ -78,7 +78,7 @@ def _slopes_from_exps(y, z, b, c, e):
         m = yi * (z[i] + b)
         ei = e[i]
         q = 1.0 / (1.0 + ei)
-        d1 = -yi * ei * q if m > 0.0 else -yi * q
+        d1 = -yi * (ei if m > 0.0 else 1.0) * q
         grad += c[i] * d1
         curv += c[i] * (ei * q * q)
     return grad, curv
@@ -96,8 +96,7 @@ def logistic_derivatives(y, z, b, c):
 def _value_from_logs(y, z, c, log1p_e):
     total = 0.0
     for i in range(z.shape[0]):
-        m = y[i] * z[i]
-        total += c[i] * (log1p_e[i] if m > 0.0 else log1p_e[i] - m)
+        total += c[i] * (log1p_e[i] - min(y[i] * z[i], 0.0))
     return total
 
 
