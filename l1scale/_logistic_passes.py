@@ -22,8 +22,13 @@ __all__ = [
     "logistic_conjugate_sum_at_margins",
     "logistic_derivatives",
     "logistic_terms_along",
+    "logistic_terms_at",
+    "logistic_value_change",
     "logistic_value_sum",
 ]
+
+# An empty baseline: the sums below are then of the losses themselves.
+_NO_BASELINE = np.empty(0)
 
 
 @njit(cache=True, nogil=True)
@@ -38,7 +43,8 @@ def _negative_margins_along(y, z, dz, step, z_new, out):
 @njit(cache=True, nogil=True)
 def _terms_from_exps(y, z_new, c, lv, lv_new, e, D):
     """lv_new (holding log1p(e) on entry) becomes the loss, e (exp(-|m|)) becomes r = c loss',
-    D = c loss''; returns sum_i c_i (lv_new_i - lv_i)."""
+    D = c loss''; returns sum_i c_i (lv_new_i - lv_i) (lv empty: sum_i c_i lv_new_i)."""
+    based = lv.shape[0] > 0
     total = 0.0
     for i in range(z_new.shape[0]):
         yi = y[i]
@@ -52,7 +58,7 @@ def _terms_from_exps(y, z_new, c, lv, lv_new, e, D):
         lv_new[i] = v
         e[i] = c[i] * d1
         D[i] = c[i] * (ei * q * q)
-        total += c[i] * (v - lv[i])
+        total += c[i] * (v - (lv[i] if based else 0.0))
     return total
 
 
@@ -93,20 +99,51 @@ def logistic_derivatives(y, z, b, c):
 
 
 @njit(cache=True, nogil=True)
-def _value_from_logs(y, z, c, log1p_e):
+def _value_from_logs(y, z, b, c, log1p_e, lv):
+    """sum_i c_i (loss(y_i, z_i + b) - lv_i) from log1p(exp(-|m_i|)) (lv empty: no baseline)."""
+    based = lv.shape[0] > 0
     total = 0.0
     for i in range(z.shape[0]):
-        total += c[i] * (log1p_e[i] - min(y[i] * z[i], 0.0))
+        v = log1p_e[i] - min(y[i] * (z[i] + b), 0.0)
+        total += c[i] * (v - (lv[i] if based else 0.0))
     return total
+
+
+def _value_sum(y, z, b, c, lv):
+    t = np.empty(z.shape[0])
+    _negative_margins(y, z, b, t)
+    np.exp(t, out=t)
+    np.log1p(t, out=t)
+    return _value_from_logs(y, z, b, c, t, lv)
 
 
 def logistic_value_sum(y, z, c):
     """:func:`l1scale.losses.weighted_value` for the logistic loss."""
-    t = np.empty(z.shape[0])
-    _negative_margins(y, z, 0.0, t)
-    np.exp(t, out=t)
-    np.log1p(t, out=t)
-    return _value_from_logs(y, z, c, t)
+    return _value_sum(y, z, 0.0, c, _NO_BASELINE)
+
+
+def logistic_value_change(y, zw, b, c, lv):
+    """:func:`l1scale.solvers.proximal.loss_change` for the logistic loss: sum_i c_i (loss(y_i, zw_i
+    + b) - lv_i), term by term."""
+    return _value_sum(y, zw, float(b), c, lv)
+
+
+@njit(cache=True, nogil=True)
+def _margins_at(y, zw, b, z, out):
+    """z = zw + b and out = -|y z| (the exps' arguments)."""
+    for i in range(zw.shape[0]):
+        zi = zw[i] + b
+        z[i] = zi
+        out[i] = -abs(y[i] * zi)
+
+
+def logistic_terms_at(y, zw, b, c, z, lv, r, D):
+    """:func:`l1scale.solvers.proximal.margin_loss_terms` for the logistic loss: at z = zw + b, lv =
+    loss, r = c loss', D = c loss''; returns sum_i c_i lv_i (r serves as scratch)."""
+    _margins_at(y, zw, float(b), z, r)
+    np.exp(r, out=r)
+    np.log1p(r, out=lv)
+    return _terms_from_exps(y, z, c, _NO_BASELINE, lv, r, D)
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -111,3 +111,26 @@ def test_the_other_losses_run_the_scalar_kernels(rows, name):
     assert losses.weighted_derivatives(kind, labels, z, 0.3, c) == losses._weighted_derivatives(kind, labels, z, 0.3, c)
     if loss.has_conjugate:
         assert losses.weighted_conjugate(kind, labels, z, c, 0.8) == losses._weighted_conjugate(kind, labels, z, c, 0.8)
+
+
+@pytest.mark.parametrize("b", [0.0, 1.5, -40.0])
+def test_the_proximal_solvers_passes_agree_with_their_scalar_kernels(rows, b):
+    """ISTA / FISTA's passes at z = zw + b (``proximal.margin_loss_terms``, ``loss_change``) take the
+    same vectorised route for the logistic loss."""
+    from l1scale.solvers import proximal
+
+    y, z, c, _, lv = rows
+    outs = []
+    for kernel in (proximal.margin_loss_terms, proximal._margin_loss_terms):
+        bufs = [np.empty_like(z) for _ in range(4)]
+        outs.append((kernel(LOGISTIC, y, z, b, c, *bufs), *bufs))
+    (total, zb, lv_b, r, D), (total0, zb0, lv_b0, r0, D0) = outs
+    np.testing.assert_array_equal(zb, zb0)
+    np.testing.assert_allclose(lv_b, lv_b0, rtol=4 * ULPS, atol=0)
+    np.testing.assert_allclose(r, r0, rtol=4 * ULPS, atol=0)
+    np.testing.assert_allclose(D, D0, rtol=4 * ULPS, atol=1e-300)
+    _close(total, total0, float(np.sum(c * lv_b0)))
+    change = proximal.loss_change(LOGISTIC, y, z, b, c, lv)
+    _close(change, proximal._loss_change(LOGISTIC, y, z, b, c, lv), float(np.sum(c * (lv_b0 + lv))))
+    probit = get_loss("probit").kernel_id
+    assert proximal.loss_change(probit, y, z, b, c, lv) == proximal._loss_change(probit, y, z, b, c, lv)

@@ -65,9 +65,11 @@ import numpy as np
 from numba import njit
 
 from .. import checkpoint as checkpoints
+from .._logistic_passes import logistic_terms_at, logistic_value_change
 from ..data.memory import column_moments
 from ..exceptions import DivergenceError
 from ..losses import (
+    LOGISTIC,
     loss_terms,
     loss_value,
     weighted_conjugate,
@@ -88,8 +90,24 @@ def _optimal_intercept(kind, y, zw, c, b, tol, max_iter=100):
     return newton_intercept(lambda b: weighted_derivatives(kind, y, zw, b, c), b, tol, max_iter)
 
 
-@njit(cache=True)
 def margin_loss_terms(kind, y, zw, b, c, z, lv, r, D):
+    """At the margins z = zw + b: lv = loss, r = c loss', D = c loss''; returns sum_i c_i lv_i (the
+    logistic loss's exps and logs vectorised, ``l1scale._logistic_passes``). Shapes: all (n,)."""
+    if kind == LOGISTIC:
+        return logistic_terms_at(y, zw, b, c, z, lv, r, D)
+    return _margin_loss_terms(kind, y, zw, b, c, z, lv, r, D)
+
+
+def loss_change(kind, y, zw, b, c, lv):
+    """sum_i c_i (loss(y_i, zw_i + b) - lv_i), term by term (vectorised for the logistic loss, as
+    :func:`margin_loss_terms`). Shapes (n,)."""
+    if kind == LOGISTIC:
+        return logistic_value_change(y, zw, b, c, lv)
+    return _loss_change(kind, y, zw, b, c, lv)
+
+
+@njit(cache=True)
+def _margin_loss_terms(kind, y, zw, b, c, z, lv, r, D):
     """At the margins z = zw + b: lv = loss, r = c loss', D = c loss''; returns sum_i c_i lv_i.
 
     Shapes: all (n,).
@@ -104,7 +122,7 @@ def margin_loss_terms(kind, y, zw, b, c, z, lv, r, D):
 
 
 @njit(cache=True)
-def loss_change(kind, y, zw, b, c, lv):
+def _loss_change(kind, y, zw, b, c, lv):
     """sum_i c_i (loss(y_i, zw_i + b) - lv_i), summed term by term so that it stays
     accurate when far below the loss itself (backtracking near the optimum). Shapes (n,)."""
     total = 0.0
