@@ -27,8 +27,9 @@ __all__ = [
     "logistic_value_sum",
 ]
 
-# An empty baseline: the sums below are then of the losses themselves.
-_NO_BASELINE = np.empty(0)
+# An optional array left out (Numba takes no None for an array): an empty one. As a baseline, the
+# sums below are then of the losses themselves; as margins to keep, none are written.
+_NONE = np.empty(0)
 
 
 @njit(cache=True, nogil=True)
@@ -71,9 +72,14 @@ def logistic_terms_along(y, z, dz, step, c, lv, z_new, lv_new, r, D):
 
 
 @njit(cache=True, nogil=True)
-def _negative_margins(y, z, b, out):
+def _negative_margins(y, z, b, out, z_b):
+    """out = -|y (z + b)| (the exps' arguments), and z_b = z + b unless z_b is empty."""
+    keep = z_b.shape[0] > 0
     for i in range(z.shape[0]):
-        out[i] = -abs(y[i] * (z[i] + b))
+        zi = z[i] + b
+        if keep:
+            z_b[i] = zi
+        out[i] = -abs(y[i] * zi)
 
 
 @njit(cache=True, nogil=True)
@@ -93,7 +99,7 @@ def _slopes_from_exps(y, z, b, c, e):
 def logistic_derivatives(y, z, b, c):
     """:func:`l1scale.losses.weighted_derivatives` for the logistic loss."""
     e = np.empty(z.shape[0])
-    _negative_margins(y, z, float(b), e)
+    _negative_margins(y, z, float(b), e, _NONE)
     np.exp(e, out=e)
     return _slopes_from_exps(y, z, float(b), c, e)
 
@@ -111,7 +117,7 @@ def _value_from_logs(y, z, b, c, log1p_e, lv):
 
 def _value_sum(y, z, b, c, lv):
     t = np.empty(z.shape[0])
-    _negative_margins(y, z, b, t)
+    _negative_margins(y, z, b, t, _NONE)
     np.exp(t, out=t)
     np.log1p(t, out=t)
     return _value_from_logs(y, z, b, c, t, lv)
@@ -119,7 +125,7 @@ def _value_sum(y, z, b, c, lv):
 
 def logistic_value_sum(y, z, c):
     """:func:`l1scale.losses.weighted_value` for the logistic loss."""
-    return _value_sum(y, z, 0.0, c, _NO_BASELINE)
+    return _value_sum(y, z, 0.0, c, _NONE)
 
 
 def logistic_value_change(y, zw, b, c, lv):
@@ -128,22 +134,13 @@ def logistic_value_change(y, zw, b, c, lv):
     return _value_sum(y, zw, float(b), c, lv)
 
 
-@njit(cache=True, nogil=True)
-def _margins_at(y, zw, b, z, out):
-    """z = zw + b and out = -|y z| (the exps' arguments)."""
-    for i in range(zw.shape[0]):
-        zi = zw[i] + b
-        z[i] = zi
-        out[i] = -abs(y[i] * zi)
-
-
 def logistic_terms_at(y, zw, b, c, z, lv, r, D):
     """:func:`l1scale.solvers.proximal.margin_loss_terms` for the logistic loss: at z = zw + b, lv =
     loss, r = c loss', D = c loss''; returns sum_i c_i lv_i (r serves as scratch)."""
-    _margins_at(y, zw, float(b), z, r)
+    _negative_margins(y, zw, float(b), r, z)
     np.exp(r, out=r)
     np.log1p(r, out=lv)
-    return _terms_from_exps(y, z, c, _NO_BASELINE, lv, r, D)
+    return _terms_from_exps(y, z, c, _NONE, lv, r, D)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -197,7 +194,7 @@ def _conjugate_sum(y, u, c, scale, weighted, logs):
 def logistic_conjugate_sum(y, u, c, scale, weighted):
     """:func:`l1scale.losses.weighted_conjugate_at` for the logistic loss. (One scratch array for
     the logs of both terms: two arrays of n freed at each call cost the C library's allocator
-    a trim of the heap and n / 256 page faults each on the next, 100 us at n = 32,561.)"""
+    a trim of the heap and n / 512 page faults each on the next, 100 us at n = 32,561.)"""
     return _conjugate_sum(y, u, c, scale, weighted, np.empty((2, u.shape[0])))
 
 
@@ -217,7 +214,7 @@ def logistic_conjugate_sum_at_margins(y, z, c, scale):
     """:func:`l1scale.losses.weighted_conjugate` for the logistic loss: at u = loss'(y, z)."""
     scratch = np.empty((3, z.shape[0]))
     u = scratch[0]
-    _negative_margins(y, z, 0.0, u)
+    _negative_margins(y, z, 0.0, u, _NONE)
     np.exp(u, out=u)
     _derivatives_from_exps(y, z, u)
     return _conjugate_sum(y, u, c, scale, False, scratch[1:])

@@ -9,8 +9,9 @@ so the formulas cannot drift apart. The solvers' passes over the margins
 (``weighted_terms_along``, ``weighted_value``, ``weighted_derivatives``,
 ``weighted_conjugate``, ``weighted_conjugate_at``) run those scalars in Numba loops,
 except for the logistic loss, whose exps and logs NumPy's vectorised ufuncs take
-(``_logistic_passes``: the same formulas around them, 2-4x faster a pass). The kernels are ``nogil`` (and NumPy runs the
-ufuncs' loops without the GIL), so solves in threads (``n_jobs``) run in parallel.
+(``_logistic_passes``: the same formulas around them, 2-4x faster a pass). The
+kernels are ``nogil`` (and NumPy runs the ufuncs' loops without the GIL), so solves
+in threads (``n_jobs``) run in parallel.
 
 Conventions (ALGORITHMS.md section 1):
 
