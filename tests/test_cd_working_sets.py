@@ -286,7 +286,7 @@ def test_newton_dual_point_takes_in_a_feature_still_to_enter(fit_intercept, monk
         residual = dual.certificate(pt.w, pt.b, pt.z, g, kept, pt.objective, pt.r)
         if not solver.pays(pt, dual, vzero, nnz, g, H, kept, pt.objective):
             return residual, None
-        cert, _ = solver.certificate(pt, dual, kept, g, np.ones(d), H, vmax / lam1, pt.objective)
+        cert, _ = solver.certificate(pt, dual, kept, g, H, vmax / lam1, pt.objective)
         return residual, cert
 
     tol = subopt  # the Newton point can certify it (the step removes about this much)

@@ -11,7 +11,7 @@ from _shared_data import load_svmlight_pm
 
 from l1scale.problems import Problem
 from l1scale.solvers._cd_state import Iterate
-from l1scale.solvers._dual import DualPoints
+from l1scale.solvers._dual import DualPoints, correlations_near, loss_units
 from l1scale.solvers._violator_dual import ViolatorDual
 from l1scale.solvers.cd import CoordinateDescent
 
@@ -141,3 +141,46 @@ def test_one_product_on_frequent_violators_certifies_a_pass_sooner():
     assert corrected.n_iter < plain.n_iter
     assert corrected.history.data_accesses[-1] < plain.history.data_accesses[-1]
     assert suboptimality_bound(problem, corrected.coef, corrected.intercept) <= 1e-1
+
+
+@pytest.mark.parametrize("weights", [False, True])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_correlations_near_bound_every_feature_and_read_only_those_that_could_reach_lam1(fit_intercept, weights):
+    """``_dual.correlations_near``: the bounds stand in for |x_j^T u| only where they stay below
+    lam1, are never below it anywhere, and give the dual point the same value as the exact
+    correlations, for fewer nonzeros read. The point is a path's: the last lam's solution at the
+    next lam, where a few features violate by a little (where the violators' correction is tried)."""
+    X, y = _text_like(seed=2)
+    c = np.random.default_rng(3).uniform(0.5, 2.0, y.shape[0]) if weights else None
+    before = Problem(X, y, "logistic", lam_ratio=0.022, fit_intercept=fit_intercept, sample_weight=c)
+    last = CoordinateDescent(tol=1e-10).solve(before)
+    problem = Problem(X, y, "logistic", lam_ratio=0.02, fit_intercept=fit_intercept, sample_weight=c)
+    pt = Iterate(problem, last.coef, last.intercept)
+    kept = np.arange(problem.n_features)
+    g_loss = X.T @ pt.r
+    # The dual point the correction makes: r moved along the violators in the metric of D, so
+    # that their correlations come back to lam1 (to first order).
+    lam1 = problem.penalty.l1
+    violators = kept[np.abs(g_loss) > lam1]
+    assert violators.shape[0] > 0
+    X_v = X[:, violators].toarray()
+    excess = g_loss[violators] - lam1 * np.sign(g_loss[violators])
+    a = np.linalg.lstsq(X_v.T @ (pt.D[:, None] * X_v), excess, rcond=None)[0]
+    u_c = pt.r - pt.D * (X_v @ a)
+    exact = np.abs(X.T @ u_c)
+    bound, reads = correlations_near(problem, kept, g_loss, pt.r, u_c, pt.w)
+    assert (bound >= exact * (1.0 - 1e-12)).all()
+    # Cauchy-Schwarz from r's correlations, in the c-weighted norms.
+    distance = np.sqrt(np.sum((u_c - pt.r) ** 2 / problem.c))
+    cauchy_schwarz = np.abs(g_loss) + np.sqrt(X.T.multiply(X.T).dot(problem.c)) * distance
+    read = (cauchy_schwarz >= lam1 * (1.0 - 1e-3)) | (pt.w != 0.0)  # near lam1, and the support
+    np.testing.assert_allclose(bound[read], exact[read], rtol=1e-12, atol=1e-15)  # read exactly there
+    np.testing.assert_allclose(bound[~read], cauchy_schwarz[~read], rtol=1e-8)  # bounded elsewhere
+    assert reads == np.diff(X.indptr)[read].sum() < X.nnz  # only those columns read
+    assert 0 < read.sum() < X.shape[1]  # some columns bounded, not read
+    assert np.max(bound[~read]) < lam1  # so the rescaling, min(1, lam1 / max), is the exact one's
+    assert min(1.0, lam1 / bound.max()) == min(1.0, lam1 / exact.max())
+    u = loss_units(u_c, problem.c)
+    exact_cert = problem.certificate_from(pt.w, pt.b, pt.z, u, exact, primal=pt.objective)
+    bound_cert = problem.certificate_from(pt.w, pt.b, pt.z, u, bound, primal=pt.objective)
+    assert bound_cert.value == exact_cert.value

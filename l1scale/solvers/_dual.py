@@ -22,8 +22,9 @@ from numba import njit
 
 from ..problems.base import Certificate
 from ..problems.memory import dual_scale
+from . import _cd_kernels as kernels
 
-__all__ = ["DualPoints", "SequentialScreening", "columns_nnz", "loss_units", "residual_distance"]
+__all__ = ["DualPoints", "SequentialScreening", "columns_nnz", "correlations_near", "loss_units", "residual_distance"]
 
 # A feature is screened out only when its bound is below lam1 by this relative margin, so
 # that rounding in the dual quantities can never remove a feature of the support.
@@ -191,6 +192,33 @@ def residual_distance(r_new, r_old, c) -> float:
     shift = r_new[rows] - r_old[rows]
     # Summed by NumPy, not a BLAS dot (see ElasticNet.value: threaded dots stall on busy cores).
     return float(np.sqrt((shift * shift / c[rows]).sum()))
+
+
+def correlations_near(problem, kept, g_loss, r, u_c, w, margin=1e-3):
+    """Bounds on ``|x_j^T u_c|`` over the features ``kept``, exact wherever they could reach lam1.
+
+    ``g_loss`` holds the exact correlations ``x_j^T r`` (on ``kept``) of a nearby c-weighted
+    residual ``r``, the last certifying pass's. By Cauchy-Schwarz, ``|x_j^T u_c| <= |g_j| +
+    ||x_j||_c ||(u_c - r) / c||_c`` (:func:`residual_distance`). Where that bound stays below
+    ``(1 - margin) lam1`` it stands in for the correlation; the other columns, and those of the
+    nonzero weights, are read. A dual point's rescaling, min(1, lam1 / max_j |x_j^T u_c|), is then
+    what the exact correlations give, and so is its dual value, for a pass over the columns near
+    the bound (the support and the features about to enter) instead of all of them. Gap-safe
+    screening from these bounds is weaker where they stand in.
+
+    Returns (the bounds on ``kept``, the nonzeros of X read)."""
+    lam1 = problem.penalty.l1
+    shift = residual_distance(u_c, r, problem.c)
+    # Inflated past float rounding (screening's margin): a bound must never fall below the sum.
+    bound = (np.abs(g_loss[kept]) + problem.column_norms()[kept] * shift) * (1.0 + _SCREEN_MARGIN)
+    exact = (bound >= lam1 * (1.0 - margin)) | (w[kept] != 0.0)
+    cols = kept[exact]
+    if cols.shape[0] == 0:
+        return bound, 0
+    corr = np.empty(problem.n_features)
+    kernels.check_pass(*problem.columns.arrays, cols, u_c, w, lam1, 0.0, corr)
+    bound[exact] = np.abs(corr[cols])
+    return bound, columns_nnz(problem.columns, cols)
 
 
 def loss_units(u_c, c):

@@ -20,8 +20,9 @@ The model is the one the solver minimises anyway; what the certificate adds is a
 solve (to a tenth of tol lam1, so that the rescaling costs at most about that; a model not solved
 that far within its sweep cap, ``_cd_kernels.TIGHT_CAP_MIN`` + ``TIGHT_CAP_FACTOR`` times the
 sweeps it took, gives no point, but its better solution is kept: a more exact Newton step), the
-rows moved into the conjugate's domain (``_cd_kernels.model_dual_point``) and one pass over the
-features in play for the exact correlations. It is tried only once the model predicts a decrease
+rows moved into the conjugate's domain (``_cd_kernels.model_dual_point``) and its correlations,
+read over the columns whose Cauchy-Schwarz bound from the residual's could reach lam1
+(``_dual.correlations_near``; the others' bounds stand in). It is tried only once the model predicts a decrease
 of P within ``0.1 min(sqrt(tol), 0.1) P`` (the gap after the step falls about as that decrease
 squared), and only for a model over every feature in play (a working set's leaves out features
 that may violate at its point).
@@ -32,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _cd_kernels as kernels
-from ._dual import columns_nnz, loss_units
+from ._dual import columns_nnz, correlations_near, loss_units
 
 __all__ = ["ModelDual"]
 
@@ -93,7 +94,7 @@ class ModelDual:
         for grown in range(self.max_grow + 1):
             if u_c is None:
                 return None, None, m, d_b, gram_price
-            corr = self.correlations(pt, u_c, kept)
+            corr = self.correlations(pt, u_c, kept, model.g, cols)
             entering = self.violators(pt, corr, cols, active, m)
             if entering.shape[0] == 0 or grown == self.max_grow:
                 break
@@ -126,12 +127,22 @@ class ModelDual:
         return u_c if ok else None
 
     @staticmethod
-    def correlations(pt, u_c, kept):
-        """x_j^T u_c for j in ``kept`` (one pass; the other entries are not set)."""
+    def correlations(pt, u_c, kept, g, cols):
+        """Bounds on |x_j^T u_c| for j in ``kept`` (0 elsewhere: features proven zero), exact where
+        they could reach lam1 (``_dual.correlations_near``, from the model's gradient ``g``, X^T r +
+        lam2 w at this point on ``cols``); one pass over ``kept`` when ``g`` does not cover it."""
         problem = pt.problem
-        corr = np.empty(problem.n_features)
-        kernels.check_pass(*problem.columns.arrays, kept, u_c, pt.w, problem.penalty.l1, 0.0, corr)
-        pt.reads += columns_nnz(problem.columns, kept)
+        corr = np.zeros(problem.n_features)
+        covered = np.zeros(problem.n_features, dtype=bool)
+        covered[cols] = True
+        if covered[kept].all():
+            g_loss = g if problem.penalty.l2 == 0.0 else g - problem.penalty.l2 * pt.w
+            corr[kept], reads = correlations_near(problem, kept, g_loss, pt.r, u_c, pt.w)
+        else:
+            kernels.check_pass(*problem.columns.arrays, kept, u_c, pt.w, problem.penalty.l1, 0.0, corr)
+            corr[kept] = np.abs(corr[kept])
+            reads = columns_nnz(problem.columns, kept)
+        pt.reads += reads
         return corr
 
     def violators(self, pt, corr, cols, active, m):

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..losses import weighted_terms_along
 from . import _cd_kernels as kernels
-from ._dual import columns_nnz, loss_units, residual_distance
+from ._dual import columns_nnz, correlations_near, loss_units, residual_distance
 from ._support_factor import STALE_MAX_PRODUCTS, SupportFactor, preconditioned_cg, system_product
 
 __all__ = [
@@ -270,7 +270,7 @@ def budgeted_products(problem, support, gram_max, budget, least):
     return int(min(CG_MAX_PRODUCTS, max(least, budget / per_product)))
 
 
-def newton_dual_point(pt, support, step, kept, g_loss, norms):
+def newton_dual_point(pt, support, step, kept, g_loss):
     """The dual point of a Newton step on the support: the residual the quadratic model
     predicts at w + d, ``r + D (X_S d + d_b)``, and bounds on its correlations.
 
@@ -288,12 +288,11 @@ def newton_dual_point(pt, support, step, kept, g_loss, norms):
         The features not screened out: the correlations are bounded on these.
     g_loss : ndarray (d,)
         X^T r, exact on ``kept`` (the certifying pass at this point).
-    norms : ndarray (d,)
-        ||x_j||_c.
 
     Returns (u in loss' units, upper bounds of |x_j^T (c u)| on ``kept``, nonzeros of X read).
     The bounds are exact on the support and wherever Cauchy-Schwarz from the residual's
-    correlations would not stay below lam1; elsewhere |g_j| + ||x_j||_c ||u - r||_{1/c}.
+    correlations could reach lam1; elsewhere |g_j| + ||x_j||_c ||u - r||_{1/c}
+    (``_dual.correlations_near``).
     """
     problem = pt.problem
     fit_b = problem.fit_intercept
@@ -306,15 +305,8 @@ def newton_dual_point(pt, support, step, kept, g_loss, norms):
         if total > 0.0:
             shift -= (float((pt.r + shift).sum()) / total) * pt.D
     u_c = pt.r + shift  # c * u
-    drift = residual_distance(u_c, pt.r, c)
-    bound = np.abs(g_loss[kept]) + norms[kept] * drift
-    lam1 = problem.penalty.l1
-    exact = (bound >= lam1 * (1.0 - 1e-3)) | (pt.w[kept] != 0.0)
-    cols = kept[exact]
-    corr = np.empty(problem.n_features)
-    kernels.check_pass(*arrays, cols, u_c, pt.w, lam1, 0.0, corr)
-    bound[exact] = np.abs(corr[cols])
-    return loss_units(u_c, c), bound, columns_nnz(problem.columns, support) + columns_nnz(problem.columns, cols)
+    bound, reads = correlations_near(problem, kept, g_loss, pt.r, u_c, pt.w)
+    return loss_units(u_c, c), bound, columns_nnz(problem.columns, support) + reads
 
 
 def support_newton_step(
@@ -515,7 +507,7 @@ class NewtonDual:
         return estimate <= limit
 
     def certificate(
-        self, pt, dual, kept, g_loss, norms, H, violation, objective, max_products=CG_MAX_PRODUCTS, direct=False
+        self, pt, dual, kept, g_loss, H, violation, objective, max_products=CG_MAX_PRODUCTS, direct=False
     ):
         """The best dual point's certificate once the Newton point's is offered, and the step
         ``(support, NewtonSolve)`` (the step itself is not taken; ``direct``: solved by a
@@ -546,7 +538,7 @@ class NewtonDual:
             direct=direct,
             signs=signs,
         )
-        u, v, more = newton_dual_point(pt, support, solve.step, kept, g_loss, norms)
+        u, v, more = newton_dual_point(pt, support, solve.step, kept, g_loss)
         pt.reads += solve.reads + more
         return dual.offer(pt.w, pt.b, pt.z, u, v, kept, objective), (support, solve)
 

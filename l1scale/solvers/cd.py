@@ -387,7 +387,6 @@ class CoordinateDescent(Solver):
                         dual,
                         st.kept,
                         g_loss,
-                        norms,
                         H,
                         vmax / lam1,
                         objective,
