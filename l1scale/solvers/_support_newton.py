@@ -506,9 +506,7 @@ class NewtonDual:
             self.entering = entering
         return estimate <= limit
 
-    def certificate(
-        self, pt, dual, kept, g_loss, H, violation, objective, max_products=CG_MAX_PRODUCTS, direct=False
-    ):
+    def certificate(self, pt, dual, kept, g_loss, H, violation, objective, max_products=CG_MAX_PRODUCTS, direct=False):
         """The best dual point's certificate once the Newton point's is offered, and the step
         ``(support, NewtonSolve)`` (the step itself is not taken; ``direct``: solved by a
         factorisation, as in :func:`support_newton_step`).
