@@ -1,5 +1,5 @@
-"""Repeated columns: found by a sketch (``data.memory.repeated_columns``), left out of CD's solve
-on wide sparse data with the plain L1 penalty, and checked against the certificate afterwards.
+"""Repeated columns: found by a sketch and compared entry by entry (``data.memory.repeated_columns``),
+left out of CD's solve on wide sparse data with the plain L1 penalty.
 The model has the same objective and margins as without them, its weight on the lowest index of
 each group, and its certificate holds over every column."""
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from l1scale.data.memory import as_columns, repeated_columns
+from l1scale.data.memory import as_columns, repeated_columns, verified_repeats
 from l1scale.exceptions import ConvergenceWarning
 from l1scale.path import lam_grid, regularization_path
 from l1scale.problems import Problem
@@ -128,21 +128,44 @@ def test_left_out_repeats_give_the_same_optimum_and_a_certificate_over_every_col
                 np.testing.assert_allclose(res.loss_gradient[copy], true[copy], rtol=1e-8, atol=1e-12)
 
 
-def test_a_repeat_the_certificate_does_not_cover_is_put_back_in_play(monkeypatch):
-    """The sketch is a candidate, not a proof: were two different columns taken for copies, the
-    check after the solve finds the left-out one that violates and the solve goes on with it."""
+@pytest.mark.parametrize("dense", [False, True])
+def test_candidates_that_are_not_equal_entry_by_entry_are_undone(dense):
+    """The sketch gives candidates; ``verified_repeats`` keeps only the pairs equal entry by entry
+    (the same rows and values, bit for bit), so that a solve may leave the repeats out and check
+    nothing after: here every column is taken for a copy of one before it."""
+    X, _ = _with_repeats("logistic", seed=3)
+    columns = as_columns(X.toarray() if dense else X)
+    d = X.shape[1]
+    claimed = np.maximum(np.arange(d) - 1, 0)  # each column "repeats" the one before it
+    for first, copy in [(0, 150), (1, 151), (1, 290), (2, 200), (7, 42), (9, 299)]:
+        claimed[copy] = first  # and the true copies their first column
+    claimed[61] = 60  # two empty columns: equal, though no solve would leave one out for it
+    rep = verified_repeats(columns, claimed.copy())
+    expected = _exact_groups(X)
+    expected[61] = 60
+    np.testing.assert_array_equal(rep, expected)
+    # A value one ulp apart, or in another row, is not a repeat.
+    Y = X.toarray()
+    Y[:, 5] = Y[:, 3]
+    Y[np.flatnonzero(Y[:, 5])[0], 5] = np.nextafter(Y[np.flatnonzero(Y[:, 5])[0], 5], np.inf)
+    Y[:, 6] = np.roll(Y[:, 3], 1)
+    claimed = np.arange(d)
+    claimed[[5, 6]] = 3
+    assert verified_repeats(as_columns(Y if dense else sp.csc_matrix(Y)), claimed) is None
+
+
+def test_a_solve_over_exact_repeats_certifies_every_column():
+    """With the repeats left out and nothing checked after, the certificate's dual point is
+    feasible for every column of the problem, repeats included (their correlations are their
+    representatives' to the bit)."""
     X, y = _with_repeats("logistic", seed=3)
     p = Problem(X, y, "logistic", lam_ratio=0.02)
-    reference = _solve(p, deduplicate=False)
-    important = int(np.argmax(np.abs(reference.coef[:10])))
-    bogus = np.arange(X.shape[1])
-    bogus[important] = 60 if important != 60 else 61  # "repeats" an empty column: it is not one
-    bogus[150] = 0
-    monkeypatch.setattr(Problem, "repeated_columns", lambda self: bogus)
     res = _solve(p)
-    assert res.coef[important] != 0.0
-    P, P_ref = p.objective(res.coef, res.intercept), p.objective(reference.coef, reference.intercept)
-    assert abs(P - P_ref) <= 1e-10 * abs(P_ref)
+    assert res.dual_point is not None
+    corr = np.abs(np.asarray(p.X.T @ (p.c * res.dual_point)).ravel())
+    for first, copies in [(0, [150]), (1, [151, 290]), (2, [200]), (7, [42]), (9, [299])]:
+        assert (corr[copies] == corr[first]).all()
+    P = p.objective(res.coef, res.intercept)
     assert P - p.dual_value(res.dual_point) <= 1e-12 * abs(P)
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "repeated_columns",
     "row",
     "row_matrix",
+    "verified_repeats",
 ]
 
 
@@ -384,15 +385,19 @@ def dense_columns(data, indptr, cols, n):
 
 
 def repeated_columns(columns: Matrix, dots, norms):
-    """Columns that likely repeat an earlier one: for each column, the lowest index of a column
-    with the same sketch, as an int64 array ``rep`` (rep[j] == j: the first of its sketch), or
-    None when no two nonempty columns share one. The sketch hashes what two equal columns share
-    and is cheap to read: the number of stored values, ``dots`` and ``norms`` (any two sums over
-    each column computed in one order, such as the null model's gradient and the column norms:
-    equal columns give them bit for bit) and up to :data:`SKETCH_ENTRIES` entries (row and value)
-    spread along the column; then a d-slot hash table. Nothing reads the whole of X, so a repeat
-    is a candidate, not a proof: whoever relies on it checks what it needs (CD checks, after its
-    solve, each left-out column's correlation with its certificate's dual point: ``solvers.cd``).
+    """Columns that repeat an earlier one exactly: for each column, the lowest index of a column
+    equal to it (the same rows and the same values, bit for bit), as an int64 array ``rep``
+    (rep[j] == j: the first of its kind), or None when no two nonempty columns are equal.
+
+    Candidates come from a sketch that hashes what two equal columns share and is cheap to read:
+    the number of stored values, ``dots`` and ``norms`` (any two sums over each column computed in
+    one order, such as the null model's gradient and the column norms: equal columns give them bit
+    for bit) and up to :data:`SKETCH_ENTRIES` entries (row and value) spread along the column; then
+    a d-slot hash table. Each candidate is then compared with its representative entry by entry
+    (:func:`verified_repeats`: one read of the candidates' columns and their representatives'), so
+    that a solver may take them for equal: any sum over a repeat, read in its stored order, is its
+    representative's to the bit, whatever the vector (CD leaves them out of every solve of a path
+    and checks nothing after).
 
     Text features repeat often (n-grams met in one document only: news20's uni- and bigrams,
     254k of 589k columns), and so do genotypes in linkage and one-hot codes of identical
@@ -407,6 +412,15 @@ def repeated_columns(columns: Matrix, dots, norms):
         np.ascontiguousarray(norms, dtype=np.float64).view(np.uint64),
         rep,
     )
+    return verified_repeats(columns, rep) if found else None
+
+
+def verified_repeats(columns: Matrix, rep):
+    """``rep`` (for each column, the index of a column it is taken to repeat; rep[j] == j: none)
+    with every pair that is not equal entry by entry undone (rep[j] = j), in place; None when no
+    repeat is left. Two columns are equal when they store the same rows with the same values, bit
+    for bit (so that any sum over them in their stored order is the same to the bit)."""
+    found = _undo_unequal(columns.data.view(np.uint64), columns.indices, columns.indptr, columns.dense, rep)
     return rep if found else None
 
 
@@ -465,6 +479,28 @@ def _first_of_sketch(bits, indices, indptr, dense, dot_bits, norm_bits, rep):
         if rep[j] == j:
             table[slot] = (tag << np.uint64(32)) | np.uint64(j + 1)
     return found
+
+
+@njit(cache=True, nogil=True)
+def _undo_unequal(bits, indices, indptr, dense, rep):
+    """Sets rep[j] = j where column j differs from column rep[j] (stored counts, rows or the
+    values' bits); returns how many repeats are left."""
+    left = 0
+    for j in range(rep.shape[0]):
+        k = rep[j]
+        if k == j:
+            continue
+        start_j, start_k, nnz = indptr[j], indptr[k], indptr[j + 1] - indptr[j]
+        equal = nnz == indptr[k + 1] - start_k
+        for p in range(nnz if equal else 0):
+            if bits[start_j + p] != bits[start_k + p] or (not dense and indices[start_j + p] != indices[start_k + p]):
+                equal = False
+                break
+        if equal:
+            left += 1
+        else:
+            rep[j] = j
+    return left
 
 
 @njit(cache=True, nogil=True)

@@ -1,11 +1,9 @@
-"""The repeated columns a CD solve leaves out (``CoordinateDescent._distinct_columns``), and the
-check that its certificate covers them.
+"""The repeated columns a CD solve leaves out (``CoordinateDescent._distinct_columns``).
 
 Equal columns make the L1 problem degenerate (only their weights' sum moves the margins), and a
 solve over one column of each group has the same optimal value and the same dual. The repeats are
-found by a sketch (``Problem.repeated_columns``), so a solve over the representatives ends by
-checking each repeat's correlation with its dual point against its representative's
-(:func:`uncovered`); a repeat that fails is put back in play.
+equal to their representatives entry by entry (``Problem.repeated_columns`` compares each
+candidate of its sketch), so that a certificate over the representatives holds for them too.
 """
 
 from __future__ import annotations
@@ -14,21 +12,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _cd_kernels as kernels
-
-__all__ = ["Repeats", "folded", "uncovered", "with_repeats"]
+__all__ = ["Repeats", "folded", "left_out", "with_repeats"]
 
 
 class Repeats(NamedTuple):
     """The repeated columns a solve leaves out, derived once from the representatives ``rep``
-    (``Problem.repeated_columns``): the repeats' indices, their mask (what a solve leaves out),
-    and the columns the coverage check reads (repeats and representatives, in increasing order:
-    read as they lie in memory)."""
+    (``Problem.repeated_columns``): the repeats' indices and their mask (what a solve leaves out)."""
 
     rep: np.ndarray
     index: np.ndarray
     mask: np.ndarray
-    checked: np.ndarray
 
     @classmethod
     def of(cls, rep):
@@ -36,16 +29,14 @@ class Repeats(NamedTuple):
         if rep is None:
             return None
         mask = rep != np.arange(rep.shape[0])
-        index = np.flatnonzero(mask)
-        read = mask.copy()
-        read[rep[index]] = True
-        return cls(rep, index, mask, np.flatnonzero(read))
+        return cls(rep, np.flatnonzero(mask), mask)
 
-    def put_back(self, columns):
-        """The same with ``columns`` in play again (their own representatives)."""
-        rep = self.rep.copy()
-        rep[columns] = columns
-        return Repeats.of(rep)
+
+def left_out(screened, repeats):
+    """The features a solve leaves out: those ``screened`` (a mask, or None) and the repeats."""
+    if repeats is None:
+        return screened
+    return repeats.mask if screened is None else screened | repeats.mask
 
 
 def folded(coef, repeats):
@@ -59,24 +50,6 @@ def folded(coef, repeats):
         np.add.at(w, repeats.rep[moved], w[moved])
         w[moved] = 0.0
     return w
-
-
-def uncovered(problem, result, repeats):
-    """The left-out repeats that the result's certificate does not cover: those whose correlation
-    with its dual point (``Result.dual_point``; the residual at the returned point for a KKT
-    certificate) exceeds their representative's in absolute value. A repeat covered so is dual
-    feasible wherever its representative is (and meets the KKT conditions at zero as well as it
-    does), equal column or not; equal columns give equal sums to the bit. One read of the
-    repeats' columns and their representatives' (news20: 254k repeats)."""
-    if result.dual_point is not None:
-        v = problem.c * result.dual_point
-    else:
-        z = problem.margins(result.coef, result.intercept)
-        v = problem.c * problem.loss.derivative(problem.y, z)
-    g = np.zeros(repeats.rep.shape[0])
-    kernels.check_pass(*problem.columns.arrays, repeats.checked, v, result.coef, problem.penalty.l1, 0.0, g)
-    index = repeats.index
-    return index[np.abs(g[index]) > np.abs(g[repeats.rep[index]])]
 
 
 def with_repeats(result, repeats):
