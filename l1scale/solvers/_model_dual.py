@@ -22,10 +22,10 @@ that far within its sweep cap, ``_cd_kernels.TIGHT_CAP_MIN`` + ``TIGHT_CAP_FACTO
 sweeps it took, gives no point, but its better solution is kept: a more exact Newton step), the
 rows moved into the conjugate's domain (``_cd_kernels.model_dual_point``) and its correlations,
 read over the columns whose Cauchy-Schwarz bound from the residual's could reach lam1
-(``_dual.correlations_near``; the others' bounds stand in). It is tried only once the model predicts a decrease
-of P within ``0.1 min(sqrt(tol), 0.1) P`` (the gap after the step falls about as that decrease
-squared), and only for a model over every feature in play (a working set's leaves out features
-that may violate at its point).
+(``_dual.correlations_near``; the others' bounds stand in). It is tried only once the model
+predicts a decrease of P within ``0.1 min(sqrt(tol), 0.1) P`` (the gap after the step falls about
+as that decrease squared), and only for a model over every feature in play (a working set's
+leaves out features that may violate at its point).
 """
 
 from __future__ import annotations
