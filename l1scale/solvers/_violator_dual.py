@@ -89,7 +89,7 @@ class ViolatorDual:
             return cert
         # CG's products read the violators' columns twice: at most two passes over the features
         # in play in all (dense or frequent violators: not worth it); and the whole attempt
-        # (CG, the correction, one pass for the exact correlations) within the budget.
+        # (CG, the correction, and at most one pass for the correlations) within the budget.
         nnz_kept, nnz_violators = columns_nnz(problem.columns, kept), columns_nnz(problem.columns, violators)
         products = min(self.max_products, nnz_kept // max(nnz_violators, 1))
         if products < self.min_products or 2 * (products + 1) * nnz_violators + nnz_kept > budget:
