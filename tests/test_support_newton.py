@@ -478,3 +478,30 @@ def test_a_path_carries_the_factorisation_to_its_next_lams(monkeypatch):
     first = min(k for k, factorised, _ in calls if factorised)
     later = [(k, factorised, capped) for k, factorised, capped in calls if k > first]
     assert {k for k, _, _ in later} and all(factorised and not capped for _, factorised, capped in later)
+
+
+def test_the_factorisation_kernels_solve_and_refuse_what_is_not_positive_definite():
+    """The Numba Cholesky factor and its solves (which release the GIL, where SciPy's hold it):
+    L L^T = M, one and many right-hand sides solved to rounding, and an empty factor for a
+    matrix that is not positive definite or not finite."""
+    from l1scale.solvers._support_factor import cholesky_factor, cholesky_solve, cholesky_solve_columns
+
+    rng = np.random.default_rng(11)
+    A = rng.normal(size=(60, 25))
+    M = A.T @ A + 0.1 * np.eye(25)
+    L = cholesky_factor(M)
+    np.testing.assert_allclose(L @ L.T, M, rtol=1e-12, atol=1e-12)
+    assert np.all(np.triu(L, 1) == 0.0)
+    b = rng.normal(size=25)
+    x = np.empty(25)
+    cholesky_solve(L, b, x)
+    np.testing.assert_allclose(x, np.linalg.solve(M, b), rtol=1e-10, atol=1e-12)
+    B = rng.normal(size=(25, 4))
+    np.testing.assert_allclose(cholesky_solve_columns(L, B), np.linalg.solve(M, B), rtol=1e-10, atol=1e-12)
+
+    indefinite = M.copy()
+    indefinite[3, 3] = -1.0
+    not_finite = M.copy()
+    not_finite[0, 1] = not_finite[1, 0] = np.nan
+    for bad in (indefinite, -M, not_finite):
+        assert cholesky_factor(bad).shape == (0, 0)

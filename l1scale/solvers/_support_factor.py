@@ -15,6 +15,11 @@ earlier point is a near-exact preconditioner for the next points' systems (``Sup
 ``preconditioned_cg``): CG converges in a few products where a new factorisation would cost hundreds of
 products' worth. Weights that have left the support since are held at zero in it, weights that have
 entered are bordered on exactly (their rows of the new system and the Schur complement of the old block).
+
+The factorisation and its solves run in Numba (LAPACK's potrf through Numba's ``np.linalg.cholesky``, and
+the two triangular solves as loops), which releases the GIL: SciPy's ``cho_factor`` and ``cho_solve`` hold
+it, and in a cross-validation's threads on earn they were an eighth of the time a thread held the GIL
+(py-spy ``--gil``), time in which the other thread waited.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
+from numba import njit
 
 from . import _cd_kernels as kernels
 from ._dual import columns_nnz
@@ -36,6 +42,7 @@ __all__ = [
     "SupportFactor",
     "preconditioned_cg",
     "system_product",
+    "warm_up",
 ]
 
 # An earlier factorisation preconditions CG for at most this many products before a new one is made
@@ -63,8 +70,9 @@ class SupportFactor:
 
         M = X_S^T diag(D) X_S + (lam2 + nu) I, bordered by the intercept's row (corner sum D + nu),
 
-    built from its Gram matrix (``_cd_kernels.model_gram``) and factored by LAPACK. Solves with
-    it are exact where CG's stop at a tolerance or a cap.
+    built from its Gram matrix (``_cd_kernels.model_gram``) and factored by LAPACK (:func:`cholesky_factor`:
+    ``factor`` is the lower factor L, M = L L^T). Solves with it are exact where CG's stop at a
+    tolerance or a cap.
 
     Use :meth:`of` to build one (None when the matrix is not numerically positive definite).
     """
@@ -108,11 +116,8 @@ class SupportFactor:
         if fit_b:
             M[k, k] += kernels.NU
         work = _factorisation_work(nnz_cols, gram_work, size)
-        try:
-            factor = scipy.linalg.cho_factor(M, overwrite_a=True, check_finite=False)
-        except np.linalg.LinAlgError:
-            return None, work
-        if not np.isfinite(factor[0][-1, -1]):
+        factor = cholesky_factor(M)
+        if factor.shape[0] == 0:
             return None, work
         return cls(factor, size, support.copy(), moves, ridge, D.copy()), work
 
@@ -131,7 +136,12 @@ class SupportFactor:
 
     def solve(self, rhs):
         """M^-1 rhs (rhs: (size,) or (size, q))."""
-        return scipy.linalg.cho_solve(self.factor, rhs, check_finite=False)
+        rhs = np.asarray(rhs, dtype=np.float64)
+        if rhs.ndim == 1:
+            out = np.empty(self.size)
+            cholesky_solve(self.factor, rhs, out)
+            return out
+        return cholesky_solve_columns(self.factor, rhs)
 
     def solve_held(self, rhs, held, values):
         """The solution x of M x = rhs on the rows not ``held`` (a boolean mask of the support's
@@ -223,6 +233,60 @@ class SupportFactor:
             return out
 
         return Preconditioner(apply, solve_work, setup)
+
+
+@njit(cache=True, nogil=True)
+def cholesky_factor(M):
+    """The lower Cholesky factor L of the symmetric matrix M (M = L L^T; LAPACK's potrf), or an
+    empty (0, 0) array when M is not numerically positive definite."""
+    try:
+        L = np.linalg.cholesky(M)
+    except Exception:  # noqa: BLE001 (Numba raises LinAlgError as a plain exception)
+        return np.empty((0, 0))
+    for a in range(L.shape[0]):
+        if not (np.isfinite(L[a, a]) and L[a, a] > 0.0):
+            return np.empty((0, 0))
+    return L
+
+
+@njit(cache=True, nogil=True)
+def cholesky_solve(L, rhs, out):
+    """out = (L L^T)^-1 rhs: L y = rhs by rows of L, then L^T x = y by rows of L as well (each
+    x_j found is taken out of the rows above it: C-ordered L is read contiguously both ways)."""
+    k = L.shape[0]
+    for i in range(k):
+        acc = rhs[i]
+        for j in range(i):
+            acc -= L[i, j] * out[j]
+        out[i] = acc / L[i, i]
+    for j in range(k - 1, -1, -1):
+        xj = out[j] / L[j, j]
+        out[j] = xj
+        for i in range(j):
+            out[i] -= L[j, i] * xj
+
+
+@njit(cache=True, nogil=True)
+def cholesky_solve_columns(L, B):
+    """(L L^T)^-1 B, column by column (B: (k, q))."""
+    k, q = B.shape
+    X = np.empty((k, q))
+    column, out = np.empty(k), np.empty(k)
+    for c in range(q):
+        for a in range(k):
+            column[a] = B[a, c]
+        cholesky_solve(L, column, out)
+        for a in range(k):
+            X[a, c] = out[a]
+    return X
+
+
+def warm_up():
+    """Compile (or load from Numba's cache) the factorisation's kernels on a tiny system."""
+    L = cholesky_factor(np.eye(2))
+    cholesky_solve(L, np.ones(2), np.empty(2))
+    cholesky_solve_columns(L, np.ones((2, 1)))
+    cholesky_factor(-np.eye(2))  # the not positive definite branch
 
 
 def _factorisation_work(nnz_cols, gram_work, size) -> int:
