@@ -55,6 +55,30 @@ def test_model_gram_is_the_weighted_gram_matrix_bordered_by_the_intercept(layout
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
+def test_model_gram_of_a_few_sparse_columns_skips_the_empty_rows_but_not_their_curvature(fit_intercept):
+    # A model of a few rare features (a path's early lams on text): most rows hold none of their
+    # entries. model_gram passes over those rows only, yet the intercept's corner sums D over all.
+    rng = np.random.default_rng(5)
+    n, d = 5000, 30
+    X = sp.random(n, d, density=0.002, format="csc", random_state=6)
+    active = np.array([3, 17, 8], dtype=np.int64)
+    counts = np.empty(n, dtype=np.int64)
+    arrays = as_columns(X).arrays
+    nnz, work = kernels.gram_cost(*arrays, active, active.shape[0], counts)
+    XA = X.toarray()[:, active]
+    per_row = np.count_nonzero(XA, axis=1)
+    assert nnz == per_row.sum() and np.count_nonzero(per_row) < n // 10
+    np.testing.assert_array_equal(counts, per_row)
+    assert work == 0.5 * float(per_row @ (per_row + 1))
+    D = rng.uniform(0.0, 1.0, size=n)
+    Q = kernels.model_gram(*arrays, active, active.shape[0], D, counts, fit_intercept)
+    B = np.column_stack([XA, np.ones(n)]) if fit_intercept else XA
+    np.testing.assert_allclose(Q, B.T @ (D[:, None] * B), rtol=1e-13, atol=1e-13)
+    if fit_intercept:
+        assert Q[-1, -1] == pytest.approx(D.sum(), rel=1e-14)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
 def test_model_gram_of_many_row_blocks_is_the_weighted_gram_matrix(fit_intercept):
     # Rows are transposed a block of GRAM_BLOCK_ENTRIES entries at a time: a matrix of several
     # blocks (with an empty column and rows without curvature) gives the same matrix.

@@ -236,16 +236,16 @@ def gram_cost(data, indices, indptr, dense, active, m, counts):
         counts[:] = m
         return n * m, 0.5 * n * m * (m + 1) / DENSE_GRAM_SPEEDUP
     counts[:] = 0
-    nnz = 0
+    nnz, pairs = 0, 0
     for s in range(m):
         rows, _ = column(data, indices, indptr, dense, active[s])
         for p in range(rows.shape[0]):
-            counts[rows[p]] += 1
+            # A row's k-th entry adds k products to its sum k (k + 1) / 2: no pass over all n rows.
+            k = counts[rows[p]] + 1
+            counts[rows[p]] = k
+            pairs += k
         nnz += rows.shape[0]
-    work = 0.0
-    for i in range(counts.shape[0]):
-        work += 0.5 * counts[i] * (counts[i] + 1)
-    return nnz, work
+    return nnz, float(pairs)
 
 
 @njit(cache=True, nogil=True)
@@ -306,42 +306,56 @@ def model_gram(data, indices, indptr, dense, active, m, D, counts, fit_intercept
     band = np.uint64(max(1, min(m, GRAM_BAND_BYTES // (8 * size))))
     local = np.empty(GRAM_BLOCK_ENTRIES, dtype=np.uint64)
     value = np.empty(GRAM_BLOCK_ENTRIES)
-    start, fill = np.empty(n + 1, dtype=np.uint64), np.empty(n, dtype=np.uint64)
-    r0 = 0
-    while r0 < n:
-        r1, total = r0, 0  # rows r0..r1-1: as many as fit the block (at least one)
-        while r1 < n and (r1 == r0 or total + counts[r1] <= GRAM_BLOCK_ENTRIES):
-            total += counts[r1]
-            r1 += 1
+    # Only the rows with an entry in these columns, in increasing order (``rows``; ``at``: a row's
+    # position among them): the loops below then cost nothing per empty row, where looping over
+    # all n rows cost 8 ns a row whatever the columns (80 us a Gram matrix on earn, 250 us on
+    # a9a, for a model of a few sparse columns; one pass over the counts now, 1.4 ns a row).
+    rows = np.empty(n, dtype=np.uint64)
+    n_rows = 0
+    for i in range(n):
+        if counts[i] > 0:
+            rows[n_rows] = i
+            n_rows += 1
+    at = np.empty(n, dtype=np.uint64)
+    for t in range(n_rows):
+        at[rows[t]] = t
+    start, fill = np.empty(n_rows + 1, dtype=np.uint64), np.empty(n_rows, dtype=np.uint64)
+    t0 = 0
+    while t0 < n_rows:
+        t1, total = t0, 0  # rows[t0..t1-1]: as many as fit the block (at least one)
+        while t1 < n_rows and (t1 == t0 or total + counts[rows[t1]] <= GRAM_BLOCK_ENTRIES):
+            total += counts[rows[t1]]
+            t1 += 1
+        limit = rows[t1] if t1 < n_rows else np.uint64(n)  # the first row past the block
         if total > local.shape[0]:
             local, value = np.empty(total, dtype=np.uint64), np.empty(total)
-        start[r0] = 0
-        for i in range(r0, r1):
-            start[i + 1] = start[i] + counts[i]
-            fill[i] = start[i]
+        start[t0] = 0
+        for t in range(t0, t1):
+            start[t + 1] = start[t] + counts[rows[t]]
+            fill[t] = start[t]
         for s in range(m):
             p, end = cursor[s], stop[s]
-            while p < end and indices[p] < r1:
-                i = indices[p]
-                f = fill[i]
+            while p < end and np.uint64(indices[p]) < limit:
+                t = at[indices[p]]
+                f = fill[t]
                 local[f], value[f] = s, data[p]
-                fill[i] = f + np.uint64(1)
+                fill[t] = f + np.uint64(1)
                 p += np.uint64(1)
             cursor[s] = p
         # Entries of a row are in increasing local order: each product lands in the upper triangle,
         # in the row of Q of its first factor. Q's rows are updated a band at a time (all of Q when it
         # fits in GRAM_BAND_BYTES), each row of X resuming where the last band left it: every entry
         # still sums its products over the rows of X in increasing order.
-        for i in range(r0, r1):
-            fill[i] = start[i]  # now each row's next entry
+        for t in range(t0, t1):
+            fill[t] = start[t]  # now each row's next entry
         a0 = np.uint64(0)
         while True:
             a1 = min(a0 + band, um)
-            for i in range(r0, r1):
-                Di = D[i]
+            for t in range(t0, t1):
+                Di = D[rows[t]]
                 if Di == 0.0:
                     continue
-                p, end = fill[i], start[i + 1]
+                p, end = fill[t], start[t + 1]
                 while p < end and local[p] < a1:
                     vp = Di * value[p]
                     row = local[p] * usize
@@ -352,14 +366,16 @@ def model_gram(data, indices, indptr, dense, active, m, D, counts, fit_intercept
                     if fit_intercept:
                         Q[row + um] += vp
                     p += np.uint64(1)
-                fill[i] = p
+                fill[t] = p
             if a1 >= um:
                 break
             a0 = a1
-        if fit_intercept:
-            for i in range(r0, r1):
-                Q[um * usize + um] += D[i]
-        r0 = r1
+        t0 = t1
+    if fit_intercept:
+        corner = 0.0  # sum_i D_i over every row, in order (an empty row's D counts here)
+        for i in range(n):
+            corner += D[i]
+        Q[um * usize + um] = corner
     Q2 = Q.reshape((size, size))
     for a in range(size):
         for b in range(a + 1, size):
