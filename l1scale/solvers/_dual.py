@@ -17,6 +17,8 @@ included: its dual is as strongly concave, and w*_j = 0 exactly when |x_j^T (c u
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 from numba import njit
 
@@ -24,7 +26,15 @@ from ..problems.base import Certificate
 from ..problems.memory import dual_scale
 from . import _cd_kernels as kernels
 
-__all__ = ["DualPoints", "SequentialScreening", "columns_nnz", "correlations_near", "loss_units", "residual_distance"]
+__all__ = [
+    "DualPoints",
+    "SequentialScreening",
+    "columns_nnz",
+    "correlations_near",
+    "loss_units",
+    "residual_distance",
+    "warm_up",
+]
 
 # A feature is screened out only when its bound is below lam1 by this relative margin, so
 # that rounding in the dual quantities can never remove a feature of the support.
@@ -101,8 +111,9 @@ class DualPoints:
             return np.zeros(cols.shape[0], dtype=bool)
         L = self.problem.loss.curvature_bound
         radius = np.sqrt(2.0 * L * max(primal - self.best_dual, 0.0))
-        bound = self.best_corr[cols] + norms[cols] * radius
-        return (bound < lam1 * (1.0 - _SCREEN_MARGIN)) & (w[cols] == 0.0)
+        out = np.empty(cols.shape[0], dtype=np.bool_)
+        _sphere_screen(cols, self.best_corr, 1.0, norms, radius, lam1 * (1.0 - _SCREEN_MARGIN), w, out)
+        return out
 
     def _offer(self, cert, v, cols):
         """Keep this candidate if its dual value is the best; returns whether it was."""
@@ -112,7 +123,7 @@ class DualPoints:
         scale = dual_scale(self.problem.penalty, v)
         self.best_dual = dual
         self.best_corr[:] = np.inf
-        self.best_corr[cols] = scale * np.abs(v)
+        _put_scaled_abs(cols, v, scale, self.best_corr)
         return True
 
 
@@ -154,7 +165,7 @@ class SequentialScreening:
         that residual rescaled on ``exact``, when the solve's last certificate computed it at this
         very point (it is then not computed again: one pass of conjugates per lam)."""
         if self.residual is not None:
-            self.corr += self.norms * residual_distance(residual, self.residual, self.c)
+            _add_scaled(self.corr, self.norms, residual_distance(residual, self.residual, self.c))
         self.residual = residual.copy()
         v = loss_gradient[exact]
         if residual_dual is None:
@@ -165,8 +176,8 @@ class SequentialScreening:
         scale = dual_scale(pen, v)
         if np.isfinite(cert.value) and scale > 0.0:
             radius = np.sqrt(2.0 * problem.loss.curvature_bound * max(cert.value, 0.0))
-            np.minimum(self.corr, (pen.l1 * (1.0 + _SCREEN_MARGIN) + self.norms * radius) / scale, out=self.corr)
-        self.corr[exact] = np.abs(v)
+            _lower_to_sphere(self.corr, self.norms, pen.l1 * (1.0 + _SCREEN_MARGIN), radius, scale)
+        _put_scaled_abs(exact, v, 1.0, self.corr)
 
     def screen(self, problem, w, b, z, primal):
         """The features proven zero at the optimum of ``problem`` (and zero in w), from the last
@@ -180,8 +191,9 @@ class SequentialScreening:
         pen = problem.penalty
         scale = dual_scale(pen, self.corr)  # bounds on the correlations: the scale of a feasible point
         radius = np.sqrt(2.0 * problem.loss.curvature_bound * max(cert.value, 0.0))
-        bound = scale * self.corr + self.norms * radius
-        return (bound < pen.l1 * (1.0 - _SCREEN_MARGIN)) & (w == 0.0)
+        out = np.empty(self.corr.shape[0], dtype=np.bool_)
+        _sphere_screen_all(self.corr, scale, self.norms, radius, pen.l1 * (1.0 - _SCREEN_MARGIN), w, out)
+        return out
 
 
 def residual_distance(r_new, r_old, c) -> float:
@@ -219,6 +231,64 @@ def correlations_near(problem, kept, g_loss, r, u_c, w, margin=1e-3):
     kernels.check_pass(*problem.columns.arrays, cols, u_c, w, lam1, 0.0, corr)
     bound[exact] = np.abs(corr[cols])
     return bound, columns_nnz(problem.columns, cols)
+
+
+# The bookkeeping of bounds over the features, as loops: each NumPy expression it replaces made
+# temporaries of d floats (four to six per call; earn's 50-lam path called them 1,500 times) and,
+# in threads, released and took back the GIL for each. They hold the GIL (microseconds on earn:
+# a release would let the other thread take it, as ``_columns_nnz`` says) and compute each entry
+# with the same operations as the expressions did, to the bit.
+
+
+@njit(cache=True)
+def _sphere_screen(cols, corr, scale, norms, radius, limit, w, out):
+    """out[q] = scale corr_j + ||x_j|| radius < limit and w_j == 0, for j = cols[q]: gap-safe
+    screening on the sphere of ``radius``."""
+    for q in range(cols.shape[0]):
+        j = cols[q]
+        out[q] = (scale * corr[j] + norms[j] * radius < limit) & (w[j] == 0.0)
+
+
+@njit(cache=True)
+def _sphere_screen_all(corr, scale, norms, radius, limit, w, out):
+    """:func:`_sphere_screen` over every feature (contiguous: the loop vectorises)."""
+    for j in range(corr.shape[0]):
+        out[j] = (scale * corr[j] + norms[j] * radius < limit) & (w[j] == 0.0)
+
+
+@njit(cache=True)
+def _put_scaled_abs(cols, v, scale, out):
+    """out[cols[q]] = scale |v_q|."""
+    for q in range(cols.shape[0]):
+        out[cols[q]] = scale * abs(v[q])
+
+
+@njit(cache=True)
+def _add_scaled(corr, norms, shift):
+    """corr += norms shift (Cauchy-Schwarz carried over a move of the residual)."""
+    for j in range(corr.shape[0]):
+        corr[j] += norms[j] * shift
+
+
+@njit(cache=True)
+def _lower_to_sphere(corr, norms, top, radius, scale):
+    """corr = min(corr, (top + norms radius) / scale): the bound the sphere of the solution's gap
+    gives, where it is the better one."""
+    for j in range(corr.shape[0]):
+        bound = (top + norms[j] * radius) / scale
+        if bound < corr[j]:
+            corr[j] = bound
+
+
+def warm_up():
+    """Compile (or load from Numba's cache) the bookkeeping loops on tiny inputs."""
+    cols, v, w, out = np.zeros(1, dtype=np.int64), np.ones(1), np.zeros(1), np.empty(1, dtype=np.bool_)
+    _sphere_screen(cols, v, 1.0, v, 0.0, 1.0, w, out)
+    _sphere_screen_all(v, 1.0, v, 0.0, 1.0, w, out)
+    _put_scaled_abs(cols, v, 1.0, v.copy())
+    _add_scaled(v.copy(), v, 0.0)
+    _lower_to_sphere(v.copy(), v, 1.0, 0.0, 1.0)
+    dual_scale(SimpleNamespace(l1=1.0, l2=0.0), v)  # its max |v_j| loop
 
 
 def loss_units(u_c, c):

@@ -65,7 +65,7 @@ from .. import checkpoint as checkpoints
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
 from ..problems.base import Certificate
 from . import _cd_kernels as kernels
-from . import _support_factor
+from . import _dual, _support_factor
 from ._cd_state import Iterate, Loop, restore_state, saved_state
 from ._dual import DualPoints, SequentialScreening, columns_nnz
 from ._model_dual import ModelDual
@@ -729,6 +729,7 @@ def _warm_up():
     """Compile (or load from cache) the kernels on tiny inputs."""
     kernels.warm_up()
     _support_factor.warm_up()
+    _dual.warm_up()
     v2 = np.ones(2)
     weighted_terms_along(0, v2, v2, v2, 1.0, v2, v2, v2.copy(), v2.copy(), v2.copy(), v2.copy())
     weighted_conjugate(0, v2, v2, v2, 1.0)  # certificates (Problem.certificate_from)
