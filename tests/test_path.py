@@ -217,3 +217,18 @@ def test_path_n_jobs_is_checked_and_ignored_where_segments_do_not_apply():
         one = regularization_path(X, data, n_lams=kw.pop("n_lams", 12), tol=1e-6, **kw)
         two = regularization_path(X, data, lams=one.lams, tol=1e-6, n_jobs=2, **kw)
         np.testing.assert_array_equal(two.coefs, one.coefs)
+
+
+def test_a_wide_path_stores_each_solution_exactly():
+    # Every row of a wide path's coefficient array is the solver's solution at its lam, to the
+    # bit (the iterate the solver carries on is copied, not aliased).
+    from l1scale.solvers.cd import CoordinateDescent
+
+    rng = np.random.default_rng(4)
+    X = sp.random(200, 3000, density=0.01, format="csr", random_state=5)
+    y = np.where(X @ rng.normal(size=3000) + 0.1 * rng.normal(size=200) > 0, 1.0, -1.0)
+    path = regularization_path(X, y, n_lams=8, lam_min_ratio=0.05, tol=1e-8)
+    results = list(CoordinateDescent(tol=1e-8).solve_path(Problem(X, y, "logistic", 1.0), path.lams))
+    np.testing.assert_array_equal(path.coefs, np.array([r.coef for r in results]))
+    np.testing.assert_array_equal(path.intercepts, [r.intercept for r in results])
+    assert path.nnz[0] == 0 and path.nnz[-1] > 0
