@@ -481,10 +481,10 @@ def test_a_path_carries_the_factorisation_to_its_next_lams(monkeypatch):
 
 
 def test_the_factorisation_kernels_solve_and_refuse_what_is_not_positive_definite():
-    """The Numba Cholesky factor and its solves (which release the GIL, where SciPy's hold it):
-    L L^T = M, one and many right-hand sides solved to rounding, and an empty factor for a
-    matrix that is not positive definite or not finite."""
-    from l1scale.solvers._support_factor import cholesky_factor, cholesky_solve, cholesky_solve_columns
+    """The Numba Cholesky factor and its one-right-hand-side solve (which release the GIL, where
+    SciPy's hold it): L L^T = M, one and many right-hand sides solved to rounding, and an empty
+    factor for a matrix that is not positive definite or not finite."""
+    from l1scale.solvers._support_factor import cholesky_factor, cholesky_solve
 
     rng = np.random.default_rng(11)
     A = rng.normal(size=(60, 25))
@@ -496,8 +496,10 @@ def test_the_factorisation_kernels_solve_and_refuse_what_is_not_positive_definit
     x = np.empty(25)
     cholesky_solve(L, b, x)
     np.testing.assert_allclose(x, np.linalg.solve(M, b), rtol=1e-10, atol=1e-12)
-    B = rng.normal(size=(25, 4))
-    np.testing.assert_allclose(cholesky_solve_columns(L, B), np.linalg.solve(M, B), rtol=1e-10, atol=1e-12)
+    B = rng.normal(size=(25, 4))  # several right-hand sides: LAPACK's blocked solve on the same factor
+    factor = SupportFactor(L, 25)
+    np.testing.assert_allclose(factor.solve(B), np.linalg.solve(M, B), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(factor.solve(b), x, rtol=1e-14, atol=1e-15)
 
     indefinite = M.copy()
     indefinite[3, 3] = -1.0
