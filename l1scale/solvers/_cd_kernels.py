@@ -306,40 +306,40 @@ def model_gram(data, indices, indptr, dense, active, m, D, counts, fit_intercept
     band = np.uint64(max(1, min(m, GRAM_BAND_BYTES // (8 * size))))
     local = np.empty(GRAM_BLOCK_ENTRIES, dtype=np.uint64)
     value = np.empty(GRAM_BLOCK_ENTRIES)
-    # Only the rows with an entry in these columns, in increasing order (``rows``; ``at``: a row's
-    # position among them): the loops below then cost nothing per empty row, where looping over
-    # all n rows cost 8 ns a row whatever the columns (80 us a Gram matrix on earn, 250 us on
-    # a9a, for a model of a few sparse columns; one pass over the counts now, 1.4 ns a row).
-    rows = np.empty(n, dtype=np.uint64)
+    # Only the rows with an entry in these columns, in increasing order: the loops below then cost
+    # nothing per empty row, where looping over all n rows cost 8 ns a row whatever the columns
+    # (80 us a Gram matrix on earn, 250 us on a9a, for a model of a few sparse columns; one pass
+    # over the counts now, 1.4 ns a row). A row's block entries start at begin[i] (indexed by the
+    # row itself, as the columns' entries name it: no lookup per entry).
+    rows = np.empty(n, dtype=np.int64)
     n_rows = 0
     for i in range(n):
         if counts[i] > 0:
             rows[n_rows] = i
             n_rows += 1
-    at = np.empty(n, dtype=np.uint64)
-    for t in range(n_rows):
-        at[rows[t]] = t
-    start, fill = np.empty(n_rows + 1, dtype=np.uint64), np.empty(n_rows, dtype=np.uint64)
+    begin, fill = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)
     t0 = 0
     while t0 < n_rows:
         t1, total = t0, 0  # rows[t0..t1-1]: as many as fit the block (at least one)
         while t1 < n_rows and (t1 == t0 or total + counts[rows[t1]] <= GRAM_BLOCK_ENTRIES):
             total += counts[rows[t1]]
             t1 += 1
-        limit = rows[t1] if t1 < n_rows else np.uint64(n)  # the first row past the block
+        limit = rows[t1] if t1 < n_rows else n  # the first row past the block
         if total > local.shape[0]:
             local, value = np.empty(total, dtype=np.uint64), np.empty(total)
-        start[t0] = 0
+        offset = np.uint64(0)
         for t in range(t0, t1):
-            start[t + 1] = start[t] + counts[rows[t]]
-            fill[t] = start[t]
+            i = rows[t]
+            begin[i] = offset
+            fill[i] = offset
+            offset += np.uint64(counts[i])
         for s in range(m):
             p, end = cursor[s], stop[s]
-            while p < end and np.uint64(indices[p]) < limit:
-                t = at[indices[p]]
-                f = fill[t]
+            while p < end and indices[p] < limit:
+                i = indices[p]
+                f = fill[i]
                 local[f], value[f] = s, data[p]
-                fill[t] = f + np.uint64(1)
+                fill[i] = f + np.uint64(1)
                 p += np.uint64(1)
             cursor[s] = p
         # Entries of a row are in increasing local order: each product lands in the upper triangle,
@@ -347,15 +347,16 @@ def model_gram(data, indices, indptr, dense, active, m, D, counts, fit_intercept
         # fits in GRAM_BAND_BYTES), each row of X resuming where the last band left it: every entry
         # still sums its products over the rows of X in increasing order.
         for t in range(t0, t1):
-            fill[t] = start[t]  # now each row's next entry
+            fill[rows[t]] = begin[rows[t]]  # now each row's next entry
         a0 = np.uint64(0)
         while True:
             a1 = min(a0 + band, um)
             for t in range(t0, t1):
-                Di = D[rows[t]]
+                i = rows[t]
+                Di = D[i]
                 if Di == 0.0:
                     continue
-                p, end = fill[t], start[t + 1]
+                p, end = fill[i], begin[i] + np.uint64(counts[i])
                 while p < end and local[p] < a1:
                     vp = Di * value[p]
                     row = local[p] * usize
@@ -366,7 +367,7 @@ def model_gram(data, indices, indptr, dense, active, m, D, counts, fit_intercept
                     if fit_intercept:
                         Q[row + um] += vp
                     p += np.uint64(1)
-                fill[t] = p
+                fill[i] = p
             if a1 >= um:
                 break
             a0 = a1
