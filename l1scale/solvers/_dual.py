@@ -111,9 +111,8 @@ class DualPoints:
             return np.zeros(cols.shape[0], dtype=bool)
         L = self.problem.loss.curvature_bound
         radius = np.sqrt(2.0 * L * max(primal - self.best_dual, 0.0))
-        out = np.empty(cols.shape[0], dtype=np.bool_)
-        _sphere_screen(cols, self.best_corr, 1.0, norms, radius, lam1 * (1.0 - _SCREEN_MARGIN), w, out)
-        return out
+        bound = self.best_corr[cols] + norms[cols] * radius
+        return (bound < lam1 * (1.0 - _SCREEN_MARGIN)) & (w[cols] == 0.0)
 
     def _offer(self, cert, v, cols):
         """Keep this candidate if its dual value is the best; returns whether it was."""
@@ -241,17 +240,10 @@ def correlations_near(problem, kept, g_loss, r, u_c, w, margin=1e-3):
 
 
 @njit(cache=True)
-def _sphere_screen(cols, corr, scale, norms, radius, limit, w, out):
-    """out[q] = scale corr_j + ||x_j|| radius < limit and w_j == 0, for j = cols[q]: gap-safe
-    screening on the sphere of ``radius``."""
-    for q in range(cols.shape[0]):
-        j = cols[q]
-        out[q] = (scale * corr[j] + norms[j] * radius < limit) & (w[j] == 0.0)
-
-
-@njit(cache=True)
 def _sphere_screen_all(corr, scale, norms, radius, limit, w, out):
-    """:func:`_sphere_screen` over every feature (contiguous: the loop vectorises)."""
+    """out[j] = scale corr_j + ||x_j|| radius < limit and w_j == 0 over every feature: gap-safe
+    screening on the sphere of ``radius`` (contiguous: the loop vectorises, 10 us on earn against
+    NumPy's 38; over a gathered subset a loop was no faster than NumPy, which does that one)."""
     for j in range(corr.shape[0]):
         out[j] = (scale * corr[j] + norms[j] * radius < limit) & (w[j] == 0.0)
 
@@ -283,7 +275,6 @@ def _lower_to_sphere(corr, norms, top, radius, scale):
 def warm_up():
     """Compile (or load from Numba's cache) the bookkeeping loops on tiny inputs."""
     cols, v, w, out = np.zeros(1, dtype=np.int64), np.ones(1), np.zeros(1), np.empty(1, dtype=np.bool_)
-    _sphere_screen(cols, v, 1.0, v, 0.0, 1.0, w, out)
     _sphere_screen_all(v, 1.0, v, 0.0, 1.0, w, out)
     _put_scaled_abs(cols, v, 1.0, v.copy())
     _add_scaled(v.copy(), v, 0.0)
