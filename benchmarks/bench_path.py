@@ -83,7 +83,7 @@ LABELS = {"l1scale": "l1scale regularization_path", "glmnet": "glmnet LogitNet"}
 def l1scale_path(X, y, grid, intercept, tol, max_iter):
     path = regularization_path(X, y, lams=grid, tol=tol, fit_intercept=intercept, max_iter=max_iter)
     return (
-        path.coefs,
+        path.coef_path,  # sparse (K, d): what the path holds
         path.intercepts,
         {"n_iter": int(np.sum(path.n_iter)), "max_rel_certificate": float(np.max(path.certificates))},
     )

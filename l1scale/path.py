@@ -21,6 +21,7 @@ rows only (no held-out row enters its scales), and the refit by all the data.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import numbers
@@ -36,6 +37,7 @@ from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.utils.validation import check_is_fitted
 
 from . import _multinomial_fit, _standardize, metrics
+from ._path_result import PathResult, PathRows
 from ._threads import check_n_jobs, run_in_threads, thread_count
 from .data.memory import column_matrix, column_matrix_rows
 from .estimators import SparseLogisticRegression
@@ -72,37 +74,6 @@ def lam_grid(lam_max: float, n_lams: int = 50, lam_min_ratio: float = 1e-3) -> n
     if not lam_max > 0:
         raise ValueError(f"lam_max must be > 0, got {lam_max!r} (w = 0 is optimal for every lam)")
     return lam_max * np.geomspace(1.0, lam_min_ratio, n_lams)
-
-
-class PathResult(NamedTuple):
-    """A regularisation path: row k is the solution at ``lams[k]``.
-
-    Attributes
-    ----------
-    lams : ndarray (K,)
-    coefs : ndarray (K, n_features), or (K, n_classes, n_features) for ``loss="multinomial"``
-    intercepts : ndarray (K,), or (K, n_classes) for ``loss="multinomial"``
-    objectives, certificates : ndarray (K,)
-    n_iter : ndarray of int (K,)
-    seconds : ndarray (K,)
-        Solve time of each lam.
-    converged : ndarray of bool (K,)
-        Whether each lam's solve met ``tol``.
-    """
-
-    lams: np.ndarray
-    coefs: np.ndarray
-    intercepts: np.ndarray
-    objectives: np.ndarray
-    certificates: np.ndarray
-    n_iter: np.ndarray
-    seconds: np.ndarray
-    converged: np.ndarray
-
-    @property
-    def nnz(self) -> np.ndarray:
-        """Nonzero weights per lam (of n_features, or n_classes x n_features)."""
-        return np.count_nonzero(self.coefs.reshape(self.coefs.shape[0], -1), axis=1)
 
 
 def regularization_path(
@@ -162,11 +133,14 @@ def regularization_path(
         zero at its first lam (what a single fit at that lam does). Every lam is certified to
         ``tol`` as always, so the path agrees with the one of ``n_jobs=1`` to ``tol``, not to
         the bit; for a given number of threads it repeats exactly. The callback is then called
-        once every segment is done, in the order of the lams.
+        once every segment is done, in the order of the lams, with Results that have no
+        ``loss_gradient`` (n_features floats each, not kept while the segments wait).
 
     Returns
     -------
     PathResult
+        The coefficients stored sparse (``coef_path``, a CSR row per lam); ``coefs`` is the
+        dense array, built on first use.
     """
     sigma = None
     if standardize:
@@ -197,8 +171,8 @@ def regularization_path(
             f"solver={solver!r} reads data in passes; a path needs a solver over columns "
             f"(one of {sorted(k for k, v in SOLVERS.items() if v.data_access == 'columns')})"
         )
-    shape = (base.n_classes,) if multinomial else ()
-    coefs, intercepts = np.zeros((lams.size, *shape, base.n_features)), np.zeros((lams.size, *shape))
+    shape = (base.n_classes, base.n_features) if multinomial else (base.n_features,)
+    rows, intercepts = PathRows(int(np.prod(shape))), np.zeros((lams.size, *shape[:-1]))
     out = {k: np.zeros(lams.size) for k in ("objectives", "certificates", "seconds")}
     n_iter = np.zeros(lams.size, dtype=np.int64)
     converged = np.zeros(lams.size, dtype=bool)
@@ -219,21 +193,24 @@ def regularization_path(
             out["seconds"][k] = result.timings["solve"]
         else:
             out["seconds"][k], t0 = time.perf_counter() - t0, time.perf_counter()
-        coefs[k], intercepts[k], n_iter[k], converged[k] = (
-            result.coef,
-            result.intercept,
-            result.n_iter,
-            result.converged,
-        )
+        rows.add(result.coef)
+        intercepts[k], n_iter[k], converged[k] = result.intercept, result.n_iter, result.converged
         out["objectives"][k], out["certificates"][k] = result.objective, result.relative_certificate
         if callback is not None:
             callback(k, result)
             t0 = time.perf_counter()
-    if sigma is not None:  # back on the original scale (the intercepts are unchanged)
-        coefs /= sigma
-    return PathResult(
-        lams, coefs, intercepts, out["objectives"], out["certificates"], n_iter, out["seconds"], converged
+    path = PathResult(
+        lams,
+        rows.matrix(),
+        intercepts,
+        out["objectives"],
+        out["certificates"],
+        n_iter,
+        out["seconds"],
+        converged,
+        shape,
     )
+    return path if sigma is None else path.rescaled(sigma)  # the intercepts are unchanged
 
 
 # A warm-started path's cost grows as lam falls (the support grows with it). On 50-lam grids
@@ -267,15 +244,24 @@ def path_segments(n_lams, n_threads):
 def _segmented_path(base, lams, bounds, tol, max_iter, n_jobs):
     """The Results of a CD path whose segments ``lams[bounds[i]:bounds[i + 1]]`` are solved in
     threads, each along its lams from zero at its first (as the whole path starts), in the
-    order of ``lams``."""
+    order of ``lams``. A segment's Results wait for the others' with their coefficients kept
+    as nonzeros and without their loss gradients (n_features floats each): the path's memory
+    stays in its nonzeros, and each Result gets its dense coefficients back as it is yielded."""
     base.null_gradient()  # the shared per-data arrays (and the column norms) computed before the threads
 
     def segment(part):
-        return list(SOLVERS["cd"](tol=tol, max_iter=max_iter).solve_path(base, part))
+        kept = []
+        for result in SOLVERS["cd"](tol=tol, max_iter=max_iter).solve_path(base, part):
+            nonzero = np.flatnonzero(result.coef)
+            kept.append((nonzero, result.coef[nonzero], dataclasses.replace(result, coef=None, loss_gradient=None)))
+        return kept
 
     parts = [lams[a:b] for a, b in itertools.pairwise(bounds)]
-    done = run_in_threads((delayed(segment)(part) for part in parts), n_jobs)
-    return [result for part in done for result in part]
+    for part in run_in_threads((delayed(segment)(part) for part in parts), n_jobs):
+        for nonzero, values, result in part:
+            coef = np.zeros(base.n_features)
+            coef[nonzero] = values
+            yield dataclasses.replace(result, coef=coef)
 
 
 def _warm_started(base, lams, solver, tol, max_iter, warm_start, multinomial):
@@ -531,7 +517,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         self.classes_ = classes
         self.multi_class_ = "multinomial" if multinomial else "ovr"
         rows = classes.shape[0] if multinomial else 1  # a multinomial model's one lam, once per row
-        self.coef_ = np.vstack([fit.path.coefs[fit.chosen] for fit in fits])
+        self.coef_ = np.vstack([fit.path.coef_at(fit.chosen) for fit in fits])
         self.intercept_ = np.hstack([fit.path.intercepts[fit.chosen] for fit in fits])
         self.lam_ = np.repeat([fit.lams[fit.chosen] for fit in fits], rows)
         self.lam_min_ = np.repeat([fit.lams[fit.best] for fit in fits], rows)
@@ -693,7 +679,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         chosen = best if self.rule == "min" else one_se
         full = self.refit_path == "full"
         if ahead:
-            paths = paths if full else [_first_lams(path, c + 1) for path, c in zip(paths, chosen)]
+            paths = paths if full else [path.first(c + 1) for path, c in zip(paths, chosen)]
         else:
             stops = [None if full else c + 1 for c in chosen]  # None: the whole grid
             counter.total = sum(g.size for g in grids) * len(folds) + sum(
@@ -772,9 +758,7 @@ def _refit_path(X, y, loss, sigma, **kw):
     """The path on all the data (X already scaled by ``sigma`` with standardize), its
     coefficients put back on the original scale."""
     path = regularization_path(X, y, loss, **kw)
-    if sigma is not None:
-        path.coefs[...] /= sigma
-    return path
+    return path if sigma is None else path.rescaled(sigma)
 
 
 def _fold_scores(X_train, y_train, sample_weight, X_test, y_test, lams, loss, evaluate, kw):
@@ -791,7 +775,8 @@ class _BinaryScores(NamedTuple):
     scorer: object
 
     def __call__(self, path, X_test, y_test):
-        margins = np.asarray(X_test @ path.coefs.T) + path.intercepts
+        margins = X_test @ path.coef_path.T  # (n_test, K), sparse for sparse X_test
+        margins = (margins.toarray() if sp.issparse(margins) else np.asarray(margins)) + path.intercepts
         return [self.scorer(y_test, self.link(margins[:, k])) for k in range(path.lams.size)]
 
 
@@ -803,22 +788,11 @@ class _MultinomialScores(NamedTuple):
 
     def __call__(self, path, X_test, y_test):
         out = []
-        for coef, intercept in zip(path.coefs, path.intercepts):
+        for k, intercept in enumerate(path.intercepts):
+            coef = path.coef_at(k)
             proba = _multinomial_fit.softmax(np.asarray(X_test @ coef.T) + intercept)
             out.append(self.scorer(y_test, proba))
         return out
-
-
-def _first_lams(path, n):
-    """The PathResult of the first n lams of ``path`` (its per-lam arrays cut)."""
-    size = path.lams.shape[0]
-    return path._replace(
-        **{
-            name: value[:n]
-            for name, value in path._asdict().items()
-            if isinstance(value, np.ndarray) and value.ndim and value.shape[0] == size
-        }
-    )
 
 
 def get_link(loss):

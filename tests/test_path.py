@@ -232,3 +232,61 @@ def test_a_wide_path_stores_each_solution_exactly():
     np.testing.assert_array_equal(path.coefs, np.array([r.coef for r in results]))
     np.testing.assert_array_equal(path.intercepts, [r.intercept for r in results])
     assert path.nnz[0] == 0 and path.nnz[-1] > 0
+
+
+def test_a_path_stores_its_coefficients_sparse():
+    # coef_path holds each lam's nonzeros only; coefs, coef_at, nnz, first and rescaled read it.
+    X, y = _binary(n=200, d=30, seed=7)
+    path = regularization_path(X, y, n_lams=10, lam_min_ratio=0.01, tol=1e-8)
+    assert sp.issparse(path.coef_path) and path.coef_path.format == "csr"
+    assert path.coef_path.shape == (10, 30) and path.coef_shape == (30,)
+    assert np.all(path.coef_path.data != 0.0)  # no stored zeros
+    dense = path.coefs
+    assert dense is path.coefs  # built once
+    np.testing.assert_array_equal(dense, path.coef_path.toarray())
+    np.testing.assert_array_equal(path.nnz, np.count_nonzero(dense, axis=1))
+    assert path.nnz[0] == 0 and path.nnz[-1] > 0
+    with pytest.raises(ValueError, match="read-only"):
+        dense[-1, 0] = 1.0  # it cannot drift from coef_path
+    for k in (0, 5, 9):
+        np.testing.assert_array_equal(path.coef_at(k), dense[k])
+    head = path.first(4)
+    assert head.lams.shape == (4,) and head.coef_path.shape == (4, 30)
+    np.testing.assert_array_equal(head.coefs, dense[:4])
+    np.testing.assert_array_equal(head.objectives, path.objectives[:4])
+    sigma = np.linspace(0.5, 2.0, 30)
+    np.testing.assert_allclose(path.rescaled(sigma).coefs, dense / sigma, rtol=1e-15)
+    np.testing.assert_array_equal(path.coefs, dense)  # rescaled makes a new path
+
+
+def test_a_multinomial_path_stores_class_blocks():
+    X, _ = _binary(n=150, d=12, seed=8)
+    labels = np.digitize(X[:, 0], [-0.5, 0.5])
+    path = regularization_path(X, labels, "multinomial", n_lams=5, lam_min_ratio=0.05, tol=1e-8)
+    assert path.coef_path.shape == (5, 3 * 12) and path.coef_shape == (3, 12)
+    assert path.coefs.shape == (5, 3, 12)
+    np.testing.assert_array_equal(path.coef_at(4), path.coefs[4])
+    sigma = np.linspace(0.5, 2.0, 12)
+    np.testing.assert_allclose(path.rescaled(sigma).coefs, path.coefs / sigma, rtol=1e-15)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_wide_path_holds_its_nonzeros_not_lams_times_features(n_jobs):
+    # 60 lams over 2^18 features: a dense coefficient array would be 126 MB. The path's peak
+    # memory (tracemalloc sees NumPy's buffers) is the solvers' O(n_features) arrays: 33 MB with
+    # one thread, 59 MB with two (153 and 377 MB when the path was stored dense).
+    import tracemalloc
+
+    rng = np.random.default_rng(9)
+    n, d, n_lams = 120, 2**18, 60
+    X = sp.random(n, d, density=20 / d, format="csc", random_state=10)
+    y = np.where(X @ rng.normal(size=d) + 0.1 * rng.normal(size=n) > 0, 1.0, -1.0)
+    dense_bytes = n_lams * d * 8
+    tracemalloc.start()
+    try:
+        path = regularization_path(X, y, n_lams=n_lams, lam_min_ratio=0.05, tol=1e-6, n_jobs=n_jobs)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert path.nnz[-1] > 0 and path.converged.all()
+    assert peak < 0.6 * dense_bytes, f"peak {peak / 2**20:.0f} MB against {dense_bytes / 2**20:.0f} MB dense"
