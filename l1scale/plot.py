@@ -70,17 +70,17 @@ def plot_path(path, *, ax=None, lam_min=None, lam_1se=None):
     matplotlib Axes
     """
     ax = _new_axes()[0] if ax is None else ax
-    lams, coefs = np.asarray(path.lams), np.asarray(path.coefs)
-    what = "features" if coefs.ndim == 2 else "(class, feature) weights"
-    coefs = coefs.reshape(coefs.shape[0], -1)  # a multinomial path: a line per (class, feature)
-    used = np.flatnonzero(np.any(coefs != 0, axis=0))
+    lams = np.asarray(path.lams)
+    what = "features" if len(path.coef_shape) == 1 else "(class, feature) weights"
+    # The columns of the sparse path that are nonzero at some lam: a multinomial path's are
+    # (class, feature) pairs. Only those are made dense (news20's whole path would be 235 MB).
+    used = np.unique(path.coef_path.indices)
     if used.size:
-        ax.plot(lams, coefs[:, used], lw=0.9)
+        ax.plot(lams, path.coef_path[:, used].toarray(), lw=0.9)
     ax.axhline(0.0, color="0.6", lw=0.6, zorder=0)
     _lam_axis(ax)
     ax.set_ylabel("coefficient")
-    nnz = np.count_nonzero(coefs, axis=1)
-    ax.set_title(f"regularisation path: {used.size} {what} enter, {int(nnz[-1])} nonzero at the smallest lam")
+    ax.set_title(f"regularisation path: {used.size} {what} enter, {int(path.nnz[-1])} nonzero at the smallest lam")
     if _mark(ax, lam_min, lam_1se):
         ax.legend(loc="best", fontsize="small")
     return ax

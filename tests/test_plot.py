@@ -39,6 +39,8 @@ def test_plot_path_draws_a_line_per_feature_that_enters(fitted):
     curves = [line for line in ax.get_lines() if len(line.get_xdata()) == path.lams.size]
     assert len(curves) == entering
     np.testing.assert_array_equal(curves[0].get_xdata(), path.lams)
+    used = np.flatnonzero(np.any(path.coefs != 0, axis=0))
+    np.testing.assert_array_equal(np.column_stack([c.get_ydata() for c in curves]), path.coefs[:, used])
     assert sorted(_vertical_lines(ax)) == sorted([cv.lam_min_[0], cv.lam_1se_[0]])
     assert ax.get_xscale() == "log" and ax.xaxis_inverted()  # lam_max on the left
     assert ax.get_xlabel() == "lam" and ax.get_ylabel() == "coefficient"
