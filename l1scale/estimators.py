@@ -268,7 +268,7 @@ class SparseLogisticRegression(ClassifierMixin, SparseLinearModel):
         """In-memory X, y validated; (X, y, classes, weights times class weights)."""
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
         _check_class_labels(y)
-        classes = np.unique(y)
+        classes = _classes(y)
         if classes.shape[0] < 2:
             raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs at least two")
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
@@ -687,6 +687,17 @@ def _check_class_labels(y):
     if kind in "iub" or (kind == "f" and y.size and bool(np.all(np.isfinite(y) & (y == np.floor(y))))):
         return
     check_classification_targets(y)
+
+
+def _classes(y):
+    """``np.unique(y)``, the sorted class labels, without its sort where y holds at most two
+    numeric values (every binary problem): then its least and largest values are compared with
+    every label (a9a's 32,561 labels: 0.15 ms sorted, 0.03 ms compared)."""
+    if y.dtype.kind in "iufb" and y.size:
+        low, high = y.min(), y.max()
+        if ((y == low) | (y == high)).all():
+            return np.unique(np.array([low, high], dtype=y.dtype))
+    return np.unique(y)
 
 
 def _check_class_weight(class_weight):

@@ -277,6 +277,29 @@ def test_single_class_is_an_error(binary):
         SparseLogisticRegression().fit(X, np.ones(X.shape[0]))
 
 
+@pytest.mark.parametrize(
+    "y",
+    [
+        np.array([3, 1, 3, 1]),
+        np.array([2.5, -1.0, 2.5]),
+        np.array([True, False, True]),
+        np.array([7, 7, 7], dtype=np.int8),
+        np.array([0.0, 1.0, 2.0, 1.0]),
+        np.array([1.0, np.nan, 1.0]),
+        np.array(["b", "a", "b"]),
+        np.array([-0.0, 0.0, 1.0]),
+    ],
+)
+def test_the_classes_are_np_unique(y):
+    # The binary fast path (compare with the least and largest label, no sort) gives what
+    # np.unique gives: the same values, order and dtype.
+    from l1scale.estimators import _classes
+
+    got, want = _classes(y), np.unique(y)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
 def test_predict_checks_width(binary):
     X, y = binary
     est = SparseLogisticRegression().fit(X, y)

@@ -202,6 +202,8 @@ def _bad_inputs():
         case("lam_ratio<=0", r"\blam_ratio\b", X=X, y=y, lam_ratio=0.0),
         case("unknown loss", r"\bloss\b.*cauchy", X=X, y=y, loss="cauchy", lam=0.1),
         case("one class", r"\by\b.*(one|single) class", X=X, y=np.ones(20), lam=0.1),
+        case("one class -1", r"\by\b.*one class \(-1\)", X=X, y=-np.ones(20), lam=0.1),
+        case("label 0", r"\by\b.*\[0\.? 1\.?\]", X=X, y=np.where(y > 0, 1.0, 0.0), lam=0.1),
         case("NaN in X", r"\bX\b.*NaN", X=Xnan, y=y, lam=0.1),
         case("NaN in sparse X", r"\bX\b.*NaN", X=sp.csr_matrix(Xnan), y=y, lam=0.1),
         case("label 2", r"\by\b", X=X, y=np.where(y > 0, 2.0, -1.0), lam=0.1),

