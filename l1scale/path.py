@@ -775,8 +775,7 @@ class _BinaryScores(NamedTuple):
     scorer: object
 
     def __call__(self, path, X_test, y_test):
-        margins = X_test @ path.coef_path.T  # (n_test, K), sparse for sparse X_test
-        margins = (margins.toarray() if sp.issparse(margins) else np.asarray(margins)) + path.intercepts
+        margins = path.margins(X_test)
         return [self.scorer(y_test, self.link(margins[:, k])) for k in range(path.lams.size)]
 
 
@@ -787,12 +786,8 @@ class _MultinomialScores(NamedTuple):
     scorer: object
 
     def __call__(self, path, X_test, y_test):
-        out = []
-        for k, intercept in enumerate(path.intercepts):
-            coef = path.coef_at(k)
-            proba = _multinomial_fit.softmax(np.asarray(X_test @ coef.T) + intercept)
-            out.append(self.scorer(y_test, proba))
-        return out
+        margins = path.margins(X_test)  # (n_test, K, n_classes)
+        return [self.scorer(y_test, _multinomial_fit.softmax(margins[:, k])) for k in range(path.lams.size)]
 
 
 def get_link(loss):

@@ -257,6 +257,14 @@ def test_a_path_stores_its_coefficients_sparse():
     sigma = np.linspace(0.5, 2.0, 30)
     np.testing.assert_allclose(path.rescaled(sigma).coefs, dense / sigma, rtol=1e-15)
     np.testing.assert_array_equal(path.coefs, dense)  # rescaled makes a new path
+    want = X @ dense.T + path.intercepts
+    for data in (X, sp.csr_matrix(X), sp.csc_matrix(X)):
+        np.testing.assert_allclose(path.margins(data), want, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="30 features"):
+        path.margins(X[:, :29])
+    empty = regularization_path(X, y, lams=path.lams[:1] * np.array([2.0]), tol=1e-8)  # above lam_max: w = 0
+    assert empty.coef_path.nnz == 0 and empty.nnz.tolist() == [0]
+    np.testing.assert_array_equal(empty.margins(X), np.full((200, 1), empty.intercepts[0]))
 
 
 def test_a_multinomial_path_stores_class_blocks():
@@ -266,6 +274,9 @@ def test_a_multinomial_path_stores_class_blocks():
     assert path.coef_path.shape == (5, 3 * 12) and path.coef_shape == (3, 12)
     assert path.coefs.shape == (5, 3, 12)
     np.testing.assert_array_equal(path.coef_at(4), path.coefs[4])
+    want = np.einsum("nd,kcd->nkc", X, path.coefs) + path.intercepts
+    for data in (X, sp.csr_matrix(X)):
+        np.testing.assert_allclose(path.margins(data), want, rtol=1e-12, atol=1e-12)
     sigma = np.linspace(0.5, 2.0, 12)
     np.testing.assert_allclose(path.rescaled(sigma).coefs, path.coefs / sigma, rtol=1e-15)
 
