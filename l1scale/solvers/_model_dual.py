@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _cd_kernels as kernels
+from . import _local_model as local_model
 from ._dual import columns_nnz, correlations_near, loss_units
 
 __all__ = ["ModelDual"]
@@ -103,7 +104,7 @@ class ModelDual:
                 break  # their violations cost less than tol
             active[m : m + entering.shape[0]] = entering
             m += entering.shape[0]
-            d_b, sweeps, reads, gram_price, tight = kernels.newton_direction(
+            d_b, sweeps, reads, gram_price, tight = local_model.newton_direction(
                 *arrays,
                 active,
                 m,

@@ -66,6 +66,7 @@ from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
 from ..problems.base import Certificate
 from . import _cd_kernels as kernels
 from . import _dual, _support_factor
+from . import _local_model as local_model
 from ._cd_state import Iterate, Loop, restore_state, saved_state
 from ._dual import DualPoints, SequentialScreening, columns_nnz
 from ._model_dual import ModelDual
@@ -515,7 +516,7 @@ class CoordinateDescent(Solver):
                 # features left out may violate at its dual point (the round's end checks).
                 *model_dual.inner_settings(problem, dual.has_dual and everything, objective),
             )
-            d_b, sweeps, inner_reads, gram_price, tight = kernels.newton_direction(*arrays, active, m, model, inner)
+            d_b, sweeps, inner_reads, gram_price, tight = local_model.newton_direction(*arrays, active, m, model, inner)
             used_gram = gram_price > 0.0
             st.gram_first = gram_price  # an ill-conditioned model: the next one likely is too
             pt.reads += inner_reads
@@ -730,6 +731,7 @@ def _warm_up():
     kernels.warm_up()
     _support_factor.warm_up()
     _dual.warm_up()
+    local_model.warm_up()
     v2 = np.ones(2)
     weighted_terms_along(0, v2, v2, v2, 1.0, v2, v2, v2.copy(), v2.copy(), v2.copy(), v2.copy())
     weighted_conjugate(0, v2, v2, v2, 1.0)  # certificates (Problem.certificate_from)
