@@ -151,6 +151,12 @@ DATASETS = {
         "20 Newsgroups binary uni+bigram TF-IDF, seeded 75% training split of the rows",
     ),
     "mnist10k": ("mnist/mnist10k_3vsrest.bz2", 784, "MNIST test 10k, 3 vs rest"),
+    # Generated, not read (:func:`hashed_clicks`): the wide, very sparse shape of hashed click data.
+    "clicks": (
+        None,
+        1_000_000,
+        "generated hashed clicks: 20,000 rows of 50 random features of 1,000,000, a 200-feature logistic truth",
+    ),
 }
 DATASET_ALIASES = {"mnist": "mnist10k"}
 # Data sets used through a seeded training split of their rows: name -> fraction kept.
@@ -173,6 +179,27 @@ def training_rows(n: int, fraction: float, seed: int = 0):
     return np.sort(np.random.default_rng(seed).permutation(n)[: int(fraction * n)])
 
 
+def hashed_clicks(n_features, n_samples=20_000, per_row=50, n_true=200, seed=0):
+    """``(X, y)``: each row ``per_row`` features drawn uniformly (with repeats merged) of
+    ``n_features``, value 1 (a hashed one-hot row), labels from a logistic model on ``n_true``
+    features of weights 3 N(0, 1). Most columns hold 0-2 entries (features seen once or twice,
+    as hashed click features are): a problem far wider than tall, whose models at 0.01 lam_max
+    hold 15,000-20,000 features. Seeded: the same data on every machine."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    cols = np.sort(rng.integers(0, n_features, size=(n_samples, per_row)), axis=1)
+    indptr = np.arange(0, n_samples * per_row + 1, per_row)
+    X = sp.csr_matrix((np.ones(n_samples * per_row), cols.ravel(), indptr), shape=(n_samples, n_features))
+    X.sum_duplicates()
+    truth = np.zeros(n_features)
+    truth[rng.choice(n_features, n_true, replace=False)] = 3.0 * rng.normal(size=n_true)
+    y = np.where(X @ truth + rng.logistic(size=n_samples) > 0, 1.0, -1.0)
+    X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
+    return X, y
+
+
 def load_dataset(name: str, data_dir, cache_dir):
     """``(X, y)`` of a :data:`DATASETS` entry: X CSR float64 with int32 indices (scikit-learn's
     liblinear and saga reject int64 ones), sorted; y in {-1., +1.}. news20 is its seeded 75%
@@ -182,6 +209,8 @@ def load_dataset(name: str, data_dir, cache_dir):
 
     name = dataset_name(name)
     path, d, _ = DATASETS[name]
+    if path is None:
+        return hashed_clicks(d)
     X, y = load_svmlight_cached(Path(data_dir) / path, d, cache_dir, name)
     X = sp.csr_matrix((X.data.astype(np.float64), X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
     y = np.where(np.asarray(y) > 0, 1.0, -1.0)
