@@ -14,7 +14,7 @@ from numba import njit
 
 from ..data.memory import column, dense_columns
 from ..losses import softmax_row
-from ._cd_kernels import cg_advance
+from ._cd_kernels import cg_advance, dot
 
 # Curvature floor of the quadratic model (liblinear's nu), as in the binary solver.
 NU = 1e-12
@@ -322,13 +322,13 @@ def support_cg(data, indices, indptr, dense, sup_j, sup_k, rows, full_pos, fit_b
     _project_off_ones(z, full_pos, ns, fit_b, K)
     direction = z.copy()
     Ad = np.empty_like(b)
-    rz = res @ z
-    stop = rtol * np.sqrt(b @ b)
+    rz = dot(res, z)
+    stop = rtol * np.sqrt(dot(b, b))
     products, reads = 0, 0
     # Dense: the rows' columns, for BLAS.
     A = dense_columns(data, indptr, rows, n) if dense else np.empty((0, n))
     while products < max_iter:
-        if np.sqrt(res @ res) <= stop or rz <= 0.0:
+        if np.sqrt(dot(res, res)) <= stop or rz <= 0.0:
             break
         reads += _support_product(
             data, indices, indptr, dense, direction, sup_j, sup_k, rows, fit_b, P, CP, V, db, dZ, G, Ad, A
@@ -339,7 +339,7 @@ def support_cg(data, indices, indptr, dense, sup_j, sup_k, rows, full_pos, fit_b
             break
         z = res / diag
         _project_off_ones(z, full_pos, ns, fit_b, K)
-        rz_new = res @ z
+        rz_new = dot(res, z)
         direction = z + (rz_new / rz) * direction
         rz = rz_new
     return x, products, reads

@@ -319,8 +319,8 @@ def preconditioned_cg(pt, support, rhs, precondition, rtol, max_products):
     res = rhs.copy()
     z = precondition.apply(res)
     direction = z.copy()
-    rz = float(res @ z)
-    size = float(np.sqrt(rhs @ rhs))
+    rz = kernels.dot(res, z)  # not NumPy's @: BLAS's threads (kernels.dot)
+    size = float(np.sqrt(kernels.dot(rhs, rhs)))
     stop = rtol * size
     products, reads = 0, precondition.setup + precondition.work
     converged = size <= stop
@@ -329,7 +329,7 @@ def preconditioned_cg(pt, support, rhs, precondition, rtol, max_products):
         products += 1
         if not kernels.cg_advance(x, res, direction, product, rz):
             break
-        left = float(np.sqrt(res @ res))
+        left = float(np.sqrt(kernels.dot(res, res)))
         converged = left <= stop
         if converged:
             break
@@ -339,7 +339,7 @@ def preconditioned_cg(pt, support, rhs, precondition, rtol, max_products):
             break
         z = precondition.apply(res)
         reads += precondition.work
-        rz_new = float(res @ z)
+        rz_new = kernels.dot(res, z)
         direction = z + (rz_new / rz) * direction
         rz = rz_new
     return x, products, reads, converged
