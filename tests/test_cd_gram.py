@@ -48,7 +48,8 @@ def test_model_gram_is_the_weighted_gram_matrix_bordered_by_the_intercept(layout
     per_row = counts if layout != "dense" else np.full(X.shape[0], active.shape[0])
     # Dense columns go to BLAS: their multiply-adds weigh less, in the scalar loop's units.
     speedup = kernels.DENSE_GRAM_SPEEDUP if layout == "dense" else 1.0
-    assert work == pytest.approx(0.5 * float(per_row @ (per_row + 1)) / speedup)
+    copy = kernels.DENSE_GRAM_COPY * X.shape[0] * active.shape[0] if layout == "dense" else 0.0
+    assert work == pytest.approx(copy + 0.5 * float(per_row @ (per_row + 1)) / speedup)
     Q = kernels.model_gram(*arrays, active, active.shape[0], D, counts, fit_intercept)
     B = np.column_stack([XA, np.ones(X.shape[0])]) if fit_intercept else XA
     np.testing.assert_allclose(Q, B.T @ (D[:, None] * B), rtol=1e-13, atol=1e-13)
@@ -269,3 +270,31 @@ def test_the_solver_with_gram_models_reaches_the_plain_solvers_optimum(loss, fit
             # A loss strictly convex in the margin has unique optimal margins: those agree.
             z_plain, z_gram = X @ plain.coef + plain.intercept, X @ gram.coef + gram.intercept
             np.testing.assert_allclose(z_gram, z_plain, atol=1e-5 * np.abs(z_plain).max())
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_dense_gram_summed_over_blocks_of_rows_is_the_weighted_gram_matrix(fit_intercept):
+    # Dense columns go to BLAS a block of rows at a time (at least DENSE_GRAM_BLOCK_ROWS rows, the
+    # last one shorter): the sum over the blocks is the whole matrix, exactly symmetric, and a
+    # curvature rounded below zero counts as zero (no NaN from its square root).
+    rng = np.random.default_rng(11)
+    m = 200
+    n = 2 * kernels.DENSE_GRAM_BLOCK_ROWS + 452
+    assert kernels.DENSE_GRAM_BLOCK_BYTES // (8 * (m + 1)) < kernels.DENSE_GRAM_BLOCK_ROWS  # three blocks
+    X = rng.normal(size=(n, m + 7))
+    D = rng.uniform(0.0, 0.25, size=n)
+    D[5] = -1e-18
+    active = rng.permutation(m + 7)[:m].astype(np.int64)
+    arrays = as_columns(X).arrays
+    counts = np.empty(n, dtype=np.int64)
+    kernels.gram_cost(*arrays, active, m, counts)
+    Q = kernels.model_gram(*arrays, active, m, D, counts, fit_intercept)
+    XA = X[:, active]
+    B = np.column_stack([XA, np.ones(n)]) if fit_intercept else XA
+    Dc = np.maximum(D, 0.0)
+    expected = B.T @ (Dc[:, None] * B)
+    if fit_intercept:
+        expected[-1, -1] = D.sum()
+    assert np.isfinite(Q).all()
+    np.testing.assert_array_equal(Q, Q.T)
+    np.testing.assert_allclose(Q, expected, rtol=1e-12, atol=1e-12)

@@ -16,16 +16,19 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..data.memory import column, column_axpy, column_dot, column_moments, column_weighted_dot, dense_columns
+from ..data.memory import column, column_axpy, column_dot, column_moments, column_weighted_dot
 from ..losses import conjugate_domain_clip
 
 # Curvature floor of the quadratic model (liblinear's nu): keeps H_jj > 0 on
 # columns whose rows all have zero curvature.
 NU = 1e-12
-# A dense Gram matrix by BLAS against the scalar loop of a sparse one, per multiply-add (measured
-# about 10x on 3,000 x 80; the copy of the columns is part of it): the rent-or-buy choices weigh
-# its work in the scalar loops' units.
+# A dense Gram matrix by BLAS against the scalar loops, per multiply-add, and the copy of each of
+# its columns' values into the scaled block (``_dense_gram``), in reads: the rent-or-buy choices
+# weigh its work in the scalar loops' units. Measured against a model sweep over the same dense
+# columns (0.68-0.81 ns a value read): 0.09-0.13 ns a multiply-add at 80-400 columns (0.29 at 20,
+# where the copy dominates), and the copy about 1.5 ns a value.
 DENSE_GRAM_SPEEDUP = 8.0
+DENSE_GRAM_COPY = 2.0
 # Entries of a sparse Gram matrix's block of rows (``model_gram``): 32768 x 16 bytes, within
 # a core's L2 cache (8192 and 131072 measured the same).
 GRAM_BLOCK_ENTRIES = 32768
@@ -33,6 +36,12 @@ GRAM_BLOCK_ENTRIES = 32768
 # this is built a band of its rows at a time, so that the band stays in cache while a block of
 # rows' outer products land in it.
 GRAM_BAND_BYTES = 524288
+# Bytes of a dense Gram matrix's block of scaled rows (``_dense_gram``): BLAS multiplies it while
+# it is in cache, and the one scratch block is reused for the next.
+DENSE_GRAM_BLOCK_BYTES = 1048576
+# ... and of at least this many rows: a product over fewer is BLAS at a fraction of its speed
+# (2,000 x 500, blocks of 261 rows: the fit at 0.01 lam_max 5-10% slower than unblocked).
+DENSE_GRAM_BLOCK_ROWS = 1024
 
 
 @njit(cache=True, nogil=True)
@@ -229,12 +238,12 @@ def gram_cost(data, indices, indptr, dense, active, m, counts):
     The Gram matrix sums, over the rows, the outer product of each row's entries in those
     columns: sum_i k_i (k_i + 1) / 2 for k_i entries in row i. counts (n,) is scratch, left
     holding k_i. Dense columns are multiplied by BLAS (:func:`model_gram`): their work is the
-    multiply-adds over ``DENSE_GRAM_SPEEDUP``, in the units of the scalar loops it is weighed
-    against."""
+    multiply-adds over ``DENSE_GRAM_SPEEDUP`` and the copy of their values, ``DENSE_GRAM_COPY``
+    reads each, in the units of the scalar loops it is weighed against."""
     if dense:
         n = counts.shape[0]
         counts[:] = m
-        return n * m, 0.5 * n * m * (m + 1) / DENSE_GRAM_SPEEDUP
+        return n * m, DENSE_GRAM_COPY * n * m + 0.5 * n * m * (m + 1) / DENSE_GRAM_SPEEDUP
     counts[:] = 0
     nnz, pairs = 0, 0
     for s in range(m):
@@ -250,31 +259,36 @@ def gram_cost(data, indices, indptr, dense, active, m, counts):
 
 @njit(cache=True, nogil=True)
 def _dense_gram(data, indptr, active, m, D, fit_intercept):
-    """:func:`model_gram` of dense columns: the columns scaled by sqrt(D) (D >= 0: the loss is
-    convex) as the rows of an (m, n) array C, and Q = C C^T by BLAS (0.9 ms against the scalar
-    loop's 7 ms for 3,000 x 80), made exactly symmetric. (BLAS's syrk, half the product,
-    is not reachable from cached compiled code; computing three of the four blocks instead was
-    no faster on 20,000 x 178.)"""
+    """:func:`model_gram` of dense columns by BLAS, a block of rows at a time: the block's
+    columns scaled by sqrt(D) (D >= 0: the loss is convex), and sqrt(D) itself for the
+    intercept's column of ones, as the rows of a (size, b) array C, and Q += C C^T; then made
+    exactly symmetric, the intercept's corner sum_i D_i. One scratch block of about
+    ``DENSE_GRAM_BLOCK_BYTES``, reused: a copy of all n rows of the columns was a fresh
+    allocation of m n floats per model, whose first touch (page faults) cost more than BLAS's
+    product (100,000 x 84 with intercept: 89 -> 38 ms). (BLAS's syrk, half the product, is not
+    reachable from cached compiled code.)"""
     n = D.shape[0]
-    root = np.sqrt(np.maximum(D, 0.0))  # a rounding below zero must not become a NaN
-    C = dense_columns(data, indptr, active[:m], n)
-    for s in range(m):
-        for i in range(n):
-            C[s, i] *= root[i]
     size = m + 1 if fit_intercept else m
     Q = np.zeros((size, size))
-    if m > 0:
-        Q[:m, :m] = np.dot(C, C.T)
-    for a in range(m):
-        for b in range(a + 1, m):
-            Q[b, a] = Q[a, b]
+    if size == 0:
+        return Q
+    rows = min(n, max(DENSE_GRAM_BLOCK_ROWS, DENSE_GRAM_BLOCK_BYTES // (8 * size)))
+    scratch = np.empty(size * rows)
+    for first in range(0, n, rows):
+        b = min(rows, n - first)
+        C = scratch[: size * b].reshape((size, b))
+        root = C[size - 1] if fit_intercept else np.empty(b)
+        for i in range(b):
+            root[i] = np.sqrt(max(D[first + i], 0.0))  # a rounding below zero must not become a NaN
+        for s in range(m):
+            start = indptr[active[s]] + first
+            for i in range(b):
+                C[s, i] = data[start + i] * root[i]
+        Q += np.dot(C, C.T)
+    for a in range(size):
+        for c in range(a + 1, size):
+            Q[c, a] = Q[a, c]
     if fit_intercept:
-        for a in range(m):
-            acc = 0.0
-            for i in range(n):
-                acc += root[i] * C[a, i]
-            Q[a, m] = acc
-            Q[m, a] = acc
         Q[m, m] = D.sum()
     return Q
 
