@@ -88,6 +88,22 @@ def load(name, rows, data_dir):
     return X, y
 
 
+def settings(names, rows, data_dir):
+    """Every (name, X, y, lam ratio, fit_intercept, problem, P*) of the page's grid over the data sets
+    ``names``: 0.1 and 0.01 lam_max, with and without intercept, logistic loss, P* from ``cd`` at
+    tol 1e-10 (``bench_estimator_online_defaults.py`` runs the same grid)."""
+    from l1scale.problems import Problem
+    from l1scale.solvers.cd import CoordinateDescent
+
+    for name in names:
+        X, y = load(name, rows, data_dir)
+        for ratio in (0.1, 0.01):
+            for fit_intercept in (True, False):
+                problem = Problem(X, y, "logistic", lam_ratio=ratio, fit_intercept=fit_intercept)
+                p_star = CoordinateDescent(tol=1e-10, max_iter=1000).solve(problem).objective
+                yield name, X, y, ratio, fit_intercept, problem, p_star
+
+
 # DetCD's epoch is d greedy steps, each a full X^T r: it runs where d is at most this (an epoch on
 # arcene, earn or the text sets would be 5,000-100,000 passes over the data).
 DETCD_MAX_FEATURES = 1000
@@ -246,45 +262,27 @@ def main(argv=None):
         return
     every = {**solvers(), **PEERS}
     chosen = every if not args.solvers else {k: v for k, v in every.items() if k in args.solvers.split(",")}
-    from l1scale.problems import Problem
-    from l1scale.solvers.cd import CoordinateDescent
 
     names = [n for n in SETS if n != "news20" or args.news20] + list(TEXT_SIZES)
     run = names if not args.sets else [n for n in names if n in args.sets.split(",")]
     rows = []
-    for name in run:
-        X, y = load(name, args.rows, args.data_dir)
-        for ratio in (0.1, 0.01):
-            for fit_intercept in (True, False):
-                problem = Problem(X, y, "logistic", lam_ratio=ratio, fit_intercept=fit_intercept)
-                p_star = CoordinateDescent(tol=1e-10, max_iter=1000).solve(problem).objective
-                for solver, how in chosen.items():
-                    if solver == "detcd" and X.shape[1] > DETCD_MAX_FEATURES:
-                        continue
-                    t0 = time.perf_counter()
-                    if solver in PEERS:
-                        row = {"data": name, "n": int(X.shape[0]), "lam_ratio": ratio, "fit_intercept": fit_intercept}
-                        row |= {"solver": solver, "before": None}
-                        row["after"] = peer_suboptimality(how, X, y, problem, p_star, fit_intercept)
-                        row["seconds"] = time.perf_counter() - t0
-                        rows.append(row)
-                        print(json.dumps(row), flush=True)
-                        continue
-                    before, after = how
-                    row = {
-                        "data": name,
-                        "n": int(X.shape[0]),
-                        "lam_ratio": ratio,
-                        "fit_intercept": fit_intercept,
-                        "solver": solver,
-                        "before": None
-                        if before is None
-                        else suboptimality(before, X, y, problem, p_star, fit_intercept),
-                        "after": suboptimality(after, X, y, problem, p_star, fit_intercept),
-                    }
-                    row["seconds"] = time.perf_counter() - t0
-                    rows.append(row)
-                    print(json.dumps(row), flush=True)
+    for name, X, y, ratio, fit_intercept, problem, p_star in settings(run, args.rows, args.data_dir):
+        for solver, how in chosen.items():
+            if solver == "detcd" and X.shape[1] > DETCD_MAX_FEATURES:
+                continue
+            t0 = time.perf_counter()
+            row = {"data": name, "n": int(X.shape[0]), "lam_ratio": ratio, "fit_intercept": fit_intercept}
+            if solver in PEERS:
+                row |= {"solver": solver, "before": None}
+                row["after"] = peer_suboptimality(how, X, y, problem, p_star, fit_intercept)
+            else:
+                before, after = how
+                row["solver"] = solver
+                row["before"] = None if before is None else suboptimality(before, X, y, problem, p_star, fit_intercept)
+                row["after"] = suboptimality(after, X, y, problem, p_star, fit_intercept)
+            row["seconds"] = time.perf_counter() - t0
+            rows.append(row)
+            print(json.dumps(row), flush=True)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "stochastic_defaults.json")
     if args.merge and os.path.exists(path):
