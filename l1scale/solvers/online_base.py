@@ -361,7 +361,7 @@ class OnlineSolver(Solver):
         data held in memory every row is learned from for all the passes (no holdout: the estimator
         fits the minimiser of its objective at lam, which early stopping on a holdout loss is not;
         with it, 0-1 of the stochastic-defaults page's 48 rows came within 1e-3, stopped after 4-24
-        passes, against 30-35 now), and the estimator's ``tol`` is checked after the last pass, with
+        passes, against 30-36 now), and the estimator's ``tol`` is checked after the last pass, with
         the duality gap: a run that stops short says so. A streamed fit keeps Vowpal Wabbit's
         holdout and no tolerance (a solver instance with ``tol=`` checks the KKT violation, one more
         pass)."""
