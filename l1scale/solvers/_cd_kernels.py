@@ -265,7 +265,7 @@ def _dense_gram(data, indptr, active, m, D, fit_intercept):
     exactly symmetric, the intercept's corner sum_i D_i. One scratch block of about
     ``DENSE_GRAM_BLOCK_BYTES``, reused: a copy of all n rows of the columns was a fresh
     allocation of m n floats per model, whose first touch (page faults) cost more than BLAS's
-    product (100,000 x 84 with intercept: 89 -> 38 ms). (BLAS's syrk, half the product, is not
+    product (100,000 x 84 with intercept: 89 -> 47 ms). (BLAS's syrk, half the product, is not
     reachable from cached compiled code.)"""
     n = D.shape[0]
     size = m + 1 if fit_intercept else m
