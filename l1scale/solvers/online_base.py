@@ -357,17 +357,16 @@ class OnlineSolver(Solver):
     @classmethod
     def from_estimator(cls, settings):
         """``max_iter`` passes at the solver's default rates (``schedule="auto"``: calibrated on the
-        data; give an instance for other rates, e.g. ``solver=TruncatedGradient(eta0=...)``). On
-        data held in memory every row is learned from for all the passes (no holdout: the estimator
-        fits the minimiser of its objective at lam, which early stopping on a holdout loss is not;
-        with it, 0-1 of the stochastic-defaults page's 48 rows came within 1e-3, stopped after 4-24
-        passes, against 30-36 now), and the estimator's ``tol`` is checked after the last pass, with
-        the duality gap: a run that stops short says so. A streamed fit keeps Vowpal Wabbit's
-        holdout and no tolerance (a solver instance with ``tol=`` checks the KKT violation, one more
-        pass)."""
+        data; give an instance for other rates, e.g. ``solver=TruncatedGradient(eta0=...)``). Every
+        row is learned from for all the passes (no holdout: the estimator fits the minimiser of its
+        objective at lam, which early stopping on a holdout loss is not; with it, 0-1 of the
+        stochastic-defaults page's 48 rows came within 1e-3, stopped after 4-24 passes, against
+        30-36 now), from arrays as from a file. On data held in memory the estimator's ``tol`` is
+        then checked with the duality gap: a run that stops short says so. A streamed fit keeps no
+        tolerance (a solver instance with ``tol=`` checks the KKT violation, one more pass)."""
         return cls(
             max_iter=settings.max_iter,
-            holdout=0 if settings.in_memory else None,
+            holdout=0,
             tol=settings.tol if settings.in_memory else None,
             checkpoint=settings.checkpoint,
             callback=settings.callback,
