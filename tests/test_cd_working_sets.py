@@ -18,6 +18,36 @@ LOSSES = ["logistic", "squared", "squared_hinge", "probit"]
 PLAIN = {"working_set": False, "screening": False, "support_newton": False}
 
 
+def test_working_set_is_the_features_closest_to_entering():
+    """The jitted choice takes the ``size`` smallest of celer's scores (every nonzero weight first,
+    then (lam1 - |g_j|) / ||x_j||, a column of zero norm last), in increasing order, ties at the cut
+    by position: the same scores as NumPy's argpartition picks, over random draws with many ties."""
+    from l1scale.solvers._working_sets import closest_to_entering, smallest_scores
+
+    rng = np.random.default_rng(1)
+    lam1 = 0.5
+    for _ in range(500):
+        d = int(rng.integers(1, 60))
+        kept = np.sort(rng.choice(d, int(rng.integers(1, d + 1)), replace=False)).astype(np.int64)
+        w = np.where(rng.random(d) < 0.2, 1.0, 0.0)
+        g = np.round(rng.normal(size=d), 1)
+        norms = np.where(rng.random(d) < 0.1, 0.0, np.round(rng.random(d), 1) + 0.1)
+        g[norms == 0.0] = 0.0
+        size = int(rng.integers(1, kept.shape[0] + 1))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            score = np.where(w[kept] != 0.0, -np.inf, (lam1 - np.abs(g[kept])) / norms[kept])
+        score[np.isnan(score)] = np.inf
+        chosen = closest_to_entering(kept, w, g, norms, lam1, size)
+        assert chosen.shape == (size,) and np.all(np.diff(chosen) > 0) and np.isin(chosen, kept).all()
+        at = np.searchsorted(kept, chosen)
+        np.testing.assert_array_equal(np.sort(score[at]), np.sort(score)[:size])
+        np.testing.assert_array_equal(smallest_scores(kept, score, size), chosen)
+    # NaN ranks last; a size beyond the entries takes them all.
+    kept = np.arange(4, dtype=np.int64)
+    np.testing.assert_array_equal(smallest_scores(kept, np.array([np.nan, 2.0, -1.0, 0.0]), 3), [1, 2, 3])
+    np.testing.assert_array_equal(smallest_scores(kept, np.zeros(4), 9), kept)
+
+
 def _data(loss, n=300, d=400, seed=0):
     """More features than rows, most of them irrelevant: working sets and screening have work."""
     rng = np.random.default_rng(seed)

@@ -75,6 +75,7 @@ from ._row_start import row_start
 from ._support_factor import STALE_MAX_FRESH, SupportFactor
 from ._support_newton import CG_MAX_PRODUCTS, NewtonDual, budgeted_products, support_newton_step
 from ._violator_dual import ViolatorDual
+from ._working_sets import closest_to_entering
 from .base import History, Solver, Timer, certified_result, compiled_once
 
 __all__ = ["CoordinateDescent"]
@@ -696,12 +697,7 @@ class CoordinateDescent(Solver):
     def _working_set(kept, w, g_loss, norms, lam1, size):
         """The ``size`` features of ``kept`` closest to entering: every nonzero weight, then the zero
         weights by (lam1 - |g_j|) / ||x_j||_c (negative: violating optimality), as celer ranks them."""
-        wk = w[kept]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            score = np.where(wk != 0.0, -np.inf, (lam1 - np.abs(g_loss[kept])) / norms[kept])
-        score[np.isnan(score)] = np.inf
-        chosen = np.argpartition(score, size - 1)[:size]
-        return np.sort(kept[chosen])
+        return closest_to_entering(kept, w, g_loss, norms, lam1, size)
 
     def _line_search(self, pt, active, m, model, d_b):
         """Largest step in {1, 1/2, ...} with P(w + s d) - P(w) <= sigma s Delta,

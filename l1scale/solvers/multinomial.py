@@ -52,6 +52,7 @@ from ..problems.multinomial import MultinomialProblem
 from . import _multinomial_kernels as kernels
 from ._dual import columns_nnz
 from ._multinomial_newton import newton_dual_value
+from ._working_sets import smallest_scores
 from .base import History, Solver, Timer, certified_result, compiled_once
 from .cd import CoordinateDescent
 
@@ -374,9 +375,7 @@ class MultinomialCD(Solver):
         nonzero = np.any(W != 0.0, axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             score = np.where(nonzero, -np.inf, (lam1 - np.max(np.abs(G_loss), axis=1)) / norms)
-        score[np.isnan(score)] = np.inf
-        chosen = np.argpartition(score, size - 1)[:size]
-        return np.sort(chosen).astype(np.int64)
+        return smallest_scores(np.arange(W.shape[0], dtype=np.int64), score, size)
 
     def _polish(self, problem, st, newton, G, gb):
         """Take the Newton step ``newton = (V, db)`` with the line search; returns 1 if taken."""
