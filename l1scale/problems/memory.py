@@ -63,7 +63,8 @@ def centring_offsets(mean, variance, ratio=None):
     elsewhere a few (arcene 30 of 10,000, up to 6.9; magic04 one, 6.1; none of a9a's, up to
     4.1). At 1 (every column whose mean exceeds its spread) the online solvers lost their 1e-3
     on a9a at 0.01 lam_max and the sorted magic04; at 10 madelon's columns of ratio 5-10 stayed
-    uncentred and its runs at 5-6e-3 (benchmarks/results/stochastic_defaults.md)."""
+    uncentred and its runs at 5-6e-3 (benchmarks/results/stochastic_defaults.md). SCD and DetCD take 1
+    (``solvers.scd.CENTRE_RATIO``: a binary column set in more than half the rows; 13 of a9a's)."""
     ratio = CENTRE_RATIO if ratio is None else ratio
     mean = np.asarray(mean, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -394,14 +395,14 @@ class Problem(InMemoryProblemBase):
             self._derived["null_intercept"] = null_intercept(self.loss, self.y, self.c) if self.fit_intercept else 0.0
         return self._derived["null_intercept"]
 
-    def column_offsets(self):
-        """The c-weighted means of the columns worth centring (:func:`centring_offsets`), 0 for
-        the others (d,); computed once per data set."""
-        if "column_offsets" not in self._derived:
+    def column_offsets(self, ratio=None):
+        """The c-weighted means of the columns worth centring (:func:`centring_offsets` at
+        ``ratio``, default :data:`CENTRE_RATIO`), 0 for the others (d,); the columns' means and
+        spreads are computed once per data set."""
+        if "column_moments" not in self._derived:
             mean = np.asarray(self._products().T @ self.c, dtype=np.float64).reshape(-1)
-            variance = self.column_norms() ** 2 - mean * mean
-            self._derived["column_offsets"] = centring_offsets(mean, variance)
-        return self._derived["column_offsets"]
+            self._derived["column_moments"] = (mean, self.column_norms() ** 2 - mean * mean)
+        return centring_offsets(*self._derived["column_moments"], ratio)
 
     def centred(self, offsets):
         """The same problem with column j taken as x_j - offsets[j] (a column of nonzero offset is
