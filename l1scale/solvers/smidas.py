@@ -124,25 +124,32 @@ def _drop(theta, zeta, active, where, counts, shrunk_to, j):
 
 
 @njit(cache=True, inline="always")
+def _pay(theta, zeta, active, where, counts, shrunk_to, j, owed, reset, c, p, scale):
+    """Coordinate j (on the support) pays the shrink ``owed`` (times scale[j]): theta_j and zeta_j =
+    (|theta_j| / c)^(p-1) afresh and shrunk_to[j] = ``reset``, or j off the support once it reaches
+    0. Returns its term (|theta_j| / c)^p of the norm's sum (0 when it left)."""
+    r = abs(theta[j]) - (owed if scale is None else owed * scale[j])
+    if r <= 0.0:
+        _drop(theta, zeta, active, where, counts, shrunk_to, j)
+        return 0.0
+    shrunk_to[j] = reset
+    theta[j] = np.copysign(r, theta[j])
+    zeta[j] = (r / c) ** (p - 1.0)
+    return zeta[j] * (r / c)
+
+
+@njit(cache=True, inline="always")
 def _settle(theta, zeta, active, where, counts, shrunk_to, shrunk, reset, c, p, scale=None):
     """Every shrink the support still owes, applied: coordinate j owes ``shrunk - shrunk_to[j]``
     (times scale[j]); then shrunk_to[j] = ``reset`` and zeta_j = (|theta_j| / c)^(p-1) afresh.
     Returns sum_j (|theta_j| / c)^p over the support, summed anew (no running sum's rounding)."""
     total = 0.0
+    counts[1] += counts[0]
     m = counts[0] - 1
     while m >= 0:  # backwards: the entry swapped into a freed place has been done already
         j = active[m]
-        owed = shrunk - shrunk_to[j]
-        r = abs(theta[j]) - (owed if scale is None else owed * scale[j])
-        shrunk_to[j] = reset
-        if r <= 0.0:
-            _drop(theta, zeta, active, where, counts, shrunk_to, j)
-        else:
-            theta[j] = np.copysign(r, theta[j])
-            zeta[j] = (r / c) ** (p - 1.0)
-            total += zeta[j] * (r / c)
+        total += _pay(theta, zeta, active, where, counts, shrunk_to, j, shrunk - shrunk_to[j], reset, c, p, scale)
         m -= 1
-    counts[1] += counts[0]
     return total
 
 
@@ -220,17 +227,9 @@ def _smidas_rows(kind, examples, rule, weights, stats, scale=None):
                 j = pp - start if dense else indices[pp]
                 if where[j] < 0 or shrunk_to[j] == shrunk or data[pp] == 0.0:
                     continue
+                total -= zeta[j] * (abs(theta[j]) / c)
                 owed = shrunk - shrunk_to[j]
-                a = abs(theta[j])
-                r = a - (owed if scale is None else owed * scale[j])
-                shrunk_to[j] = shrunk
-                total -= zeta[j] * (a / c)
-                if r <= 0.0:
-                    _drop(theta, zeta, active, where, counts, shrunk_to, j)
-                else:
-                    theta[j] = np.copysign(r, theta[j])
-                    zeta[j] = (r / c) ** (p - 1.0)
-                    total += zeta[j] * (r / c)
+                total += _pay(theta, zeta, active, where, counts, shrunk_to, j, owed, shrunk, c, p, scale)
                 since += 1
                 counts[1] += 1
             if total < _LOST * settled_total:  # the running sum lost its digits: sum it anew
