@@ -323,7 +323,7 @@ class CoordinateDescent(Solver):
             st.ws_size = min(st.kept.shape[0], self._first_size(nnz, g_init, wk, lam1, previous_l1))
             if st.ws_size < st.kept.shape[0]:
                 viol = np.where(wk != 0.0, np.abs(g_init + lam1 * np.sign(wk)), np.abs(g_init) - lam1)
-                st.ws = self._working_set(st.kept, w, g_loss, norms, lam1, st.ws_size)
+                st.ws = closest_to_entering(st.kept, w, g_loss, norms, lam1, st.ws_size)
                 st.ws_target = self._round_target(max(float(viol.max()), 0.0), lam1, warm=nnz > 0)
                 st.full_pass, st.first_step = False, True
         if saved is not None:
@@ -415,7 +415,7 @@ class CoordinateDescent(Solver):
                     if checked_only:  # the step needs the curvature: pass again, with it
                         continue
                 else:
-                    st.ws = self._working_set(st.kept, w, g_loss, norms, lam1, st.ws_size)
+                    st.ws = closest_to_entering(st.kept, w, g_loss, norms, lam1, st.ws_size)
                     st.ws_target = self._round_target(vmax, lam1)
                     st.full_pass, st.first_step = False, True
                     # celer's pruning: twice the support, or twice the last size when the gap
@@ -692,12 +692,6 @@ class CoordinateDescent(Solver):
         guess, and solving it that far costs more than it saves)."""
         target = self.working_set_fraction * vmax
         return min(target, np.sqrt(self.tol) * lam1) if warm else target
-
-    @staticmethod
-    def _working_set(kept, w, g_loss, norms, lam1, size):
-        """The ``size`` features of ``kept`` closest to entering: every nonzero weight, then the zero
-        weights by (lam1 - |g_j|) / ||x_j||_c (negative: violating optimality), as celer ranks them."""
-        return closest_to_entering(kept, w, g_loss, norms, lam1, size)
 
     def _line_search(self, pt, active, m, model, d_b):
         """Largest step in {1, 1/2, ...} with P(w + s d) - P(w) <= sigma s Delta,
