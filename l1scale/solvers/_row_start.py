@@ -6,7 +6,7 @@ into new memory (news20: 75-110 ms, more than its whole solve at 0.1 lam_max tak
 1e-2). At w = 0 (b the intercept-only optimum) the loss gradient g0 is lam_max's pass, read from
 the rows. The features with |g0_j| >= ``REACH`` lam1 are those the first rounds of a solve would
 take in; where their columns hold at most ``SHARE`` of X's stored values, they are copied out
-(``data.rows.columns_of_rows``: two passes over the rows) and the problem over them alone
+(``data.rows.columns_of_rows``: one pass over the rows, then a transposition of what it kept) and the problem over them alone
 (``Problem.restricted``: the same labels, weights, loss and penalty) is solved by the same CD
 solver to the same tol. Its dual point is then correlated with every column in one more pass
 over the rows: the duality gap of that point for the whole problem (a feature outside the
@@ -39,7 +39,8 @@ __all__ = ["REACH", "SHARE", "row_start"]
 #: still enter once the residual moves).
 REACH = 0.9
 #: Tried only when those features' columns hold at most this share of X's stored values (the
-#: conversion costs four to six passes over the rows; the row start, three plus the solve's).
+#: conversion costs four to six passes over the rows; the row start, three: the gradient at w = 0,
+#: the copy and the certificate, plus the solve's).
 SHARE = 0.25
 
 
@@ -94,8 +95,9 @@ def row_start(solver, problem, timer):
     gradient[cols] = result.loss_gradient
     history = result.history
     history.time[:] = [t + started for t in history.time]
-    # The copy read the rows twice (its indices, then its values); the certificate once more.
-    history.data_accesses[:] = [a + 2 * rows.data.shape[0] for a in history.data_accesses]
+    # The copy read the rows once, then what it kept once more; the certificate read the rows again.
+    copy_reads = rows.data.shape[0] + matrix.data.shape[0]
+    history.data_accesses[:] = [a + copy_reads for a in history.data_accesses]
     history.append(
         objective=result.objective,
         certificate=cert.value,
