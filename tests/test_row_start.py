@@ -66,6 +66,28 @@ def test_row_passes_give_the_column_passes_sums():
     assert columns_of_rows(rows, cols, max_nnz=expected.nnz) is not None
 
 
+@pytest.mark.parametrize("which", ["none", "all", "empty_rows"])
+def test_columns_copied_out_of_the_rows_at_the_edges(which):
+    """No column, every column (X's own CSC), and rows that hold none of the columns: the same
+    canonical matrix as scipy's column selection; a cap of zero values refuses any stored value."""
+    X, _ = _text_like(n=60, d=200, seed=3)
+    X = X.tolil()
+    X[10:20, :] = 0.0  # rows with nothing stored
+    X = X.tocsr()
+    X.eliminate_zeros()
+    rows = as_rows(X)
+    d = X.shape[1]
+    cols = {"none": np.array([], dtype=np.int64), "all": np.arange(d), "empty_rows": np.arange(0, d, 7)}[which]
+    M = columns_of_rows(rows, cols)
+    expected = X[:, cols].tocsc()
+    expected.sort_indices()
+    assert M.shape == expected.shape and M.has_canonical_format
+    np.testing.assert_array_equal(M.indptr, expected.indptr)
+    np.testing.assert_array_equal(M.indices, expected.indices)
+    np.testing.assert_array_equal(M.data, expected.data)
+    assert (columns_of_rows(rows, cols, max_nnz=0) is None) == (expected.nnz > 0)
+
+
 def test_a_csr_problem_converts_its_columns_only_when_read():
     X, y = _text_like()
     p = Problem(X, y, lam_ratio=0.3)
