@@ -64,6 +64,29 @@ def test_the_corrected_residual_is_a_dual_point_many_times_tighter_than_the_resc
     assert pt.objective - value == pytest.approx(corrected.value, rel=1e-9, abs=1e-15)
 
 
+@pytest.mark.parametrize("iterations", [6, 8])
+def test_the_correction_aims_inside_lam1_by_a_fraction_of_tol(iterations, monkeypatch):
+    """Aimed a fixed 1e-4 inside lam1, the corrected point's dual value stays about 1e-4 (relative)
+    short of lam1's, and cannot certify tol 1e-6; aimed at most a tenth of tol inside, it does,
+    at points where the rescaled residual misses it (its gap 1e-6-1e-4 here)."""
+    X, y = _text_like()
+    problem = Problem(X, y, "logistic", lam_ratio=0.02, fit_intercept=False)
+    kept = np.arange(problem.n_features)
+    tol = 1e-6
+
+    def corrected():
+        pt = _point(problem, iterations)
+        g_loss = X.T @ pt.r
+        dual = DualPoints(problem)
+        residual = dual.certificate(pt.w, pt.b, pt.z, g_loss, kept, pt.objective, pt.r)
+        return residual.relative, ViolatorDual(tol=tol).certificate(pt, dual, kept, g_loss, residual).relative
+
+    residual, scaled = corrected()
+    assert residual > tol >= scaled
+    monkeypatch.setattr(ViolatorDual, "tol_margin", np.inf)  # the fixed margin alone
+    assert corrected()[1] > tol
+
+
 def test_no_violator_or_no_budget_leaves_the_certificate_as_it_is():
     X, y = _text_like(seed=1)
     problem = Problem(X, y, "logistic", lam_ratio=0.02, fit_intercept=False)
