@@ -920,7 +920,7 @@ def support_margins_change(data, indices, indptr, dense, support, x, fit_interce
 
 
 @njit(cache=True, nogil=True)
-def support_cg(
+def support_cg_gram(
     data,
     indices,
     indptr,
@@ -954,7 +954,8 @@ def support_cg(
     norm from x = 0).
     Shapes: support (k,); D, t (n,) (t: workspace); rhs, diag, x (k [+ 1],).
     Returns (products with the matrix, work: nonzeros of X read plus the Gram matrix's
-    multiply-adds).
+    multiply-adds, the Gram matrix when it was built, else an empty (0, 0) array: the system at
+    this point without its ridge, for a re-solve on some of its rows, :func:`gram_cg`).
     """
     m = rhs.shape[0]
     k = support.shape[0]
@@ -985,21 +986,17 @@ def support_cg(
                 reads += nnz_cols + int(gram_work)
                 use_gram = True
         if use_gram:
-            for a in range(m):
-                acc = 0.0
-                for b in range(m):
-                    acc += Q[a, b] * direction[b]
-                product[a] = acc
+            gram_product(Q, k, ridge, nu, direction, product)
             reads += m * m
         else:
             _support_times(data, indices, indptr, dense, support, direction, fit_intercept, t)
             t *= D
             _support_transpose_times(data, indices, indptr, dense, support, t, fit_intercept, product)
             reads += 2 * nnz_support
-        for q in range(k):
-            product[q] += ridge * direction[q]
-        if fit_intercept:
-            product[k] += nu * direction[k]
+            for q in range(k):
+                product[q] += ridge * direction[q]
+            if fit_intercept:
+                product[k] += nu * direction[k]
         products += 1
         if not cg_advance(x, res, direction, product, rz):
             break
@@ -1014,7 +1011,101 @@ def support_cg(
         rz_new = dot(res, z)
         direction = z + (rz_new / rz) * direction
         rz = rz_new
+    return products, reads, Q
+
+
+@njit(cache=True, nogil=True)
+def support_cg(
+    data,
+    indices,
+    indptr,
+    dense,
+    support,
+    D,
+    ridge,
+    nu,
+    fit_intercept,
+    rhs,
+    diag,
+    rtol,
+    max_iter,
+    x,
+    t,
+    gram_max,
+    w_s,
+    max_crossings,
+):
+    """:func:`support_cg_gram` without its Gram matrix: (products, work)."""
+    products, reads, _ = support_cg_gram(
+        data,
+        indices,
+        indptr,
+        dense,
+        support,
+        D,
+        ridge,
+        nu,
+        fit_intercept,
+        rhs,
+        diag,
+        rtol,
+        max_iter,
+        x,
+        t,
+        gram_max,
+        w_s,
+        max_crossings,
+    )
     return products, reads
+
+
+@njit(cache=True, nogil=True)
+def gram_cg(Q, rows, k, ridge, nu, rhs, diag, rtol, max_iter, x):
+    """Jacobi-preconditioned conjugate gradients on the principal sub-matrix of a support system's
+    Gram matrix Q (:func:`support_cg_gram`'s, without its ridge) over ``rows`` (positions in Q,
+    increasing; k: the support's size, a row k being the intercept's, with curvature floor nu):
+
+        (Q[rows, rows] + diag(ridge, ..., nu)) x = rhs,   from x = 0.
+
+    The same system :func:`support_cg` solves over those coordinates' columns, at (|rows|)^2 a
+    product instead of two reads of the columns. Shapes: rows, rhs, diag, x (m,). Returns (products,
+    work: the products' multiply-adds)."""
+    m = rows.shape[0]
+    x[:] = 0.0
+    res = rhs.copy()
+    z = res / diag
+    direction = z.copy()
+    product = np.empty(m)
+    rz = dot(res, z)
+    stop = rtol * np.sqrt(dot(rhs, rhs))
+    products = 0
+    while products < max_iter and np.sqrt(dot(res, res)) > stop:
+        for a in range(m):
+            ra = rows[a]
+            acc = 0.0
+            for b in range(m):
+                acc += Q[ra, rows[b]] * direction[b]
+            product[a] = acc + (ridge if ra < k else nu) * direction[a]
+        products += 1
+        if not cg_advance(x, res, direction, product, rz):
+            break
+        z = res / diag
+        rz_new = dot(res, z)
+        direction = z + (rz_new / rz) * direction
+        rz = rz_new
+    return products, products * m * m
+
+
+@njit(cache=True, nogil=True)
+def gram_product(Q, k, ridge, nu, v, out):
+    """out = (Q + diag(ridge, ..., nu)) v for a support system's Gram matrix Q (row k, when there, the
+    intercept's): the system's product at (k [+ 1])^2 multiply-adds."""
+    m = v.shape[0]
+    for a in range(m):
+        acc = 0.0
+        for b in range(m):
+            acc += Q[a, b] * v[b]
+        out[a] = acc + (ridge if a < k else nu) * v[a]
 
 
 @njit(cache=True, nogil=True)
@@ -1093,6 +1184,9 @@ def warm_up():
             np.ones(1),
             0,
         )
+    Q = np.eye(2)
+    gram_cg(Q, np.arange(2, dtype=np.int64), 1, 0.0, 1e-12, np.ones(2), np.ones(2), 1e-8, 5, np.zeros(2))
+    gram_product(Q, 1, 0.0, 1e-12, np.ones(2), np.zeros(2))
     support_gradient(data, idx, ptr, False, ws, v2, True, np.zeros(2))
     support_margins_change(data, idx, ptr, False, ws, one, False, np.zeros(2))
     seed(0)
