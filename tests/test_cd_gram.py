@@ -160,7 +160,7 @@ def test_the_model_solved_on_its_gram_matrix_has_the_same_minimiser(fit_intercep
         kernels.seed(0)
         model = kernels.QuadraticModel(g, H, w, wpd, xTd, D, g_b)
         settings = kernels.InnerSettings(lam1, 0.0, fit_intercept, 1e-15, 20_000, gram_first, gram_max)
-        d_b, sweeps, reads, used, _ = kernels.newton_direction(*arrays, active, d, model, settings)
+        d_b, sweeps, reads, used, _, _ = kernels.newton_direction(*arrays, active, d, model, settings, np.empty((0, 0)))
         assert (used > 0.0) == (name != "plain")
         out[name] = (wpd, d_b, xTd, sweeps)
     assert out["plain"][3] > 10  # ill-conditioned: "switch" changed over after its first sweeps
@@ -170,6 +170,69 @@ def test_the_model_solved_on_its_gram_matrix_has_the_same_minimiser(fit_intercep
         assert d_b == pytest.approx(out["plain"][1], abs=1e-9)
         # The line search's X d + d_b is rebuilt from the moved coordinates.
         np.testing.assert_allclose(xTd, X @ (wpd - w) + d_b, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("layout", ["dense", "csc"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_a_bordered_gram_matrix_is_the_grown_models_own(layout, fit_intercept):
+    """border_gram: the Gram matrix of a model grown by a few coordinates, from the old one and one
+    read of the model's columns per coordinate that entered, is model_gram's for the grown model."""
+    X, _, _ = _one_hot(seed=7)
+    X[np.random.default_rng(8).random(X.shape) < 0.1] = 0.0
+    arrays = as_columns(X if layout == "dense" else sp.csc_matrix(X)).arrays
+    n = X.shape[0]
+    D = np.random.default_rng(9).uniform(0.0, 1.0, size=n)
+    active = np.array([9, 2, 0, 27, 14, 5, 28, 11, 20], dtype=np.int64)
+    m_old, m_new = 6, active.shape[0]
+    counts = np.empty(n, dtype=np.int64)
+    kernels.gram_cost(*arrays, active, m_old, counts)
+    old = kernels.model_gram(*arrays, active, m_old, D, counts, fit_intercept)
+    t = np.zeros(n)
+    Q, reads = kernels.border_gram(*arrays, active, m_old, m_new, D, old, fit_intercept, t)
+    kernels.gram_cost(*arrays, active, m_new, counts)
+    np.testing.assert_allclose(
+        Q, kernels.model_gram(*arrays, active, m_new, D, counts, fit_intercept), rtol=1e-12, atol=1e-13
+    )
+    np.testing.assert_array_equal(t, 0.0)  # the scratch is left as it came
+    column_nnz = n if layout == "dense" else np.count_nonzero(X, axis=0)
+    per_new = [column_nnz if layout == "dense" else column_nnz[active[p]] for p in range(m_old, m_new)]
+    assert reads >= sum(per_new)  # the entering columns read, and the model's once per entering one
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_a_model_returns_its_gram_matrix_in_its_order_and_takes_one_given(fit_intercept):
+    """newton_direction returns the Gram matrix it solved on, permuted as its shrinking permuted
+    active; given that matrix back (the same model grown by nothing), it solves on it from the start
+    without building one: the same minimiser, a fraction of the work."""
+    X, _, _ = _one_hot(seed=3)
+    n, d = X.shape
+    w = np.zeros(d)
+    w[[1, 6, 13, 20, 27]] = [0.4, -0.2, 0.3, -0.5, 0.1]
+    arrays, g, H, D, g_b = _model(X, "csc", fit_intercept, seed=4)
+    lam1 = 0.3 * float(np.abs(g).max())
+    settings = kernels.InnerSettings(lam1, 0.0, fit_intercept, 1e-15, 20_000, np.inf, 10_000)
+    active = np.arange(d, dtype=np.int64)
+    wpd, xTd = w.copy(), np.zeros(n)
+    kernels.seed(0)
+    model = kernels.QuadraticModel(g, H, w, wpd, xTd, D, g_b)
+    d_b, _, reads, price, _, gram = kernels.newton_direction(*arrays, active, d, model, settings, np.empty((0, 0)))
+    assert price > 0.0 and not np.array_equal(active, np.arange(d))  # on its Gram matrix, shrunk
+    counts = np.empty(n, dtype=np.int64)
+    kernels.gram_cost(*arrays, active, d, counts)
+    np.testing.assert_allclose(
+        gram, kernels.model_gram(*arrays, active, d, D, counts, fit_intercept), rtol=1e-12, atol=1e-13
+    )
+
+    wpd2, xTd2 = w.copy(), np.zeros(n)
+    kernels.seed(0)
+    model2 = kernels.QuadraticModel(g, H, w, wpd2, xTd2, D, g_b)
+    d_b2, _, reads2, price2, _, _ = kernels.newton_direction(
+        *arrays, active, d, model2, settings._replace(gram_first=price), gram
+    )
+    assert price2 == price
+    np.testing.assert_allclose(wpd2, wpd, rtol=0, atol=1e-9)
+    assert d_b2 == pytest.approx(d_b, abs=1e-9)
+    assert reads2 < 0.5 * reads
 
 
 def test_a_gram_matrix_is_bought_at_once_only_when_it_costs_at_most_gram_reuse_times_the_last():
@@ -200,7 +263,7 @@ def test_a_gram_matrix_is_bought_at_once_only_when_it_costs_at_most_gram_reuse_t
         kernels.seed(0)
         model = kernels.QuadraticModel(g, H, w, wpd, xTd, D, float(r.sum()))
         settings = kernels.InnerSettings(lam1, 0.0, True, 1e-10 * lam1, 1000, gram_first, 10_000)
-        _, sweeps, _, used, _ = kernels.newton_direction(*arrays, np.arange(d), d, model, settings)
+        _, sweeps, _, used, _, _ = kernels.newton_direction(*arrays, np.arange(d), d, model, settings, np.empty((0, 0)))
         price = used if name == "forced" else price
         out[name] = (used, wpd.copy(), sweeps)
     assert out["forced"][0] > 0.0 and out["cheap enough"][0] == pytest.approx(price)
@@ -226,7 +289,7 @@ def test_support_cg_on_the_gram_matrix_solves_the_same_system(fit_intercept):
     solutions = []
     for gram_max in (0, 1000):
         x, t = np.empty(A.shape[0]), np.empty(n)
-        products, reads = kernels.support_cg(
+        products, reads, _ = kernels.support_cg(
             *arrays, support, D, 1e-6, kernels.NU, fit_intercept, rhs, np.diag(A).copy(), 1e-13, 500, x, t, gram_max,
             x, -1,  # no crossing test
         )  # fmt: skip

@@ -47,15 +47,17 @@ def test_a_wide_model_solved_on_a_copy_gives_the_same_bits(fit_intercept, gram_m
         settings = kernels.InnerSettings(
             lam1, 0.0, fit_intercept, 1e-12, 400, 0.0, gram_max, dual_decrease, 1e-9 * lam1
         )
-        result = solve(*arrays, active, m, model, settings)
+        result = solve(*arrays, active, m, model, settings, np.empty((0, 0)))
         out[name] = (result, wpd, xTd, active)
-    (d_b, sweeps, reads, price, tight), wpd, xTd, active = out["in place"]
-    (d_b2, sweeps2, reads2, price2, tight2), wpd2, xTd2, active2 = out["copy"]
+    (d_b, sweeps, reads, price, tight, gram), wpd, xTd, active = out["in place"]
+    (d_b2, sweeps2, reads2, price2, tight2, gram2), wpd2, xTd2, active2 = out["copy"]
     assert sweeps > 2 and np.count_nonzero(wpd[chosen] != w[chosen]) > 0  # a real solve
     assert (d_b2, sweeps2, price2, tight2) == (d_b, sweeps, price, tight)
     np.testing.assert_array_equal(wpd2, wpd)
     np.testing.assert_array_equal(xTd2, xTd)
     np.testing.assert_array_equal(active2, active)  # the same shrinking order, the tail untouched
+    np.testing.assert_array_equal(gram2, gram)  # the Gram matrix in that order (empty when not used)
+    assert gram.shape[0] == (m + int(fit_intercept) if price > 0.0 else 0)
     model_nnz = int(np.sum(X.indptr[chosen + 1] - X.indptr[chosen]))
     assert reads2 == reads + model_nnz
 
@@ -70,7 +72,7 @@ def test_a_small_or_dense_model_is_solved_in_place():
         kernels.seed(0)
         model = kernels.QuadraticModel(g, H, w, w.copy(), np.zeros(X.shape[0]), D, g_b)
         settings = kernels.InnerSettings(lam1, 0.0, True, 1e-12, 100, 0.0, 0)
-        reads.append(solve(X.data, X.indices, X.indptr, False, chosen.copy(), m, model, settings)[2])
+        reads.append(solve(X.data, X.indices, X.indptr, False, chosen.copy(), m, model, settings, np.empty((0, 0)))[2])
     assert reads[0] == reads[1]
 
 

@@ -72,7 +72,9 @@ def test_a_model_close_to_its_optimum_is_solved_on_to_dual_tol(fit_intercept, gr
         settings = kernels.InnerSettings(
             lam1, 0.0, fit_intercept, loose, 20_000, np.inf if gram_max > 0 else 0.0, gram_max, dual_decrease, dual_tol
         )
-        d_b, sweeps, _, used_gram, tight = kernels.newton_direction(*arrays, np.arange(d), d, model, settings)
+        d_b, sweeps, _, used_gram, tight, _ = kernels.newton_direction(
+            *arrays, np.arange(d), d, model, settings, np.empty((0, 0))
+        )
         assert (used_gram > 0.0) == (gram_max > 0)
         out[dual_decrease] = (tight, _model_kkt(X, g, D, w, wpd, d_b, g_b, lam1, fit_intercept), sweeps)
         values[dual_decrease] = _model_value(X, g, D, w, wpd, d_b, g_b, lam1, fit_intercept)
@@ -113,7 +115,7 @@ def test_a_singular_model_is_solved_by_descents_on_its_faces(seed):
         settings = kernels.InnerSettings(
             lam1, 0.0, True, 1e-9 * lam1, 5000, np.inf if gram_max > 0 else 0.0, gram_max, 0.0, 0.0
         )
-        d_b, sweeps, _, _, _ = kernels.newton_direction(*arrays, np.arange(d), d, model, settings)
+        d_b, sweeps, _, _, _, _ = kernels.newton_direction(*arrays, np.arange(d), d, model, settings, np.empty((0, 0)))
         value = _model_value(X, g, D, w, wpd, d_b, g_b, lam1, True)
         solved[gram_max] = (sweeps, _model_kkt(X, g, D, w, wpd, d_b, g_b, lam1, True), value)
     sweeps, kkt, value = solved[10_000]
@@ -136,7 +138,9 @@ def test_a_singular_model_solved_on_for_its_dual_point_gets_face_descents(seed):
     model = kernels.QuadraticModel(g, H, w, wpd, xTd, D, g_b)
     loose = 0.3 * float(np.abs(g).sum())  # tight from the first solve on: any decrease is small enough
     settings = kernels.InnerSettings(lam1, 0.0, True, loose, 5000, np.inf, 10_000, np.inf, dual_tol)
-    d_b, sweeps, _, used_gram, tight = kernels.newton_direction(*arrays, np.arange(d), d, model, settings)
+    d_b, sweeps, _, used_gram, tight, _ = kernels.newton_direction(
+        *arrays, np.arange(d), d, model, settings, np.empty((0, 0))
+    )
     assert used_gram > 0.0 and tight
     assert _model_kkt(X, g, D, w, wpd, d_b, g_b, lam1, True) <= 1.01 * dual_tol + 1e-15
 

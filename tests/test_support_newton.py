@@ -160,7 +160,7 @@ def test_support_cg_stops_once_its_iterate_crosses_more_weights_than_allowed():
     runs = {}
     for max_crossings, w_s in [(-1, np.ones(20)), (0, -1e-9 * np.sign(rhs)), (25, -1e-9 * np.sign(rhs))]:
         x, t = np.empty(20), np.empty(n)
-        products, _ = kernels.support_cg(
+        products, _, _ = kernels.support_cg(
             *problem.columns.arrays, support, D, 1e-6, kernels.NU, False, rhs, diag, 1e-12, 200, x, t, 0,
             w_s, max_crossings,
         )  # fmt: skip
@@ -332,7 +332,7 @@ def test_an_earlier_factorisation_preconditions_a_later_points_system(fit_interc
     H = _curvatures(problem, later)
     diag = np.append(H[new_support], later.D.sum() + kernels.NU) if fit_intercept else H[new_support]
     jacobi, work = np.empty(M.shape[0]), np.empty(problem.n_samples)
-    jacobi_products, _ = kernels.support_cg(
+    jacobi_products, _, _ = kernels.support_cg(
         *problem.columns.arrays, new_support, later.D, problem.penalty.l2 + kernels.NU, kernels.NU,
         fit_intercept, rhs, diag, 1e-10, 500, jacobi, work, 0, jacobi, -1,
     )  # fmt: skip

@@ -611,7 +611,7 @@ GRAM_REUSE = 8.0
 
 
 @njit(cache=True, nogil=True)
-def newton_direction(data, indices, indptr, dense, active, m_outer, model, settings):
+def newton_direction(data, indices, indptr, dense, active, m_outer, model, settings, gram_in):
     """Minimise the quadratic model over active[:m_outer] (and the intercept) by CD sweeps.
 
     liblinear's inner loop: shrinking at the last sweep's largest violation / n; when the
@@ -637,9 +637,14 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     within ``TIGHT_CAP_MIN + TIGHT_CAP_FACTOR`` times its sweeps gives no dual point, but its
     better solution is kept (a more exact Newton step: on dense correlated data that alone
     saves outer iterations).
+    ``gram_in``: the model's Gram matrix at these curvatures D over active[:m_outer] in their order
+    (bordered by the intercept's row, as :func:`model_gram` makes it), when the caller has it
+    (:func:`border_gram`: a model grown by a few coordinates), else an empty (0, 0) array; given, the
+    model is solved on it from the first sweep, at the price ``gram_first``.
     Returns (d_b, sweeps, work: nonzeros read plus the Gram matrix's multiply-adds, the
     price of the Gram matrix when it was used (0: not used), whether the model was solved on
-    to dual_tol).
+    to dual_tol, the Gram matrix over active[:m_outer] in their order on return when it was used,
+    else an empty (0, 0) array).
     """
     g, H, w, wpd, xTd, D, g_b, d_b = model
     lam1, lam2, fit_intercept, inner_tol, max_inner, gram_first, gram_max, dual_decrease, dual_tol = settings
@@ -653,7 +658,13 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     Q, Qd, local = np.empty((0, 0)), np.empty(0), np.empty(0, dtype=np.int64)
     use_gram, sweep_reads, moves, gram_work = False, 0, 0, 0.0
     gram_sweeps, work_since, buy_now, price = 0, 0.0, False, 0.0  # price: sweep reads at which it pays
+    size = m_outer + 1 if fit_intercept else m_outer
     while sweeps < max_inner:
+        if gram_allowed and not use_gram and gram_in.shape[0] == size:
+            Q, price = gram_in, gram_first
+            Qd = _gram_times_step(Q, active, m_outer, w, wpd, d_b, fit_intercept)
+            local = np.arange(m_outer)
+            use_gram = True
         if gram_allowed and not use_gram and (gram_first > 0.0 or sweeps >= 2):
             if nnz_cols < 0:
                 counts = np.empty(n, dtype=np.int64)
@@ -668,15 +679,7 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
             if buy_now or (reads >= price and m_outer + moves * (m_outer + 1) < 0.5 * sweep_reads):
                 Q = model_gram(data, indices, indptr, dense, active, m_outer, D, counts, fit_intercept)
                 reads += nnz_cols + int(gram_work)
-                dvec = np.zeros(Q.shape[0])
-                for s in range(m_outer):
-                    dvec[s] = wpd[active[s]] - w[active[s]]
-                if fit_intercept:
-                    dvec[m_outer] = d_b
-                Qd = np.zeros(Q.shape[0])
-                for a in range(Q.shape[0]):
-                    for b in range(Q.shape[0]):
-                        Qd[a] += Q[a, b] * dvec[b]
+                Qd = _gram_times_step(Q, active, m_outer, w, wpd, d_b, fit_intercept)
                 local = np.arange(m_outer)
                 use_gram = True
         if use_gram:
@@ -754,6 +757,7 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
             shrink_at = vmax / n
     # Not solved on to dual_tol (max_inner): no dual point, but the better-solved model is kept.
     tight = tight and vmax <= dual_tol and m == m_outer
+    gram_out = np.empty((0, 0))
     if use_gram:  # X d + d_b for the line search, from the moved coordinates
         xTd[:] = d_b
         for s in range(m_outer):
@@ -761,7 +765,65 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
             dj = wpd[j] - w[j]
             if dj != 0.0:
                 reads += column_axpy(data, indices, indptr, dense, j, dj, xTd)
-    return d_b, sweeps, reads, price if use_gram else 0.0, tight
+        # The Gram matrix in the order active[:m_outer] has now (the sweeps permuted it with local).
+        gram_out = np.empty((size, size))
+        for a in range(size):
+            qa = local[a] if a < m_outer else m_outer
+            for b in range(size):
+                gram_out[a, b] = Q[qa, local[b] if b < m_outer else m_outer]
+    return d_b, sweeps, reads, price if use_gram else 0.0, tight, gram_out
+
+
+@njit(cache=True, nogil=True)
+def _gram_times_step(Q, active, m, w, wpd, d_b, fit_intercept):
+    """Q (d, d_b): a model's Gram matrix over active[:m] (and the intercept) times its iterate
+    d = wpd - w on those coordinates."""
+    dvec = np.zeros(Q.shape[0])
+    for s in range(m):
+        dvec[s] = wpd[active[s]] - w[active[s]]
+    if fit_intercept:
+        dvec[m] = d_b
+    Qd = np.zeros(Q.shape[0])
+    for a in range(Q.shape[0]):
+        for b in range(Q.shape[0]):
+            Qd[a] += Q[a, b] * dvec[b]
+    return Qd
+
+
+@njit(cache=True, nogil=True)
+def border_gram(data, indices, indptr, dense, active, m_old, m_new, D, Q_old, fit_intercept, t):
+    """The Gram matrix of a model over active[:m_new] (bordered by the intercept's row, as
+    :func:`model_gram` makes it) from ``Q_old``, the one over active[:m_old] at the same curvatures
+    D: the old block copied, and for each coordinate that entered its row x_j^T diag(D) X_A, one
+    read of the model's columns, where :func:`model_gram` sums every row's outer product anew
+    (mnist10k at 0.001 lam_max, 322 coordinates: 50 ms). ``t`` (n,): scratch, zero on entry and
+    on return. Returns (the Gram matrix, nonzeros read)."""
+    size = m_new + 1 if fit_intercept else m_new
+    Q = np.zeros((size, size))
+    for a in range(m_old):
+        for b in range(m_old):
+            Q[a, b] = Q_old[a, b]
+    if fit_intercept:
+        for a in range(m_old):
+            Q[a, m_new] = Q_old[a, m_old]
+            Q[m_new, a] = Q_old[m_old, a]
+        Q[m_new, m_new] = Q_old[m_old, m_old]
+    reads = 0
+    for p in range(m_old, m_new):
+        j = active[p]
+        reads += column_axpy(data, indices, indptr, dense, j, 1.0, t)  # t = x_j
+        for s in range(p + 1):
+            q = active[s]
+            value = column_weighted_dot(data, indices, indptr, dense, q, D, t, 0.0)
+            Q[s, p] = value
+            Q[p, s] = value
+            reads += indptr[q + 1] - indptr[q]
+        if fit_intercept:
+            value = column_dot(data, indices, indptr, dense, j, D)
+            Q[p, m_new] = value
+            Q[m_new, p] = value
+        column_axpy(data, indices, indptr, dense, j, -1.0, t)  # back to zero, exactly
+    return Q, reads
 
 
 @njit(cache=True, nogil=True)
@@ -920,7 +982,7 @@ def support_margins_change(data, indices, indptr, dense, support, x, fit_interce
 
 
 @njit(cache=True, nogil=True)
-def support_cg_gram(
+def support_cg(
     data,
     indices,
     indptr,
@@ -959,13 +1021,8 @@ def support_cg_gram(
     """
     m = rhs.shape[0]
     k = support.shape[0]
-    x[:] = 0.0
-    res = rhs.copy()
-    z = res / diag
-    direction = z.copy()
+    res, direction, rz, stop = _cg_start(rhs, diag, rtol, x)
     product = np.empty(m)
-    rz = dot(res, z)
-    stop = rtol * np.sqrt(dot(rhs, rhs))
     products, reads = 0, 0
     nnz_support = 0
     for q in range(k):
@@ -1007,62 +1064,14 @@ def support_cg_gram(
                     crossings += 1
             if crossings > max_crossings:
                 break
-        z = res / diag
-        rz_new = dot(res, z)
-        direction = z + (rz_new / rz) * direction
-        rz = rz_new
+        direction, rz = _cg_next(res, diag, direction, rz)
     return products, reads, Q
-
-
-@njit(cache=True, nogil=True)
-def support_cg(
-    data,
-    indices,
-    indptr,
-    dense,
-    support,
-    D,
-    ridge,
-    nu,
-    fit_intercept,
-    rhs,
-    diag,
-    rtol,
-    max_iter,
-    x,
-    t,
-    gram_max,
-    w_s,
-    max_crossings,
-):
-    """:func:`support_cg_gram` without its Gram matrix: (products, work)."""
-    products, reads, _ = support_cg_gram(
-        data,
-        indices,
-        indptr,
-        dense,
-        support,
-        D,
-        ridge,
-        nu,
-        fit_intercept,
-        rhs,
-        diag,
-        rtol,
-        max_iter,
-        x,
-        t,
-        gram_max,
-        w_s,
-        max_crossings,
-    )
-    return products, reads
 
 
 @njit(cache=True, nogil=True)
 def gram_cg(Q, rows, k, ridge, nu, rhs, diag, rtol, max_iter, x):
     """Jacobi-preconditioned conjugate gradients on the principal sub-matrix of a support system's
-    Gram matrix Q (:func:`support_cg_gram`'s, without its ridge) over ``rows`` (positions in Q,
+    Gram matrix Q (:func:`support_cg`'s, without its ridge) over ``rows`` (positions in Q,
     increasing; k: the support's size, a row k being the intercept's, with curvature floor nu):
 
         (Q[rows, rows] + diag(ridge, ..., nu)) x = rhs,   from x = 0.
@@ -1071,13 +1080,8 @@ def gram_cg(Q, rows, k, ridge, nu, rhs, diag, rtol, max_iter, x):
     product instead of two reads of the columns. Shapes: rows, rhs, diag, x (m,). Returns (products,
     work: the products' multiply-adds)."""
     m = rows.shape[0]
-    x[:] = 0.0
-    res = rhs.copy()
-    z = res / diag
-    direction = z.copy()
+    res, direction, rz, stop = _cg_start(rhs, diag, rtol, x)
     product = np.empty(m)
-    rz = dot(res, z)
-    stop = rtol * np.sqrt(dot(rhs, rhs))
     products = 0
     while products < max_iter and np.sqrt(dot(res, res)) > stop:
         for a in range(m):
@@ -1089,11 +1093,26 @@ def gram_cg(Q, rows, k, ridge, nu, rhs, diag, rtol, max_iter, x):
         products += 1
         if not cg_advance(x, res, direction, product, rz):
             break
-        z = res / diag
-        rz_new = dot(res, z)
-        direction = z + (rz_new / rz) * direction
-        rz = rz_new
+        direction, rz = _cg_next(res, diag, direction, rz)
     return products, products * m * m
+
+
+@njit(cache=True, nogil=True)
+def _cg_start(rhs, diag, rtol, x):
+    """Jacobi-preconditioned CG from x = 0 (x set to it): (residual, first direction, res . z, the
+    residual norm at which it stops)."""
+    x[:] = 0.0
+    res = rhs.copy()
+    z = res / diag
+    return res, z.copy(), dot(res, z), rtol * np.sqrt(dot(rhs, rhs))
+
+
+@njit(cache=True, nogil=True)
+def _cg_next(res, diag, direction, rz):
+    """The next direction of Jacobi-preconditioned CG after a move, and its res . z."""
+    z = res / diag
+    rz_new = dot(res, z)
+    return z + (rz_new / rz) * direction, rz_new
 
 
 @njit(cache=True, nogil=True)
@@ -1154,9 +1173,18 @@ def warm_up():
     for gram_first in (0.0, np.inf):
         model = QuadraticModel(v1, np.ones(1), v1, v1.copy(), np.zeros(2), v2, 0.0)
         newton_direction(
-            data, idx, ptr, False, ws.copy(), 1, model, InnerSettings(0.1, 0.0, True, 1.0, 3, gram_first, 10)
+            data,
+            idx,
+            ptr,
+            False,
+            ws.copy(),
+            1,
+            model,
+            InnerSettings(0.1, 0.0, True, 1.0, 3, gram_first, 10),
+            np.empty((0, 0)),
         )
         model_change(ws, 1, model, 0.0, 0.1, 0.0)
+    border_gram(data, idx, ptr, False, np.zeros(2, dtype=np.int64), 1, 2, v2, np.eye(2), True, np.zeros(2))
     model_decrease(ws, 1, v1, v1, v1, 0.1)
     dot(v2, v2)
     model_dual_point(0, v2, v2, v2, v2, v2, True, v2.copy())

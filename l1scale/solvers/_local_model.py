@@ -36,14 +36,15 @@ LOCAL_MIN_SPREAD = 8
 
 
 @njit(cache=True, nogil=True)
-def newton_direction(data, indices, indptr, dense, active, m_outer, model, settings):
+def newton_direction(data, indices, indptr, dense, active, m_outer, model, settings, gram_in):
     """:func:`~l1scale.solvers._cd_kernels.newton_direction`, on a copy of the model's columns
     and coordinates where that pays (a sparse X of many columns, a model of many coordinates:
     see the module's docstring); the same results. ``model.wpd`` and ``active[:m_outer]``
-    (its order: the model's CD shrinks by swapping) are written back."""
+    (its order: the model's CD shrinks by swapping) are written back; ``gram_in`` and the Gram
+    matrix returned are in the order of ``active[:m_outer]``, the copy's too."""
     g, H, w, wpd, xTd, D, g_b, d_b = model
     if dense or m_outer < LOCAL_MIN_COORDINATES or g.shape[0] < LOCAL_MIN_SPREAD * m_outer:
-        return kernels.newton_direction(data, indices, indptr, dense, active, m_outer, model, settings)
+        return kernels.newton_direction(data, indices, indptr, dense, active, m_outer, model, settings, gram_in)
     cols = active[:m_outer].copy()
     local_indptr = np.empty(m_outer + 1, dtype=indptr.dtype)
     local_indptr[0] = 0
@@ -64,14 +65,14 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
         local_g[s], local_H[s], local_w[s], local_wpd[s] = g[j], H[j], w[j], wpd[j]
         local_active[s] = s
     local = kernels.QuadraticModel(local_g, local_H, local_w, local_wpd, xTd, D, g_b, d_b)
-    d_b, sweeps, reads, gram_price, tight = kernels.newton_direction(
-        local_data, local_indices, local_indptr, dense, local_active, m_outer, local, settings
+    d_b, sweeps, reads, gram_price, tight, gram_out = kernels.newton_direction(
+        local_data, local_indices, local_indptr, dense, local_active, m_outer, local, settings, gram_in
     )
     for s in range(m_outer):
         wpd[cols[s]] = local_wpd[s]
         active[s] = cols[local_active[s]]
     # The copy read the model's columns once.
-    return d_b, sweeps, reads + int(local_indptr[m_outer]), gram_price, tight
+    return d_b, sweeps, reads + int(local_indptr[m_outer]), gram_price, tight, gram_out
 
 
 def warm_up():
@@ -79,4 +80,6 @@ def warm_up():
     data, index, v1, v2 = np.ones(2), np.arange(2, dtype=np.int64), np.zeros(1), np.ones(2)
     model = kernels.QuadraticModel(v1, np.ones(1), v1, v1.copy(), np.zeros(2), v2, 0.0)
     settings = kernels.InnerSettings(0.1, 0.0, True, 1.0, 3, 0.0, 10)
-    newton_direction(data, index, np.array([0, 2]), False, np.zeros(1, dtype=np.int64), 1, model, settings)
+    newton_direction(
+        data, index, np.array([0, 2]), False, np.zeros(1, dtype=np.int64), 1, model, settings, np.empty((0, 0))
+    )

@@ -62,7 +62,7 @@ class NewtonSolve(NamedTuple):
     factorisation's work); ``capped``, whether CG stopped at its cap of products; ``factor``, the
     :class:`SupportFactor` it was solved with (None: by CG); ``stale``, a factorisation made at an
     earlier point that preconditioned the CG that solved it (its re-solves may use it too); ``gram``,
-    the system's Gram matrix when CG built one (``_cd_kernels.support_cg_gram``: the re-solves take
+    the system's Gram matrix when CG built one (``_cd_kernels.support_cg``: the re-solves take
     their products on it)."""
 
     grad: np.ndarray
@@ -141,7 +141,7 @@ def support_newton_direction(
     if fit_b:
         diag[k] = pt.D.sum() + nu
     step, work = np.empty(size), np.empty(problem.n_samples)
-    products, cg_reads, gram = kernels.support_cg_gram(
+    products, cg_reads, gram = kernels.support_cg(
         *arrays,
         support,
         pt.D,
@@ -255,7 +255,7 @@ def orthant_refined(
             step[rows] += correction
             continue
         correction = np.empty(rows.shape[0])
-        products, more = kernels.support_cg(
+        products, more, _ = kernels.support_cg(
             *arrays,
             kept,
             pt.D,

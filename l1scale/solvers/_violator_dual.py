@@ -107,7 +107,7 @@ class ViolatorDual:
             rhs[k] = float(pt.r.sum())
             diag[k] = float(pt.D.sum()) + kernels.NU
         a, t = np.empty(k + int(fit_b)), np.empty(problem.n_samples)
-        _, reads = kernels.support_cg(
+        _, reads, _ = kernels.support_cg(
             *arrays,
             violators,
             pt.D,

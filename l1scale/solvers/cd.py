@@ -81,6 +81,7 @@ from .base import History, Solver, Timer, certified_result, compiled_once
 __all__ = ["CoordinateDescent"]
 
 _EPS = float(np.finfo(np.float64).eps)
+_NO_GRAM = np.empty((0, 0))  # a model solved without a Gram matrix given (``_cd_kernels.newton_direction``)
 
 
 class CoordinateDescent(Solver):
@@ -517,7 +518,9 @@ class CoordinateDescent(Solver):
                 # features left out may violate at its dual point (the round's end checks).
                 *model_dual.inner_settings(problem, dual.has_dual and everything, objective),
             )
-            d_b, sweeps, inner_reads, gram_price, tight = local_model.newton_direction(*arrays, active, m, model, inner)
+            d_b, sweeps, inner_reads, gram_price, tight, gram = local_model.newton_direction(
+                *arrays, active, m, model, inner, _NO_GRAM
+            )
             used_gram = gram_price > 0.0
             st.gram_first = gram_price  # an ill-conditioned model: the next one likely is too
             pt.reads += inner_reads
@@ -530,7 +533,7 @@ class CoordinateDescent(Solver):
             model_point = model_corr = None
             if tight:
                 model_point, model_corr, m, d_b, gram_price = model_dual.grown_point(
-                    pt, dual, model, inner, active, m, cols, st.kept, d_b, gram_price, objective, self.verbose
+                    pt, dual, model, inner, active, m, cols, st.kept, d_b, gram_price, gram, objective, self.verbose
                 )
                 st.gram_first = gram_price
             step, loss_change, pen_change = self._line_search(pt, active, m, model, d_b)
