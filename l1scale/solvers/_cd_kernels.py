@@ -1080,16 +1080,18 @@ def gram_cg(Q, rows, k, ridge, nu, rhs, diag, rtol, max_iter, x):
     product instead of two reads of the columns. Shapes: rows, rhs, diag, x (m,). Returns (products,
     work: the products' multiply-adds)."""
     m = rows.shape[0]
+    # The sub-matrix, contiguous; its coordinates' rows come first, the intercept's (k) last.
+    sub = np.empty((m, m))
+    k_sub = 0
+    for a in range(m):
+        k_sub += rows[a] < k
+        for b in range(m):
+            sub[a, b] = Q[rows[a], rows[b]]
     res, direction, rz, stop = _cg_start(rhs, diag, rtol, x)
     product = np.empty(m)
     products = 0
     while products < max_iter and np.sqrt(dot(res, res)) > stop:
-        for a in range(m):
-            ra = rows[a]
-            acc = 0.0
-            for b in range(m):
-                acc += Q[ra, rows[b]] * direction[b]
-            product[a] = acc + (ridge if ra < k else nu) * direction[a]
+        gram_product(sub, k_sub, ridge, nu, direction, product)
         products += 1
         if not cg_advance(x, res, direction, product, rz):
             break
