@@ -371,12 +371,11 @@ class Problem(InMemoryProblemBase):
         other.columns = as_columns(matrix, checked=True)
         return other
 
-    def row_correlations(self, V):
-        """X^T V for the m vectors in the columns of V (n, m), read from the rows in one pass
-        (``data.rows.row_correlations``): (d, m)."""
-        V = np.ascontiguousarray(V, dtype=np.float64).reshape(self.n_samples, -1)
-        out = np.empty((self.n_features, V.shape[1]))
-        row_correlations(*self.rows.arrays[:3], V, out)
+    def row_correlations(self, v):
+        """X^T v, read from the rows in one pass (``data.rows.row_correlations``): (d,)."""
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        out = np.empty(self.n_features)
+        row_correlations(*self.rows.arrays[:3], v, out)
         return out
 
     def repeated_columns(self):

@@ -83,7 +83,7 @@ def row_start(solver, problem, timer):
         return None, (coef, result.intercept, None), copied
     # One pass over the rows: the dual point's correlations with every column.
     u_c = problem.c * result.dual_point
-    corr = problem.row_correlations(u_c)[:, 0]
+    corr = problem.row_correlations(u_c)
     dual = dual_value(problem.loss, problem.penalty, problem.y, problem.c, None, result.dual_point, corr)
     cert = Certificate.duality_gap(result.objective, dual)
     if cert.relative > solver.tol:
