@@ -12,6 +12,9 @@ from l1scale.data.memory import as_columns
 from l1scale.exceptions import ConvergenceWarning
 from l1scale.problems import Problem
 from l1scale.solvers import _cd_kernels as kernels
+from l1scale.solvers import _cg_kernels as cg_kernels
+from l1scale.solvers import _gram_kernels as gram_kernels
+from l1scale.solvers._quadratic_step import NU
 from l1scale.solvers.cd import CoordinateDescent
 
 
@@ -42,15 +45,15 @@ def test_model_gram_is_the_weighted_gram_matrix_bordered_by_the_intercept(layout
     D[::7] = 0.0  # rows without curvature are skipped
     active = np.array([9, 2, 0, 27, 14, 5, 28], dtype=np.int64)  # any order, the local order
     counts = np.empty(X.shape[0], dtype=np.int64)
-    nnz, work = kernels.gram_cost(*arrays, active, active.shape[0], counts)
+    nnz, work = gram_kernels.gram_cost(*arrays, active, active.shape[0], counts)
     XA = X[:, active]
     assert nnz == (X.shape[0] * active.shape[0] if layout == "dense" else np.count_nonzero(XA))
     per_row = counts if layout != "dense" else np.full(X.shape[0], active.shape[0])
     # Dense columns go to BLAS: their multiply-adds weigh less, in the scalar loop's units.
-    speedup = kernels.DENSE_GRAM_SPEEDUP if layout == "dense" else 1.0
-    copy = kernels.DENSE_GRAM_COPY * X.shape[0] * active.shape[0] if layout == "dense" else 0.0
+    speedup = gram_kernels.DENSE_GRAM_SPEEDUP if layout == "dense" else 1.0
+    copy = gram_kernels.DENSE_GRAM_COPY * X.shape[0] * active.shape[0] if layout == "dense" else 0.0
     assert work == pytest.approx(copy + 0.5 * float(per_row @ (per_row + 1)) / speedup)
-    Q = kernels.model_gram(*arrays, active, active.shape[0], D, counts, fit_intercept)
+    Q = gram_kernels.model_gram(*arrays, active, active.shape[0], D, counts, fit_intercept)
     B = np.column_stack([XA, np.ones(X.shape[0])]) if fit_intercept else XA
     np.testing.assert_allclose(Q, B.T @ (D[:, None] * B), rtol=1e-13, atol=1e-13)
 
@@ -65,14 +68,14 @@ def test_model_gram_of_a_few_sparse_columns_skips_the_empty_rows_but_not_their_c
     active = np.array([3, 17, 8], dtype=np.int64)
     counts = np.empty(n, dtype=np.int64)
     arrays = as_columns(X).arrays
-    nnz, work = kernels.gram_cost(*arrays, active, active.shape[0], counts)
+    nnz, work = gram_kernels.gram_cost(*arrays, active, active.shape[0], counts)
     XA = X.toarray()[:, active]
     per_row = np.count_nonzero(XA, axis=1)
     assert nnz == per_row.sum() and np.count_nonzero(per_row) < n // 10
     np.testing.assert_array_equal(counts, per_row)
     assert work == 0.5 * float(per_row @ (per_row + 1))
     D = rng.uniform(0.0, 1.0, size=n)
-    Q = kernels.model_gram(*arrays, active, active.shape[0], D, counts, fit_intercept)
+    Q = gram_kernels.model_gram(*arrays, active, active.shape[0], D, counts, fit_intercept)
     B = np.column_stack([XA, np.ones(n)]) if fit_intercept else XA
     np.testing.assert_allclose(Q, B.T @ (D[:, None] * B), rtol=1e-13, atol=1e-13)
     if fit_intercept:
@@ -87,7 +90,7 @@ def test_model_gram_of_many_row_blocks_is_the_weighted_gram_matrix(fit_intercept
     n, d = 30000, 40
     X = sp.random(n, d, density=0.1, format="csc", random_state=4)
     X = sp.csc_matrix(X.toarray() * (np.arange(d) != 7))  # column 7 empty
-    assert X.nnz > 3 * kernels.GRAM_BLOCK_ENTRIES
+    assert X.nnz > 3 * gram_kernels.GRAM_BLOCK_ENTRIES
     _check_gram(X, rng, fit_intercept, zero_every=5, atol=1e-10)
 
 
@@ -101,8 +104,8 @@ def _check_gram(X, rng, fit_intercept, zero_every, atol):
     D[::zero_every] = 0.0
     active = rng.permutation(d).astype(np.int64)
     counts = np.empty(n, dtype=np.int64)
-    kernels.gram_cost(*arrays, active, d, counts)
-    Q = kernels.model_gram(*arrays, active, d, D, counts, fit_intercept)
+    gram_kernels.gram_cost(*arrays, active, d, counts)
+    Q = gram_kernels.model_gram(*arrays, active, d, D, counts, fit_intercept)
     XA = X.toarray()[:, active]
     B = np.column_stack([XA, np.ones(n)]) if fit_intercept else XA
     np.testing.assert_allclose(Q, B.T @ (D[:, None] * B), rtol=1e-12, atol=atol)
@@ -119,15 +122,15 @@ def test_a_gram_matrix_larger_than_a_band_is_built_band_by_band_to_the_same_bits
     n, d = 6000, 420
     X = sp.random(n, d, density=0.03, format="csc", random_state=6)
     size = d + int(fit_intercept)
-    assert 8 * size * size > 2 * kernels.GRAM_BAND_BYTES and X.nnz > 2 * kernels.GRAM_BLOCK_ENTRIES
+    assert 8 * size * size > 2 * gram_kernels.GRAM_BAND_BYTES and X.nnz > 2 * gram_kernels.GRAM_BLOCK_ENTRIES
     Q, active, D = _check_gram(X, rng, fit_intercept, zero_every=7, atol=1e-12)
     np.testing.assert_array_equal(Q, Q.T)
     arrays, counts = as_columns(X).arrays, np.empty(n, dtype=np.int64)
     # The same columns in two halves: each half's matrix (one band or two) is the whole one's block.
     half = d // 2
     for part in (active[:half], active[half:]):
-        kernels.gram_cost(*arrays, part, part.shape[0], counts)
-        P = kernels.model_gram(*arrays, part, part.shape[0], D, counts, False)
+        gram_kernels.gram_cost(*arrays, part, part.shape[0], counts)
+        P = gram_kernels.model_gram(*arrays, part, part.shape[0], D, counts, False)
         where = np.array([np.flatnonzero(active == j)[0] for j in part])
         np.testing.assert_array_equal(P, Q[np.ix_(where, where)])
 
@@ -140,7 +143,7 @@ def _model(X, layout, fit_intercept, seed):
     D = rng.uniform(0.05, 0.25, size=n) / n
     r = rng.normal(size=n) / n
     g = X.T @ r
-    H = (X * X).T @ D + kernels.NU
+    H = (X * X).T @ D + NU
     return arrays, g, H, D, float(r.sum()) if fit_intercept else 0.0
 
 
@@ -185,13 +188,13 @@ def test_a_bordered_gram_matrix_is_the_grown_models_own(layout, fit_intercept):
     active = np.array([9, 2, 0, 27, 14, 5, 28, 11, 20], dtype=np.int64)
     m_old, m_new = 6, active.shape[0]
     counts = np.empty(n, dtype=np.int64)
-    kernels.gram_cost(*arrays, active, m_old, counts)
-    old = kernels.model_gram(*arrays, active, m_old, D, counts, fit_intercept)
+    gram_kernels.gram_cost(*arrays, active, m_old, counts)
+    old = gram_kernels.model_gram(*arrays, active, m_old, D, counts, fit_intercept)
     t = np.zeros(n)
-    Q, reads = kernels.border_gram(*arrays, active, m_old, m_new, D, old, fit_intercept, t)
-    kernels.gram_cost(*arrays, active, m_new, counts)
+    Q, reads = gram_kernels.border_gram(*arrays, active, m_old, m_new, D, old, fit_intercept, t)
+    gram_kernels.gram_cost(*arrays, active, m_new, counts)
     np.testing.assert_allclose(
-        Q, kernels.model_gram(*arrays, active, m_new, D, counts, fit_intercept), rtol=1e-12, atol=1e-13
+        Q, gram_kernels.model_gram(*arrays, active, m_new, D, counts, fit_intercept), rtol=1e-12, atol=1e-13
     )
     np.testing.assert_array_equal(t, 0.0)  # the scratch is left as it came
     column_nnz = n if layout == "dense" else np.count_nonzero(X, axis=0)
@@ -218,9 +221,9 @@ def test_a_model_returns_its_gram_matrix_in_its_order_and_takes_one_given(fit_in
     d_b, _, reads, price, _, gram = kernels.newton_direction(*arrays, active, d, model, settings, np.empty((0, 0)))
     assert price > 0.0 and not np.array_equal(active, np.arange(d))  # on its Gram matrix, shrunk
     counts = np.empty(n, dtype=np.int64)
-    kernels.gram_cost(*arrays, active, d, counts)
+    gram_kernels.gram_cost(*arrays, active, d, counts)
     np.testing.assert_allclose(
-        gram, kernels.model_gram(*arrays, active, d, D, counts, fit_intercept), rtol=1e-12, atol=1e-13
+        gram, gram_kernels.model_gram(*arrays, active, d, D, counts, fit_intercept), rtol=1e-12, atol=1e-13
     )
 
     wpd2, xTd2 = w.copy(), np.zeros(n)
@@ -249,7 +252,7 @@ def test_a_gram_matrix_is_bought_at_once_only_when_it_costs_at_most_gram_reuse_t
     D = rng.uniform(0.05, 0.25, size=n) / n
     r = rng.normal(size=n) / n
     g = X.T @ r
-    H = X.multiply(X).T @ D + kernels.NU
+    H = X.multiply(X).T @ D + NU
     lam1 = 0.3 * float(np.abs(g).max())
     out = {}
     price = None
@@ -284,13 +287,13 @@ def test_support_cg_on_the_gram_matrix_solves_the_same_system(fit_intercept):
     A = B.T @ (D[:, None] * B)
     A[np.arange(k), np.arange(k)] += 1e-6
     if fit_intercept:
-        A[k, k] += kernels.NU
+        A[k, k] += NU
     rhs = np.random.default_rng(7).normal(size=A.shape[0])
     solutions = []
     for gram_max in (0, 1000):
         x, t = np.empty(A.shape[0]), np.empty(n)
-        products, reads, _ = kernels.support_cg(
-            *arrays, support, D, 1e-6, kernels.NU, fit_intercept, rhs, np.diag(A).copy(), 1e-13, 500, x, t, gram_max,
+        products, reads, _ = cg_kernels.support_cg(
+            *arrays, support, D, 1e-6, NU, fit_intercept, rhs, np.diag(A).copy(), 1e-13, 500, x, t, gram_max,
             x, -1,  # no crossing test
         )  # fmt: skip
         assert reads > 0 and products > 2
@@ -342,16 +345,16 @@ def test_dense_gram_summed_over_blocks_of_rows_is_the_weighted_gram_matrix(fit_i
     # curvature rounded below zero counts as zero (no NaN from its square root).
     rng = np.random.default_rng(11)
     m = 200
-    n = 2 * kernels.DENSE_GRAM_BLOCK_ROWS + 452
-    assert kernels.DENSE_GRAM_BLOCK_BYTES // (8 * (m + 1)) < kernels.DENSE_GRAM_BLOCK_ROWS  # three blocks
+    n = 2 * gram_kernels.DENSE_GRAM_BLOCK_ROWS + 452
+    assert gram_kernels.DENSE_GRAM_BLOCK_BYTES // (8 * (m + 1)) < gram_kernels.DENSE_GRAM_BLOCK_ROWS  # three blocks
     X = rng.normal(size=(n, m + 7))
     D = rng.uniform(0.0, 0.25, size=n)
     D[5] = -1e-18
     active = rng.permutation(m + 7)[:m].astype(np.int64)
     arrays = as_columns(X).arrays
     counts = np.empty(n, dtype=np.int64)
-    kernels.gram_cost(*arrays, active, m, counts)
-    Q = kernels.model_gram(*arrays, active, m, D, counts, fit_intercept)
+    gram_kernels.gram_cost(*arrays, active, m, counts)
+    Q = gram_kernels.model_gram(*arrays, active, m, D, counts, fit_intercept)
     XA = X[:, active]
     B = np.column_stack([XA, np.ones(n)]) if fit_intercept else XA
     Dc = np.maximum(D, 0.0)

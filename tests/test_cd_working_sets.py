@@ -285,6 +285,7 @@ def test_newton_dual_point_takes_in_a_feature_still_to_enter(fit_intercept, monk
     from l1scale.solvers import _cd_kernels as kernels
     from l1scale.solvers._cd_state import Iterate
     from l1scale.solvers._dual import DualPoints
+    from l1scale.solvers._quadratic_step import NU
     from l1scale.solvers._support_newton import NewtonDual
 
     X, y = _data("logistic", n=600, d=800, seed=1)
@@ -298,7 +299,7 @@ def test_newton_dual_point_takes_in_a_feature_still_to_enter(fit_intercept, monk
         pt = Iterate(p, w, ref.intercept)
         g, H = np.empty(d), np.empty(d)
         kernels.column_curvatures(*p.columns.arrays, kept, pt.D, H)
-        H += kernels.NU
+        H += NU
         vmax, _, nnz, vzero = kernels.check_pass(*p.columns.arrays, kept, pt.r, pt.w, lam1, 0.0, g)
         return pt, g, H, vmax, nnz, vzero
 

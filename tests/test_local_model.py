@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from l1scale import SparseLogisticRegression
 from l1scale.solvers import _cd_kernels as kernels
 from l1scale.solvers import _local_model as local_model
+from l1scale.solvers._quadratic_step import NU
 
 
 def _wide_model(m, spread, seed):
@@ -22,7 +23,7 @@ def _wide_model(m, spread, seed):
     D = rng.uniform(0.05, 0.25, size=n) / n
     r = rng.normal(size=n) / n
     g = np.asarray(X.T @ r).ravel()
-    H = np.asarray(X.multiply(X).T @ D).ravel() + kernels.NU
+    H = np.asarray(X.multiply(X).T @ D).ravel() + NU
     w = np.zeros(d)
     chosen = np.sort(rng.choice(d, m, replace=False))
     w[chosen[::7]] = rng.normal(size=chosen[::7].shape[0]) * 0.1

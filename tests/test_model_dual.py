@@ -10,6 +10,8 @@ from l1scale.data.memory import as_columns
 from l1scale.losses import LOGISTIC, SQUARED, SQUARED_HINGE
 from l1scale.problems import Problem
 from l1scale.solvers import _cd_kernels as kernels
+from l1scale.solvers import _gram_kernels as gram_kernels
+from l1scale.solvers._quadratic_step import NU
 from l1scale.solvers.cd import CoordinateDescent
 
 
@@ -30,7 +32,7 @@ def _one_hot(n=600, blocks=(5, 7, 4), seed=0):
 def _model_value(X, g, D, w, wpd, d_b, g_b, lam1, fit_intercept):
     d = wpd - w
     q = X @ d + (d_b if fit_intercept else 0.0)
-    quad = (D * q) @ q + kernels.NU * (d @ d + d_b * d_b)
+    quad = (D * q) @ q + NU * (d @ d + d_b * d_b)
     return g @ d + g_b * d_b + 0.5 * quad + lam1 * (np.abs(wpd).sum() - np.abs(w).sum())
 
 
@@ -38,10 +40,10 @@ def _model_kkt(X, g, D, w, wpd, d_b, g_b, lam1, fit_intercept):
     """Largest violation of the model's optimality conditions at (wpd - w, d_b)."""
     d = wpd - w
     q = X @ d + (d_b if fit_intercept else 0.0)
-    G = g + X.T @ (D * q) + kernels.NU * d
+    G = g + X.T @ (D * q) + NU * d
     viol = np.where(wpd != 0.0, np.abs(G + lam1 * np.sign(wpd)), np.maximum(np.abs(G) - lam1, 0.0))
     if fit_intercept:
-        viol = np.append(viol, abs(g_b + (D * q).sum() + kernels.NU * d_b))
+        viol = np.append(viol, abs(g_b + (D * q).sum() + NU * d_b))
     return float(viol.max())
 
 
@@ -55,7 +57,7 @@ def test_a_model_close_to_its_optimum_is_solved_on_to_dual_tol(fit_intercept, gr
     D = rng.uniform(0.05, 0.25, size=n) / n
     r = rng.normal(size=n) / n
     g = X.T @ r
-    H = (X * X).T @ D + kernels.NU
+    H = (X * X).T @ D + NU
     g_b = float(r.sum()) if fit_intercept else 0.0
     lam1 = 0.2 * float(np.abs(g).max())
     w = np.zeros(d)
@@ -95,7 +97,7 @@ def _singular_model(seed):
     D = rng.uniform(0.05, 0.25, size=n) / n
     r = rng.normal(size=n) / n
     g = X.T @ r
-    return X, D, g, (X * X).T @ D + kernels.NU, float(r.sum()), 0.02 * float(np.abs(g).max())
+    return X, D, g, (X * X).T @ D + NU, float(r.sum()), 0.02 * float(np.abs(g).max())
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -163,7 +165,9 @@ def test_a_face_step_on_a_flat_direction_lands_a_weight_on_zero():
     Q[:] = Xb.T @ (D[:, None] * Xb)
     wpd, Qd = w.copy(), np.zeros(5)
     before = _model_value(X, g, D, w, wpd, 0.0, g_b, lam1, True)
-    d_b, _, crossed = kernels.gram_support_solve(np.arange(4), np.arange(4), 4, g, w, wpd, Q, Qd, 0.0, g_b, lam1, 0.0)
+    d_b, _, crossed = gram_kernels.gram_support_solve(
+        np.arange(4), np.arange(4), 4, g, w, wpd, Q, Qd, 0.0, g_b, lam1, 0.0
+    )
     assert crossed and np.count_nonzero(wpd == 0.0) == 1
     after = _model_value(X, g, D, w, wpd, d_b, g_b, lam1, True)
     assert after < before - 1e-3 * lam1

@@ -8,7 +8,9 @@ import scipy.sparse as sp
 
 from l1scale.problems import Problem
 from l1scale.solvers import _cd_kernels as kernels
+from l1scale.solvers import _cg_kernels as cg_kernels
 from l1scale.solvers._cd_state import Iterate
+from l1scale.solvers._quadratic_step import NU
 from l1scale.solvers._support_factor import SupportFactor, preconditioned_cg
 from l1scale.solvers._support_newton import orthant_refined, support_newton_direction
 
@@ -26,7 +28,7 @@ def _system(problem, pt, support):
     A = X[:, support]
     if problem.fit_intercept:
         A = np.hstack([A, np.ones((A.shape[0], 1))])
-    M = A.T @ (pt.D[:, None] * A) + kernels.NU * np.eye(A.shape[1])
+    M = A.T @ (pt.D[:, None] * A) + NU * np.eye(A.shape[1])
     M[: support.shape[0], : support.shape[0]] += problem.penalty.l2 * np.eye(support.shape[0])
     return M
 
@@ -160,8 +162,8 @@ def test_support_cg_stops_once_its_iterate_crosses_more_weights_than_allowed():
     runs = {}
     for max_crossings, w_s in [(-1, np.ones(20)), (0, -1e-9 * np.sign(rhs)), (25, -1e-9 * np.sign(rhs))]:
         x, t = np.empty(20), np.empty(n)
-        products, _, _ = kernels.support_cg(
-            *problem.columns.arrays, support, D, 1e-6, kernels.NU, False, rhs, diag, 1e-12, 200, x, t, 0,
+        products, _, _ = cg_kernels.support_cg(
+            *problem.columns.arrays, support, D, 1e-6, NU, False, rhs, diag, 1e-12, 200, x, t, 0,
             w_s, max_crossings,
         )  # fmt: skip
         runs[max_crossings] = products
@@ -261,7 +263,7 @@ def test_a_re_solve_takes_its_products_on_the_gram_matrix_its_step_built(fit_int
     M = _system(problem, pt, support)
     solve = support_newton_direction(pt, support, H, 1e-4, gram_max=100)
     assert solve.factor is None and solve.gram is not None  # CG, which bought the Gram matrix
-    ridge = np.full(M.shape[0], kernels.NU)
+    ridge = np.full(M.shape[0], NU)
     ridge[:k] += problem.penalty.l2
     np.testing.assert_allclose(solve.gram + np.diag(ridge), M, rtol=1e-12, atol=1e-12)
     crossing = np.sign(w_s + solve.step[:k]) != np.sign(w_s)
@@ -330,10 +332,10 @@ def test_an_earlier_factorisation_preconditions_a_later_points_system(fit_interc
     assert converged
     np.testing.assert_allclose(M @ x, rhs, rtol=0, atol=1e-9 * np.abs(rhs).max())
     H = _curvatures(problem, later)
-    diag = np.append(H[new_support], later.D.sum() + kernels.NU) if fit_intercept else H[new_support]
+    diag = np.append(H[new_support], later.D.sum() + NU) if fit_intercept else H[new_support]
     jacobi, work = np.empty(M.shape[0]), np.empty(problem.n_samples)
-    jacobi_products, _, _ = kernels.support_cg(
-        *problem.columns.arrays, new_support, later.D, problem.penalty.l2 + kernels.NU, kernels.NU,
+    jacobi_products, _, _ = cg_kernels.support_cg(
+        *problem.columns.arrays, new_support, later.D, problem.penalty.l2 + NU, NU,
         fit_intercept, rhs, diag, 1e-10, 500, jacobi, work, 0, jacobi, -1,
     )  # fmt: skip
     assert products <= 12 and jacobi_products >= 10 * products

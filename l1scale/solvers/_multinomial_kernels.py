@@ -14,7 +14,7 @@ from numba import njit
 
 from ..data.memory import column, dense_columns
 from ..losses import softmax_row
-from ._cd_kernels import cg_advance, dot
+from ._cg_kernels import cg_advance, dot
 
 # Curvature floor of the quadratic model (liblinear's nu), as in the binary solver.
 NU = 1e-12

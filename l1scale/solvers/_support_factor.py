@@ -31,8 +31,10 @@ import numpy as np
 import scipy.linalg
 from numba import njit
 
-from . import _cd_kernels as kernels
+from . import _cg_kernels as cg_kernels
+from . import _gram_kernels as gram_kernels
 from ._dual import columns_nnz
+from ._quadratic_step import NU
 
 __all__ = [
     "STALE_MAX_FRESH",
@@ -70,7 +72,7 @@ class SupportFactor:
 
         M = X_S^T diag(D) X_S + (lam2 + nu) I, bordered by the intercept's row (corner sum D + nu),
 
-    built from its Gram matrix (``_cd_kernels.model_gram``) and factored by LAPACK (:func:`cholesky_factor`:
+    built from its Gram matrix (``_gram_kernels.model_gram``) and factored by LAPACK (:func:`cholesky_factor`:
     ``factor`` is the lower factor L, M = L L^T). Solves with it are exact where CG's stop at a
     tolerance or a cap.
 
@@ -88,7 +90,7 @@ class SupportFactor:
         """Whether this is the factorisation of ``pt``'s system on ``support`` (made at this point)."""
         return (
             self.moves == pt.moves
-            and self.ridge == pt.problem.penalty.l2 + kernels.NU
+            and self.ridge == pt.problem.penalty.l2 + NU
             and self.support is not None
             and np.array_equal(self.support, support)
         )
@@ -97,24 +99,24 @@ class SupportFactor:
     def of(cls, pt, support):
         """(the factorisation at ``pt`` over ``support``, or None; the work: nonzeros of X read
         and the Gram matrix's multiply-adds, plus the factorisation's, in the units of
-        ``_cd_kernels.DENSE_GRAM_SPEEDUP``)."""
+        ``_gram_kernels.DENSE_GRAM_SPEEDUP``)."""
         return cls.at(pt.problem, pt.D, support, pt.moves)
 
     @classmethod
     def at(cls, problem, D, support, moves=-1, ridge=None):
         """:meth:`of` from the curvatures ``D`` of a point (``moves``: its move count; ``ridge``:
         lam2 + nu, by default the problem's)."""
-        ridge = problem.penalty.l2 + kernels.NU if ridge is None else float(ridge)
+        ridge = problem.penalty.l2 + NU if ridge is None else float(ridge)
         k, fit_b = support.shape[0], problem.fit_intercept
         arrays = problem.columns.arrays
         counts = np.empty(problem.n_samples, dtype=np.int64)
-        nnz_cols, gram_work = kernels.gram_cost(*arrays, support, k, counts)
-        M = kernels.model_gram(*arrays, support, k, D, counts, fit_b)
+        nnz_cols, gram_work = gram_kernels.gram_cost(*arrays, support, k, counts)
+        M = gram_kernels.model_gram(*arrays, support, k, D, counts, fit_b)
         size = M.shape[0]
         diagonal = np.arange(k)
         M[diagonal, diagonal] += ridge
         if fit_b:
-            M[k, k] += kernels.NU
+            M[k, k] += NU
         work = _factorisation_work(nnz_cols, gram_work, size)
         factor = cholesky_factor(M)
         if factor.shape[0] == 0:
@@ -126,7 +128,7 @@ class SupportFactor:
         """The work :meth:`of` would report on ``support`` (one counting pass over its columns)."""
         counts = np.empty(problem.n_samples, dtype=np.int64)
         k = support.shape[0]
-        nnz_cols, gram_work = kernels.gram_cost(*problem.columns.arrays, support, k, counts)
+        nnz_cols, gram_work = gram_kernels.gram_cost(*problem.columns.arrays, support, k, counts)
         return _factorisation_work(nnz_cols, gram_work, k + int(problem.fit_intercept))
 
     @staticmethod
@@ -287,22 +289,22 @@ def _cholesky_work(size) -> float:
     """A Cholesky factorisation's size^3 / 6 multiply-adds, in the scalar loops' units (measured at
     2,862 of news20's columns: Gram matrix and factorisation 0.68 s, a CG product over the same
     columns 2.2 ms: 310 products; this count with the Gram matrix's gives 300)."""
-    return size**3 / (6.0 * kernels.DENSE_GRAM_SPEEDUP)
+    return size**3 / (6.0 * gram_kernels.DENSE_GRAM_SPEEDUP)
 
 
 def system_product(pt, support, v, out, margins) -> int:
-    """out = M v for the support's Newton system at ``pt`` (as ``_cd_kernels.support_cg`` writes it:
+    """out = M v for the support's Newton system at ``pt`` (as ``_cg_kernels.support_cg`` writes it:
     ``X_S^T diag(D) X_S + (lam2 + nu) I``, the intercept's row with curvature floor nu); ``margins``
     (n,) is scratch. Returns the nonzeros of X read."""
     problem = pt.problem
     arrays, fit_b = problem.columns.arrays, problem.fit_intercept
     k = support.shape[0]
-    kernels.support_margins_change(*arrays, support, v, fit_b, margins)
+    cg_kernels.support_margins_change(*arrays, support, v, fit_b, margins)
     margins *= pt.D
-    kernels.support_gradient(*arrays, support, margins, fit_b, out)
-    out[:k] += (problem.penalty.l2 + kernels.NU) * v[:k]
+    cg_kernels.support_gradient(*arrays, support, margins, fit_b, out)
+    out[:k] += (problem.penalty.l2 + NU) * v[:k]
     if fit_b:
-        out[k] += kernels.NU * v[k]
+        out[k] += NU * v[k]
     return 2 * columns_nnz(problem.columns, support)
 
 
@@ -319,17 +321,17 @@ def preconditioned_cg(pt, support, rhs, precondition, rtol, max_products):
     res = rhs.copy()
     z = precondition.apply(res)
     direction = z.copy()
-    rz = kernels.dot(res, z)  # not NumPy's @: BLAS's threads (kernels.dot)
-    size = float(np.sqrt(kernels.dot(rhs, rhs)))
+    rz = cg_kernels.dot(res, z)  # not NumPy's @: BLAS's threads (cg_kernels.dot)
+    size = float(np.sqrt(cg_kernels.dot(rhs, rhs)))
     stop = rtol * size
     products, reads = 0, precondition.setup + precondition.work
     converged = size <= stop
     while not converged and products < max_products:
         reads += system_product(pt, support, direction, product, margins)
         products += 1
-        if not kernels.cg_advance(x, res, direction, product, rz):
+        if not cg_kernels.cg_advance(x, res, direction, product, rz):
             break
-        left = float(np.sqrt(kernels.dot(res, res)))
+        left = float(np.sqrt(cg_kernels.dot(res, res)))
         converged = left <= stop
         if converged:
             break
@@ -339,7 +341,7 @@ def preconditioned_cg(pt, support, rhs, precondition, rtol, max_products):
             break
         z = precondition.apply(res)
         reads += precondition.work
-        rz_new = kernels.dot(res, z)
+        rz_new = cg_kernels.dot(res, z)
         direction = z + (rz_new / rz) * direction
         rz = rz_new
     return x, products, reads, converged

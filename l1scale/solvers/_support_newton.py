@@ -28,7 +28,10 @@ import numpy as np
 
 from ..losses import weighted_terms_along
 from . import _cd_kernels as kernels
+from . import _cg_kernels as cg_kernels
+from . import _gram_kernels as gram_kernels
 from ._dual import columns_nnz, correlations_near, loss_units, residual_distance
+from ._quadratic_step import NU
 from ._support_factor import STALE_MAX_PRODUCTS, SupportFactor, preconditioned_cg, system_product
 
 __all__ = [
@@ -62,7 +65,7 @@ class NewtonSolve(NamedTuple):
     factorisation's work); ``capped``, whether CG stopped at its cap of products; ``factor``, the
     :class:`SupportFactor` it was solved with (None: by CG); ``stale``, a factorisation made at an
     earlier point that preconditioned the CG that solved it (its re-solves may use it too); ``gram``,
-    the system's Gram matrix when CG built one (``_cd_kernels.support_cg``: the re-solves take
+    the system's Gram matrix when CG built one (``_cg_kernels.support_cg``: the re-solves take
     their products on it)."""
 
     grad: np.ndarray
@@ -102,17 +105,17 @@ def support_newton_direction(
     Parameters: as :func:`support_newton_step`; ``rtol``, CG's relative residual, defaults to
     the square of ``violation`` (see ``_CG_RTOL_RANGE``); ``max_crossings`` (>= 0): CG stops
     early off the Gram matrix once its step would carry more weights across zero
-    (``_cd_kernels.support_cg``); ``signs``, the signs of the L1 term's gradient on the support (by
+    (``_cg_kernels.support_cg``); ``signs``, the signs of the L1 term's gradient on the support (by
     default the weights' own: a zero weight put in the system takes the sign it would enter with).
     Returns a :class:`NewtonSolve`."""
-    nu = kernels.NU
+    nu = NU
     problem, w = pt.problem, pt.w
     k, fit_b = support.shape[0], problem.fit_intercept
     lam1, lam2 = problem.penalty.l1, problem.penalty.l2
     arrays = problem.columns.arrays
     size = k + int(fit_b)
     grad = np.empty(size)
-    kernels.support_gradient(*arrays, support, pt.r, fit_b, grad)
+    cg_kernels.support_gradient(*arrays, support, pt.r, fit_b, grad)
     grad[:k] += lam2 * w[support] + lam1 * (np.sign(w[support]) if signs is None else signs)
     reads = 0
     rtol = _clipped_rtol(violation * violation if rtol is None else rtol)
@@ -141,7 +144,7 @@ def support_newton_direction(
     if fit_b:
         diag[k] = pt.D.sum() + nu
     step, work = np.empty(size), np.empty(problem.n_samples)
-    products, cg_reads, gram = kernels.support_cg(
+    products, cg_reads, gram = cg_kernels.support_cg(
         *arrays,
         support,
         pt.D,
@@ -193,7 +196,7 @@ def orthant_refined(
     lam: 1-15 of 1,350 bigrams, a step cut to t = 2^-8 by them), and a step that moves many
     across does not (a9a's one-hot blocks at 0.001 lam_max: 20 of 90, where the re-solved steps
     read 21-36% more to every tol). Returns (the step, nonzeros read)."""
-    nu = kernels.NU
+    nu = NU
     problem, w = pt.problem, pt.w
     k, fit_b = support.shape[0], problem.fit_intercept
     arrays = problem.columns.arrays
@@ -216,12 +219,12 @@ def orthant_refined(
         if factor is not None:
             held = np.flatnonzero(~free)
             step = factor.solve_held(-grad, held, -w_s[held])
-            reads += int(2 * held.shape[0] * factor.size**2 / kernels.DENSE_GRAM_SPEEDUP)
+            reads += int(2 * held.shape[0] * factor.size**2 / gram_kernels.DENSE_GRAM_SPEEDUP)
             continue
         rows = np.flatnonzero(np.append(free, True) if fit_b else free)
         # The system's residual at the step so far, on the rows still free.
         if gram is not None:
-            kernels.gram_product(gram, k, lam2 + nu, nu, step, product)
+            cg_kernels.gram_product(gram, k, lam2 + nu, nu, step, product)
             reads += product.shape[0] ** 2
         else:
             reads += system_product(pt, support, step, product, margins)
@@ -238,7 +241,7 @@ def orthant_refined(
             continue
         if gram is not None:
             correction = np.empty(rows.shape[0])
-            products, more = kernels.gram_cg(
+            products, more = cg_kernels.gram_cg(
                 gram, rows, k, lam2 + nu, nu, rhs, diag, min(target / size, 0.5), left, correction
             )
             reads += more
@@ -255,7 +258,7 @@ def orthant_refined(
             step[rows] += correction
             continue
         correction = np.empty(rows.shape[0])
-        products, more, _ = kernels.support_cg(
+        products, more, _ = cg_kernels.support_cg(
             *arrays,
             kept,
             pt.D,
@@ -281,7 +284,7 @@ def orthant_refined(
 def budgeted_products(problem, support, gram_max, budget, least):
     """CG's cap of products for the support's Newton system within ``budget`` nonzeros read (each
     product reads the support's columns twice), at least ``least``; the full cap where its
-    products are taken on the Gram matrix (``_cd_kernels.support_cg``: they are cheap there)."""
+    products are taken on the Gram matrix (``_cg_kernels.support_cg``: they are cheap there)."""
     per_product = 2 * max(columns_nnz(problem.columns, support), 1)
     m = support.shape[0] + int(problem.fit_intercept)
     if support.shape[0] <= gram_max and m * m < per_product:
@@ -317,7 +320,7 @@ def newton_dual_point(pt, support, step, kept, g_loss):
     fit_b = problem.fit_intercept
     arrays, c = problem.columns.arrays, problem.c
     dz = np.empty(problem.n_samples)
-    kernels.support_margins_change(*arrays, support, step, fit_b, dz)
+    cg_kernels.support_margins_change(*arrays, support, step, fit_b, dz)
     shift = pt.D * dz
     if fit_b:  # sum(c u) = 0 exactly (the CG solve leaves a rounding-size sum)
         total = pt.D.sum()
@@ -350,7 +353,7 @@ def support_newton_step(
         The nonzero weights, sorted.
     H : ndarray (d,)
         Diagonal curvature at the current point on the support (the preconditioner; the
-        curvature floor ``_cd_kernels.NU`` is added to the system's diagonal).
+        curvature floor ``_quadratic_step.NU`` is added to the system's diagonal).
     violation : float
         The largest KKT violation relative to lam1 at the current point (sets CG's tolerance).
     gram_max : int
@@ -429,7 +432,7 @@ def support_newton_step(
         move[:k] = delta
         if fit_b:
             move[k] = t * d_b
-        kernels.support_margins_change(*arrays, support, move, fit_b, work)
+        cg_kernels.support_margins_change(*arrays, support, move, fit_b, work)
         dz = work
         reads += nnz_S
         loss_change = weighted_terms_along(
@@ -522,7 +525,7 @@ class NewtonDual:
             kernels.column_curvatures(*pt.problem.columns.arrays, entering, pt.D, curvature)
             pt.reads += columns_nnz(pt.problem.columns, entering)
             excess = np.abs(g_loss[entering]) - lam1
-            estimate += 0.5 * float((excess * excess / (curvature + kernels.NU)).sum())
+            estimate += 0.5 * float((excess * excess / (curvature + NU)).sum())
             self.entering = entering
         return estimate <= limit
 
@@ -584,7 +587,7 @@ class NewtonDual:
         drift = residual_distance(pt.r, r_before, problem.c)
         bounds = np.copysign(np.abs(g_loss[kept]) + norms[kept] * drift, g_loss[kept])
         exact = np.empty(support.shape[0] + int(problem.fit_intercept))
-        kernels.support_gradient(*problem.columns.arrays, support, pt.r, problem.fit_intercept, exact)
+        cg_kernels.support_gradient(*problem.columns.arrays, support, pt.r, problem.fit_intercept, exact)
         pt.reads += columns_nnz(problem.columns, support)
         bounds[np.searchsorted(kept, support)] = exact[: support.shape[0]]
         return bounds

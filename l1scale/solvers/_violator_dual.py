@@ -32,7 +32,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import _cd_kernels as kernels
+from . import _cg_kernels as cg_kernels
 from ._dual import columns_nnz, correlations_near, loss_units
+from ._quadratic_step import NU
 
 __all__ = ["ViolatorDual"]
 
@@ -102,17 +104,17 @@ class ViolatorDual:
         margin = min(self.margin, self.tol_margin * self.tol)
         rhs[:k] = g_v - (1.0 - margin) * lam1 * np.sign(g_v)
         kernels.column_curvatures(*arrays, violators, pt.D, diag)
-        diag[:k] += kernels.NU
+        diag[:k] += NU
         if fit_b:
             rhs[k] = float(pt.r.sum())
-            diag[k] = float(pt.D.sum()) + kernels.NU
+            diag[k] = float(pt.D.sum()) + NU
         a, t = np.empty(k + int(fit_b)), np.empty(problem.n_samples)
-        _, reads, _ = kernels.support_cg(
+        _, reads, _ = cg_kernels.support_cg(
             *arrays,
             violators,
             pt.D,
-            kernels.NU,
-            kernels.NU,
+            NU,
+            NU,
             fit_b,
             rhs,
             diag,
@@ -124,7 +126,7 @@ class ViolatorDual:
             a,  # no crossing test (max_crossings < 0)
             -1,
         )
-        kernels.support_margins_change(*arrays, violators, -a, fit_b, t)
+        cg_kernels.support_margins_change(*arrays, violators, -a, fit_b, t)
         u_c = np.empty(problem.n_samples)
         ok = kernels.model_dual_point(problem.loss.kernel_id, problem.y, problem.c, pt.r, pt.D, t, fit_b, u_c)
         pt.reads += reads + 2 * nnz_violators  # the curvatures and the correction read them once each

@@ -65,7 +65,9 @@ from .. import checkpoint as checkpoints
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
 from ..problems.base import Certificate
 from . import _cd_kernels as kernels
+from . import _cg_kernels as cg_kernels
 from . import _dual, _support_factor
+from . import _gram_kernels as gram_kernels
 from . import _local_model as local_model
 from ._cd_state import Iterate, Loop, restore_state, saved_state
 from ._dual import DualPoints, SequentialScreening, columns_nnz
@@ -722,6 +724,8 @@ class CoordinateDescent(Solver):
 def _warm_up():
     """Compile (or load from cache) the kernels on tiny inputs."""
     kernels.warm_up()
+    gram_kernels.warm_up()
+    cg_kernels.warm_up()
     _support_factor.warm_up()
     _dual.warm_up()
     local_model.warm_up()
