@@ -1,10 +1,15 @@
-"""Peer benchmark: batch L1-regularised logistic regression, timed as a user waits for it.
+"""Peer benchmark: batch L1-regularised logistic regression (and, with ``--loss squared``, the
+Lasso), timed as a user waits for it.
 
 For each point (dataset, lam = ratio * lam_max, intercept or not) every solver minimises
 the same objective
 
     P(w, b) = (1/n) sum_i log(1 + exp(-y_i (x_i . w + b))) + lam ||w||_1
 
+(``--loss squared``: (1/(2n)) sum_i (x_i . w + b - y_i)^2 + lam ||w||_1, y the labels in
+{-1, +1} as the target, as benchopt's Lasso runs on classification sets; peers: scikit-learn's
+``Lasso``, skglm's and celer's ``Lasso``, glmnet's ``ElasticNet(alpha=1)``, results in
+``batch_lasso.{md,json}``)
 (b unpenalised, b = 0 without intercept), and we record the wall time of the whole
 ``fit()`` call it needs to reach a relative suboptimality (P - P*) / P* <= 1e-2, 1e-4
 and 1e-6. Every solution is evaluated with ``l1scale.problems.Problem.objective``.
@@ -66,7 +71,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from l1scale import SparseLogisticRegression
+from l1scale import SparseLinearRegression, SparseLogisticRegression
 from l1scale.problems import Problem
 from l1scale.solvers.cd import CoordinateDescent
 
@@ -88,8 +93,9 @@ DEFAULT_RATIOS = (0.1, 0.01, 0.001)
 QUICK_DATASETS = ("a9a", "earn")
 QUICK_RATIOS = (0.1, 0.01)
 
-SOLVERS = ("l1scale", "liblinear", "sk-liblinear", "sk-saga", "skglm", "celer", "glmnet")
+SOLVERS = ("l1scale", "liblinear", "sk-liblinear", "sk-saga", "sk-lasso", "skglm", "celer", "glmnet")
 SOLVER_LABELS = {
+    "sk-lasso": "sklearn Lasso",
     "l1scale": "l1scale",
     "liblinear": "liblinear -s 6",
     "sk-liblinear": "sklearn liblinear",
@@ -98,6 +104,40 @@ SOLVER_LABELS = {
     "celer": "celer",
     "glmnet": "glmnet",
 }
+
+
+@dataclass(frozen=True)
+class LossSpec:
+    """What the benchmark runs for one loss: its name in ``Problem``, the l1scale estimator, the
+    peers it is compared with, the objective as the report writes it, and the results' stem."""
+
+    name: str
+    estimator: type
+    solvers: tuple
+    objective: str
+    stem: str
+    title: str
+
+
+LOSSES = {
+    "logistic": LossSpec(
+        "logistic",
+        SparseLogisticRegression,
+        ("l1scale", "liblinear", "sk-liblinear", "sk-saga", "skglm", "celer", "glmnet"),
+        "`P(w,b) = (1/n) sum_i log(1+exp(-y_i (x_i.w + b))) + lam ||w||_1`",
+        "batch_l1_logreg",
+        "Batch L1-regularised logistic regression",
+    ),
+    "squared": LossSpec(
+        "squared",
+        SparseLinearRegression,
+        ("l1scale", "sk-lasso", "skglm", "celer", "glmnet"),
+        "`P(w,b) = (1/(2n)) sum_i (x_i.w + b - y_i)^2 + lam ||w||_1` (the Lasso; y the labels in {-1, +1})",
+        "batch_lasso",
+        "Batch Lasso",
+    ),
+}
+
 VERSIONED = (
     "numpy",
     "scipy",
@@ -148,20 +188,20 @@ def _tiny_problem():
     return X, np.where(np.arange(40) % 2 == 0, -1.0, 1.0)
 
 
-def l1scale_warm_up():
-    """Tiny fits (with and without intercept) in this process, so that the forked fits inherit
-    the compiled (or cache-loaded) Numba code: returns the first fit's compile seconds and the
-    warm-up's wall seconds."""
+def l1scale_warm_up(spec):
+    """Tiny fits of ``spec``'s estimator (with and without intercept) in this process, so that the
+    forked fits inherit the compiled (or cache-loaded) Numba code: returns the first fit's compile
+    seconds and the warm-up's wall seconds."""
     X, y = _tiny_problem()
     t0 = time.perf_counter()
     compile_s = None
     with warnings.catch_warnings():
         _quiet()
         for fi in (True, False):
-            m = SparseLogisticRegression(lam_ratio=0.1, tol=1e-6, max_iter=50, fit_intercept=fi, solver="cd").fit(X, y)
+            m = spec.estimator(lam_ratio=0.1, tol=1e-6, max_iter=50, fit_intercept=fi, solver="cd").fit(X, y)
             if compile_s is None:
                 compile_s = float(_result(m).timings.get("compile", float("nan")))
-        Problem(X, y, lam_ratio=0.1).objective(m.coef_[0], 0.0)
+        Problem(X, y, spec.name, lam_ratio=0.1).objective(np.ravel(m.coef_), 0.0)
     return {"compile_s": compile_s, "first_call_wall_s": time.perf_counter() - t0}
 
 
@@ -261,8 +301,12 @@ def liblinear_check_R(ll):
 # --------------------------------------------------------------------------- glmnet
 def glmnet_path_solution(model, d, intercept):
     """(coefs (K, d), intercepts (K,)) of a python-glmnet LogitNet fit, one row per lambda it
-    fitted (``lambda_path_``; K may be short of the path asked for), signed for class +1."""
+    fitted (``lambda_path_``; K may be short of the path asked for), signed for class +1; of an
+    ElasticNet fit, as they are."""
     K = len(model.lambda_path_)
+    if not hasattr(model, "classes_"):
+        b = np.asarray(model.intercept_path_).reshape(K) if intercept else np.zeros(K)
+        return np.asarray(model.coef_path_).reshape(d, K).T, b
     coefs = np.asarray(model.coef_path_).reshape(-1, d, K)[0].T
     b = np.asarray(model.intercept_path_).reshape(-1, K)[0] if intercept else np.zeros(K)
     sign = 1.0 if list(model.classes_).index(1.0) == 1 else -1.0
@@ -274,7 +318,8 @@ class Peers:
     """Builds each solver's input once per dataset and times one fit (a whole ``fit()`` call,
     median of ``--repeats`` when under ``--repeat-below`` s): returns (seconds, w, b, extra)."""
 
-    def __init__(self, X_csr, y, args):
+    def __init__(self, X_csr, y, args, spec):
+        self.spec = spec
         self.X_csr = X_csr
         self.y = y
         self.n, self.d = X_csr.shape
@@ -286,8 +331,8 @@ class Peers:
 
     @staticmethod
     def _signed(m, intercept):
-        """(w, b) for class +1 of a scikit-learn-style binary classifier."""
-        sign = 1.0 if list(m.classes_).index(1.0) == 1 else -1.0
+        """(w, b) for class +1 of a scikit-learn-style binary classifier (of a regressor: its own)."""
+        sign = 1.0 if not hasattr(m, "classes_") or list(m.classes_).index(1.0) == 1 else -1.0
         w = sign * np.asarray(m.coef_, dtype=np.float64).reshape(-1)
         b = sign * float(np.atleast_1d(m.intercept_)[0]) if intercept else 0.0
         return w, b
@@ -295,7 +340,7 @@ class Peers:
     # l1scale: the public estimator
     def l1scale(self, lam, intercept, tol, keep_history=False):
         def fit():
-            return SparseLogisticRegression(
+            return self.spec.estimator(
                 lam=lam, tol=tol, fit_intercept=intercept, max_iter=self.args.l1_max_iter, solver="cd"
             ).fit(self.X_csr, self.y)
 
@@ -359,14 +404,28 @@ class Peers:
         w, b = self._signed(m, intercept)
         return t, w, b, {"times": times, "n_iter": int(np.max(m.n_iter_))}
 
+    # scikit-learn's Lasso (cyclic coordinate descent, its duality-gap stop)
+    def sklearn_lasso(self, lam, intercept, tol):
+        from sklearn.linear_model import Lasso
+
+        def fit():
+            return Lasso(alpha=lam, tol=tol, fit_intercept=intercept, max_iter=100000).fit(self.X_csr, self.y)
+
+        t, m, times = self.timed(fit)
+        w, b = self._signed(m, intercept)
+        return t, w, b, {"times": times, "n_iter": int(np.max(m.n_iter_))}
+
     # skglm
     def skglm(self, lam, intercept, tol):
+        from skglm import Lasso as SkglmLasso
         from skglm import SparseLogisticRegression as SkglmLR
+
+        model = SkglmLasso if self.spec.name == "squared" else SkglmLR
 
         def fit():
             # On the CSR matrix every solver gets: skglm converts it to CSC inside fit, as
             # l1scale does (until 2026-11-24 it was handed a CSC copy made outside the timing).
-            return SkglmLR(alpha=lam, fit_intercept=intercept, tol=tol, max_iter=100, max_epochs=1000).fit(
+            return model(alpha=lam, fit_intercept=intercept, tol=tol, max_iter=100, max_epochs=1000).fit(
                 self.X_csr, self.y
             )
 
@@ -374,9 +433,18 @@ class Peers:
         w, b = self._signed(m, intercept)
         return t, w, b, {"times": times, "n_iter": int(np.max(getattr(m, "n_iter_", -1)))}
 
-    # celer (no intercept support; sum-form objective with 1/C = n * lam)
+    # celer: its LogisticRegression has no intercept (sum-form objective with 1/C = n * lam); its
+    # Lasso has one (mean form, alpha = lam)
     def celer(self, lam, intercept, tol):
+        from celer import Lasso as CelerLasso
         from celer import LogisticRegression as CelerLR
+
+        if self.spec.name == "squared":
+            t, m, times = self.timed(
+                lambda: CelerLasso(alpha=lam, tol=tol, fit_intercept=intercept, max_iter=100).fit(self.X_csr, self.y)
+            )
+            w, b = self._signed(m, intercept)
+            return t, w, b, {"times": times}
 
         def fit():
             return CelerLR(C=1.0 / (self.n * lam), tol=tol, fit_intercept=False, max_iter=100).fit(self.X_csr, self.y)
@@ -385,12 +453,14 @@ class Peers:
         w, _ = self._signed(m, False)
         return t, w, 0.0, {"times": times}
 
-    # python-glmnet: -(1/n) loglik + lambda ||w||_1 with standardize=False
+    # python-glmnet: -(1/n) loglik (ElasticNet: RSS / (2n)) + lambda ||w||_1 with standardize=False
     def glmnet(self, lam, intercept, tol):
-        from glmnet import LogitNet
+        from glmnet import ElasticNet, LogitNet
+
+        model = ElasticNet if self.spec.name == "squared" else LogitNet
 
         def fit():
-            return LogitNet(
+            return model(
                 alpha=1.0,
                 lambda_path=np.array([lam]),
                 standardize=False,
@@ -497,7 +567,7 @@ def reference(setting, X, peers, lam, intercept, solvers, args):
 
 
 def run_point(X, y, peers, ratio, intercept, solvers, args, log):
-    problem = Problem(X, y, lam_ratio=ratio, fit_intercept=intercept)
+    problem = Problem(X, y, peers.spec.name, lam_ratio=ratio, fit_intercept=intercept)
     lam = problem.lam
     s = Setting(problem=problem, p_best=np.inf)
     info = {"lam": lam, "lam_max": lam / ratio, "ratio": ratio, "intercept": intercept}
@@ -582,6 +652,15 @@ def run_point(X, y, peers, ratio, intercept, solvers, args, log):
                 args.saga_budget,
                 args.fit_timeout,
             )
+        elif solver == "sk-lasso":
+            run_ladder(
+                s,
+                solver,
+                [10.0**-k for k in range(1, 12)],
+                lambda t: peers.sklearn_lasso(lam, intercept, t),
+                args.budget,
+                args.fit_timeout,
+            )
         elif solver == "skglm":
             run_ladder(
                 s,
@@ -592,7 +671,7 @@ def run_point(X, y, peers, ratio, intercept, solvers, args, log):
                 args.fit_timeout,
             )
         elif solver == "celer":
-            if intercept:
+            if intercept and peers.spec.name != "squared":
                 s.notes[solver] = "n/a: celer's LogisticRegression cannot fit an intercept"
                 continue
             run_ladder(
@@ -790,9 +869,10 @@ def _fmt_peer(f):
 def write_markdown(path, results, meta):
     solvers = meta["solvers"]
     args = meta["args"]
-    L = ["# Batch L1-regularised logistic regression: what a user waits for, l1scale vs peers\n"]
+    spec = LOSSES[meta.get("loss", "logistic")]
+    L = [f"# {spec.title}: what a user waits for, l1scale vs peers\n"]
     L.append(
-        "Objective (all solvers): `P(w,b) = (1/n) sum_i log(1+exp(-y_i (x_i.w + b))) + lam ||w||_1`, "
+        f"Objective (all solvers): {spec.objective}, "
         "b unpenalised; `lam = ratio * lam_max`. Every solution is evaluated with l1scale's "
         "`Problem.objective`. Times are wall seconds of a whole `fit()` call (a fresh fit per tolerance, "
         "each in a forked child; median of 3 for fits under "
@@ -883,35 +963,51 @@ def write_markdown(path, results, meta):
         f"skglm's Numba warm-up fit: {meta.get('skglm_compile_s', float('nan')):.2f} s, also excluded."
     )
     L.append(
-        f"- l1scale: `SparseLogisticRegression(lam=lam, tol=tol, fit_intercept=..., max_iter={args['l1_max_iter']}, "
+        f"- l1scale: `{spec.estimator.__name__}(lam=lam, tol=tol, fit_intercept=..., max_iter={args['l1_max_iter']}, "
         "solver='cd').fit(X, y)` on the CSR matrix every peer gets, tol 1e-1 .. 1e-10 "
         "(the ladder stops as the peers' do, but the tol=1e-2 and tol=1e-6 fits are always run: the diagnostics "
         "use them). `fit/history`: the tol=1e-6 fit's wall time over the `result_.history.time` at which its "
         "objective first met 1e-6 (same fit); `outside`: (fit wall - `result_.timings['solve']` - "
         "`['compile']`) / fit wall."
     )
-    L.append(
-        "- Peers: a fresh fit per tolerance (liblinear eps 1e-1..1e-9; sklearn liblinear tol 1e-1..1e-9; "
-        "saga tol 1e-2..1e-7 with max_iter set so that one fit takes ~--saga-run-budget s; skglm / celer "
-        "tol 1e-2..1e-11; glmnet thresh 1e-2..1e-12). A ladder stops once the 1e-6 target is met, once a fit "
-        f"is killed at {args['fit_timeout']:g} s (or fails), or when {args['budget']:g} s of fits are spent "
-        f"(saga: {args['saga_budget']:g} s). Every solver gets the same CSR matrix; its conversions (l1scale's "
-        "and skglm's to CSC, liblinear's `problem`) are inside the timed call (before 2026-11-24 skglm got a CSC "
-        "copy and liblinear its `problem` outside the timing). Not timed: reading the data."
-    )
-    L.append(
-        "- liblinear: `-s 6 -c 1/(n lam)`, with intercept `-B 1 -R` (unregularised bias). "
-        "sklearn liblinear penalises the bias (`intercept_scaling="
-        f"{args['sk_intercept_scaling']:g}`), so with an intercept it solves a slightly different problem. "
-        "celer: `C = 1/(n lam)`, no intercept support. skglm: `SparseLogisticRegression(alpha=lam)` (mean form). "
-        "glmnet: `LogitNet(alpha=1, lambda_path=[lam], standardize=False, n_splits=0)` (mean form)."
-    )
+    if spec.name == "squared":
+        L.append(
+            "- Peers: a fresh fit per tolerance (sklearn `Lasso(alpha=lam, max_iter=100000)` tol 1e-1..1e-11, its "
+            "cyclic coordinate descent stopped by its duality gap; skglm `Lasso(alpha=lam, max_iter=100, "
+            "max_epochs=1000)` and celer `Lasso(alpha=lam, max_iter=100)` tol 1e-2..1e-11; glmnet "
+            "`ElasticNet(alpha=1, lambda_path=[lam], standardize=False, n_splits=0)` thresh 1e-2..1e-12: the same "
+            "mean-form objective for all). A ladder stops once the 1e-6 target is met, once a fit is killed at "
+            f"{args['fit_timeout']:g} s (or fails), or when {args['budget']:g} s of fits are spent. Every solver "
+            "gets the same CSR matrix; its conversions are inside the timed call. Not timed: reading the data. "
+            "liblinear and saga have no Lasso."
+        )
+    else:
+        L.append(
+            "- Peers: a fresh fit per tolerance (liblinear eps 1e-1..1e-9; sklearn liblinear tol 1e-1..1e-9; "
+            "saga tol 1e-2..1e-7 with max_iter set so that one fit takes ~--saga-run-budget s; skglm / celer "
+            "tol 1e-2..1e-11; glmnet thresh 1e-2..1e-12). A ladder stops once the 1e-6 target is met, once a fit "
+            f"is killed at {args['fit_timeout']:g} s (or fails), or when {args['budget']:g} s of fits are spent "
+            f"(saga: {args['saga_budget']:g} s). Every solver gets the same CSR matrix; its conversions (l1scale's "
+            "and skglm's to CSC, liblinear's `problem`) are inside the timed call (before 2026-11-24 skglm got a CSC "
+            "copy and liblinear its `problem` outside the timing). Not timed: reading the data."
+        )
+        L.append(
+            "- liblinear: `-s 6 -c 1/(n lam)`, with intercept `-B 1 -R` (unregularised bias). "
+            "sklearn liblinear penalises the bias (`intercept_scaling="
+            f"{args['sk_intercept_scaling']:g}`), so with an intercept it solves a slightly different problem. "
+            "celer: `C = 1/(n lam)`, no intercept support. skglm: `SparseLogisticRegression(alpha=lam)` (mean form). "
+            "glmnet: `LogitNet(alpha=1, lambda_path=[lam], standardize=False, n_splits=0)` (mean form)."
+        )
     L.append(
         f"- P*: l1scale `CoordinateDescent(tol={args['ref_tol']:g})` (stopped from its callback at "
-        f"{args['ref_budget']:g} s or once the certified relative gap is <= {args['ref_stop_gap']:g}); if its "
-        f"certified relative duality gap exceeds {args['ref_gap']:g}, also liblinear at "
-        f"eps={args['ref_liblinear_eps']:g} (killed at {args['ref_liblinear_timeout']:g} s); "
-        "P* is finally the lowest objective any fit reached (`P* from`). `gap(P*)` is (P* - best dual value)/P*, "
+        f"{args['ref_budget']:g} s or once the certified relative gap is <= {args['ref_stop_gap']:g}); "
+        + (
+            f"if its certified relative duality gap exceeds {args['ref_gap']:g}, also liblinear at "
+            f"eps={args['ref_liblinear_eps']:g} (killed at {args['ref_liblinear_timeout']:g} s); "
+            if "liblinear" in solvers
+            else ""
+        )
+        + "P* is finally the lowest objective any fit reached (`P* from`). `gap(P*)` is (P* - best dual value)/P*, "
         "a certificate that P* is that close to the true optimum (`none`: no certificate); `next best` is the "
         "best objective of another solver, relative to P*: two independent solvers agreeing is the practical "
         "check on P*."
@@ -1007,7 +1103,17 @@ def parse_args(argv=None):
         default="protocol",
         help=f"'protocol': per dataset {PROTOCOL}",
     )
-    p.add_argument("--solvers", default=",".join(SOLVERS), help=f"comma-separated, from {list(SOLVERS)}")
+    p.add_argument(
+        "--loss",
+        choices=sorted(LOSSES),
+        default="logistic",
+        help="logistic (results batch_l1_logreg.*) or squared, the Lasso (batch_lasso.*)",
+    )
+    p.add_argument(
+        "--solvers",
+        default=None,
+        help=f"comma-separated, from {list(SOLVERS)} (default: the loss's peers, all of them)",
+    )
     p.add_argument("--out", default=str(RESULTS_DIR), help="output folder")
     p.add_argument(
         "--quick",
@@ -1062,7 +1168,7 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def peer_warm_ups(solvers, args, meta):
+def peer_warm_ups(solvers, args, meta, spec):
     """What is usable among the optional peers, and their untimed first calls (skglm's Numba compile,
     celer's one-off import costs)."""
     args.liblinear_R_ok, args.liblinear_R_msg = False, "liblinear not installed"
@@ -1083,20 +1189,22 @@ def peer_warm_ups(solvers, args, meta):
             meta["notes"].append(args.glmnet_msg)
     Xs, ys = _tiny_problem()
     if "skglm" in solvers:
+        from skglm import Lasso as SkglmLasso
         from skglm import SparseLogisticRegression as SkglmLR
 
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             _quiet()
             for fi in (False, True):
-                SkglmLR(alpha=0.01, fit_intercept=fi).fit(Xs, ys)
+                (SkglmLasso if spec.name == "squared" else SkglmLR)(alpha=0.01, fit_intercept=fi).fit(Xs, ys)
         meta["skglm_compile_s"] = time.perf_counter() - t0
     if "celer" in solvers:
+        from celer import Lasso as CelerLasso
         from celer import LogisticRegression as CelerLR
 
         with warnings.catch_warnings():
             _quiet()
-            CelerLR(C=1.0).fit(Xs, ys)
+            CelerLasso(alpha=0.01).fit(Xs, ys) if spec.name == "squared" else CelerLR(C=1.0).fit(Xs, ys)
 
 
 def main(argv=None):
@@ -1112,13 +1220,14 @@ def main(argv=None):
     else:
         datasets = [dataset_name(d.strip()) for d in args.datasets.split(",") if d.strip()]
         ratios = [float(r) for r in args.ratios.split(",") if r.strip()]
-    solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
+    spec = LOSSES[args.loss]
+    solvers = list(spec.solvers) if args.solvers is None else [s.strip() for s in args.solvers.split(",") if s.strip()]
     for s in solvers:
-        if s not in SOLVERS:
-            raise SystemExit(f"unknown solver {s!r}; choose from {list(SOLVERS)}")
+        if s not in spec.solvers:
+            raise SystemExit(f"unknown solver {s!r} for loss {spec.name!r}; choose from {list(spec.solvers)}")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = "batch_l1_logreg" + ("_quick" if args.quick else "")
+    stem = spec.stem + ("_quick" if args.quick else "")
 
     def log(msg):
         print(msg, flush=True)
@@ -1129,6 +1238,7 @@ def main(argv=None):
         "machine": machine_info(),
         "versions": package_versions(VERSIONED),
         "args": vars(args),
+        "loss": spec.name,
         "solvers": solvers,
         "datasets": datasets,
         "ratios": ratios,
@@ -1139,14 +1249,14 @@ def main(argv=None):
     }
 
     # Warm-up fits in this process (the forked fits inherit the compiled code), reported apart.
-    meta["l1scale_compile"] = l1scale_warm_up()
+    meta["l1scale_compile"] = l1scale_warm_up(spec)
     meta["l1scale_compile_cold"] = l1scale_cold_compile()
     log(
         f"l1scale warm-up: {meta['l1scale_compile']['first_call_wall_s']:.2f}s "
         f"(compile/cache-load {meta['l1scale_compile']['compile_s'] or 0:.2f}s); cold compile (empty Numba cache) "
         f"{meta['l1scale_compile_cold'].get('compile_s', float('nan')):.2f}s"
     )
-    peer_warm_ups(solvers, args, meta)
+    peer_warm_ups(solvers, args, meta, spec)
 
     results = {}
     t_all = time.perf_counter()
@@ -1154,7 +1264,7 @@ def main(argv=None):
         t0 = time.perf_counter()
         X, y = load_dataset(ds, args.data_dir, args.cache_dir)
         log(f"{ds}: n={X.shape[0]} d={X.shape[1]} nnz={X.nnz} (loaded in {time.perf_counter() - t0:.1f}s)")
-        peers = Peers(X, y, args)
+        peers = Peers(X, y, args, spec)
         intercepts = {"protocol": [PROTOCOL.get(ds, True)], "both": [False, True], "no": [False], "yes": [True]}[
             args.intercept
         ]
