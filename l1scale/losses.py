@@ -553,6 +553,9 @@ class Loss:
         otherwise solvers certify with the KKT violation.
     curvature_bound : float or None
         A global upper bound on the second derivative (``beta`` of seed 1).
+    constant_curvature : bool
+        Whether the second derivative is the same at every margin (the squared loss): then
+        c * loss'' does not move with the iterate, nor does any Newton model's curvature.
     is_classification : bool
         Labels must be in {-1, +1}.
     """
@@ -561,6 +564,7 @@ class Loss:
     smooth = True
     has_conjugate = True
     curvature_bound: float | None = None
+    constant_curvature = False
     is_classification = True
     # jitted scalar kernels for solver kernels, and the ufuncs over them
     # (None where the loss lacks them)
@@ -637,6 +641,7 @@ class Squared(Loss):
     name = "squared"
     kernel_id = SQUARED
     curvature_bound = 1.0
+    constant_curvature = True
     is_classification = False
     value_kernel = _squared_value
     derivative_kernel = _squared_derivative

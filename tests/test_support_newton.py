@@ -473,7 +473,7 @@ def test_a_support_cg_cannot_solve_is_factorised_on_news20(monkeypatch):
     rows = np.sort(np.random.default_rng(0).permutation(X.shape[0])[: int(0.75 * X.shape[0])])
     problem = Problem(X[rows], y[rows], "logistic", lam_ratio=0.001, fit_intercept=False)
     factorised = CoordinateDescent(tol=1e-6).solve(problem)
-    monkeypatch.setattr(SupportFactor, "of", classmethod(lambda cls, pt, support: (None, 0)))
+    monkeypatch.setattr(SupportFactor, "of", classmethod(lambda cls, pt, support, gram=None: (None, 0)))
     by_cg = CoordinateDescent(tol=1e-6).solve(problem)
     assert factorised.converged and by_cg.converged
     assert factorised.objective == pytest.approx(by_cg.objective, rel=1e-6)

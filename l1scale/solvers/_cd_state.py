@@ -34,6 +34,7 @@ class Iterate:
         self.moves = 0  # accepted moves: a quantity solved at the iterate holds while this stays
         self.factorise = False  # the support's Newton systems are factorised (set by a solve, for the next)
         self.factor = None  # the last factorisation of such a system (_support_newton; it preconditions the next)
+        self.gram_cache = None  # CD's models' Gram matrices, where the curvature does not move (_gram_cache)
         self.refresh()
 
     @property

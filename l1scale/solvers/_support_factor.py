@@ -96,22 +96,26 @@ class SupportFactor:
         )
 
     @classmethod
-    def of(cls, pt, support):
+    def of(cls, pt, support, gram=None):
         """(the factorisation at ``pt`` over ``support``, or None; the work: nonzeros of X read
         and the Gram matrix's multiply-adds, plus the factorisation's, in the units of
-        ``_gram_kernels.DENSE_GRAM_SPEEDUP``)."""
-        return cls.at(pt.problem, pt.D, support, pt.moves)
+        ``_gram_kernels.DENSE_GRAM_SPEEDUP``). ``gram``: the system's Gram matrix at ``pt``
+        when the caller has it (``_gram_cache``), else it is built."""
+        return cls.at(pt.problem, pt.D, support, pt.moves, gram=gram)
 
     @classmethod
-    def at(cls, problem, D, support, moves=-1, ridge=None):
+    def at(cls, problem, D, support, moves=-1, ridge=None, gram=None):
         """:meth:`of` from the curvatures ``D`` of a point (``moves``: its move count; ``ridge``:
         lam2 + nu, by default the problem's)."""
         ridge = problem.penalty.l2 + NU if ridge is None else float(ridge)
         k, fit_b = support.shape[0], problem.fit_intercept
-        arrays = problem.columns.arrays
-        counts = np.empty(problem.n_samples, dtype=np.int64)
-        nnz_cols, gram_work = gram_kernels.gram_cost(*arrays, support, k, counts)
-        M = gram_kernels.model_gram(*arrays, support, k, D, counts, fit_b)
+        if gram is None:
+            arrays = problem.columns.arrays
+            counts = np.empty(problem.n_samples, dtype=np.int64)
+            nnz_cols, gram_work = gram_kernels.gram_cost(*arrays, support, k, counts)
+            M = gram_kernels.model_gram(*arrays, support, k, D, counts, fit_b)
+        else:
+            M, nnz_cols, gram_work = gram.copy(), 0, float(gram.size)
         size = M.shape[0]
         diagonal = np.arange(k)
         M[diagonal, diagonal] += ridge

@@ -119,6 +119,8 @@ def support_newton_direction(
     grad[:k] += lam2 * w[support] + lam1 * (np.sign(w[support]) if signs is None else signs)
     reads = 0
     rtol = _clipped_rtol(violation * violation if rtol is None else rtol)
+    # Where the curvature does not move, the models' Gram matrix may hold the support's system.
+    cached = None if pt.gram_cache is None else pt.gram_cache.over(pt, support)
     if direct and 0 < k <= gram_max:
         known = pt.factor
         if known is not None and known.is_exact_for(pt, support):
@@ -132,7 +134,7 @@ def support_newton_direction(
                 print(f"   support newton: |S|={k} cg products={products} (factorisation's preconditioner)")
             if converged:
                 return NewtonSolve(grad, step, reads, False, None, known)
-        factor, work = SupportFactor.of(pt, support)
+        factor, work = SupportFactor.of(pt, support, cached)
         reads += work
         if factor is not None:
             pt.factor = factor
@@ -144,6 +146,14 @@ def support_newton_direction(
     if fit_b:
         diag[k] = pt.D.sum() + nu
     step, work = np.empty(size), np.empty(problem.n_samples)
+    if cached is not None:
+        products, cg_reads = cg_kernels.gram_cg(
+            cached, np.arange(size), k, lam2 + nu, nu, -grad, diag, rtol, max_products, step
+        )
+        reads += cg_reads
+        if verbose > 1:
+            print(f"   support newton: |S|={k} cg products={products} (the models' Gram matrix)")
+        return NewtonSolve(grad, step, reads, products >= max_products, gram=cached)
     products, cg_reads, gram = cg_kernels.support_cg(
         *arrays,
         support,

@@ -71,6 +71,7 @@ from . import _gram_kernels as gram_kernels
 from . import _local_model as local_model
 from ._cd_state import Iterate, Loop, restore_state, saved_state
 from ._dual import DualPoints, SequentialScreening, columns_nnz
+from ._gram_cache import GramCache
 from ._model_dual import ModelDual
 from ._repeats import Repeats, folded, left_out, with_repeats
 from ._row_start import row_start
@@ -308,6 +309,8 @@ class CoordinateDescent(Solver):
         model_dual = ModelDual(self.tol, enabled=self.model_dual)
         violator_dual = ViolatorDual(self.tol, self.gram_max, enabled=self.violator_dual)
         history = History()
+        if pt.gram_cache is None:
+            pt.gram_cache = GramCache(problem, self.gram_max)
         # A path's next lam starts factorising if the last one ended so: its support is nearly this one's.
         st = Loop(kept=kept, ws_size=self.first_working_set, direct=pt.factorise)
         stop_reason, converged, cert = "max_iter", False, None
@@ -520,9 +523,13 @@ class CoordinateDescent(Solver):
                 # features left out may violate at its dual point (the round's end checks).
                 *model_dual.inner_settings(problem, dual.has_dual and everything, objective),
             )
+            # Where the curvature does not move (the squared loss), the last model's Gram matrix serves
+            # this one over the columns they share (``_gram_cache``).
+            cached = pt.gram_cache.lookup(pt, active, m, st.gram_first > 0.0)
             d_b, sweeps, inner_reads, gram_price, tight, gram = local_model.newton_direction(
-                *arrays, active, m, model, inner, _NO_GRAM
+                *arrays, active, m, model, inner, _NO_GRAM if cached is None else cached
             )
+            pt.gram_cache.store(active, m, gram)
             used_gram = gram_price > 0.0
             st.gram_first = gram_price  # an ill-conditioned model: the next one likely is too
             pt.reads += inner_reads
