@@ -8,6 +8,8 @@ of ``Problem(X, y, lam=1.0, fit_intercept=...)``), the same grid given to
 * ``glmnet.LogitNet(alpha=1, lambda_path=grid, standardize=False, tol=tol, n_splits=0,
   fit_intercept=...)`` (glmnet's own warm-started path),
 
+(``--loss squared``: the Lasso path, ``regularization_path(X, y, "squared", ...)`` against
+``glmnet.ElasticNet(alpha=1, ...)``, the labels as the target, into ``path_lasso.{md,json}``)
 each whole call timed in a forked child (median of 3 when under ``--repeat-below`` s), on
 earn (with intercept) and news20 (its seeded 75% training split, no intercept). A path's
 quality is its worst relative suboptimality over the 50 lams, against a reference path
@@ -57,6 +59,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from bench_batch_l1_logreg import (
+    LOSSES,
     VERSIONED,
     fmt_ratio,
     fmt_seconds,
@@ -80,8 +83,8 @@ LABELS = {"l1scale": "l1scale regularization_path", "glmnet": "glmnet LogitNet"}
 
 
 # --------------------------------------------------------------------------- the two paths
-def l1scale_path(X, y, grid, intercept, tol, max_iter):
-    path = regularization_path(X, y, lams=grid, tol=tol, fit_intercept=intercept, max_iter=max_iter)
+def l1scale_path(X, y, grid, intercept, tol, max_iter, loss="logistic"):
+    path = regularization_path(X, y, loss, lams=grid, tol=tol, fit_intercept=intercept, max_iter=max_iter)
     return (
         path.coef_path,  # sparse (K, d): what the path holds
         path.intercepts,
@@ -89,10 +92,10 @@ def l1scale_path(X, y, grid, intercept, tol, max_iter):
     )
 
 
-def glmnet_path(X, y, grid, intercept, tol):
-    from glmnet import LogitNet
+def glmnet_path(X, y, grid, intercept, tol, loss="logistic"):
+    from glmnet import ElasticNet, LogitNet
 
-    m = LogitNet(
+    m = (ElasticNet if loss == "squared" else LogitNet)(
         alpha=1.0, lambda_path=grid, standardize=False, tol=tol, max_iter=100000, n_splits=0, fit_intercept=intercept
     ).fit(X, y)
     return m
@@ -104,10 +107,14 @@ def timed_path(solver, X, y, grid, intercept, tol, args):
     d = X.shape[1]
     if solver == "l1scale":
         t, (coefs, b, extra), times = timed_median(
-            lambda: l1scale_path(X, y, grid, intercept, tol, args.l1_max_iter), args.repeats, args.repeat_below
+            lambda: l1scale_path(X, y, grid, intercept, tol, args.l1_max_iter, args.loss),
+            args.repeats,
+            args.repeat_below,
         )
     else:
-        t, m, times = timed_median(lambda: glmnet_path(X, y, grid, intercept, tol), args.repeats, args.repeat_below)
+        t, m, times = timed_median(
+            lambda: glmnet_path(X, y, grid, intercept, tol, args.loss), args.repeats, args.repeat_below
+        )
         coefs, b = glmnet_path_solution(m, d, intercept)
         extra = {"n_lams_fitted": int(coefs.shape[0])}
     return t, sp.csr_matrix(coefs), np.asarray(b, dtype=float), dict(extra, times=times)
@@ -117,32 +124,32 @@ class PathObjectives:
     """P_k(w_k, b_k) at every lam of the grid, with ``Problem.objective`` over X converted to the
     column layout once (+inf at lams a path did not reach and where P is NaN)."""
 
-    def __init__(self, X, y, grid, intercept):
+    def __init__(self, X, y, grid, intercept, loss="logistic"):
         try:
             from l1scale.data.memory import column_matrix
 
             self.Xc = column_matrix(X)
         except ImportError:
             self.Xc = X.tocsc()
-        self.y, self.grid, self.intercept = y, grid, intercept
+        self.y, self.grid, self.intercept, self.loss = y, grid, intercept, loss
 
     def __call__(self, coefs, intercepts):
         out = np.full(self.grid.size, np.inf)
         for k in range(min(self.grid.size, coefs.shape[0])):
             w = np.asarray(coefs[k].toarray()).ravel() if sp.issparse(coefs) else coefs[k]
-            out[k] = Problem(self.Xc, self.y, lam=float(self.grid[k]), fit_intercept=self.intercept).objective(
-                w, float(intercepts[k])
-            )
+            out[k] = Problem(
+                self.Xc, self.y, self.loss, lam=float(self.grid[k]), fit_intercept=self.intercept
+            ).objective(w, float(intercepts[k]))
         return np.where(np.isnan(out), np.inf, out)
 
 
 def run_dataset(name, args, log):
     X, y = load_dataset(name, args.data_dir, args.cache_dir)
     intercept = PROTOCOL.get(name, True) if args.intercept == "protocol" else args.intercept == "yes"
-    lam_max = Problem(X, y, lam=1.0, fit_intercept=intercept).lam_max()
+    lam_max = Problem(X, y, args.loss, lam=1.0, fit_intercept=intercept).lam_max()
     grid = lam_grid(lam_max, N_LAMS, LAM_MIN_RATIO)
     log(f"{name}: n={X.shape[0]} d={X.shape[1]} nnz={X.nnz} intercept={intercept} lam_max={lam_max:.4g}")
-    objectives = PathObjectives(X, y, grid, intercept)
+    objectives = PathObjectives(X, y, grid, intercept, args.loss)
     out = {
         "dataset": name,
         "n": X.shape[0],
@@ -390,7 +397,19 @@ def _fmt_at(at):
 def write_markdown(path, blob):
     meta, paths, njobs = blob["meta"], blob.get("paths", {}), blob.get("njobs")
     args = meta["args"]
-    L = ["# Regularisation path: l1scale vs glmnet, and n_jobs speed-ups\n"]
+    lasso = args.get("loss", "logistic") == "squared"
+    glmnet_name = "ElasticNet" if lasso else "LogitNet"
+    labels = dict(LABELS, glmnet=f"glmnet {glmnet_name}")
+    L = [
+        "# Lasso regularisation path: l1scale vs glmnet\n"
+        if lasso
+        else "# Regularisation path: l1scale vs glmnet, and n_jobs speed-ups\n"
+    ]
+    if lasso:
+        L.append(
+            "The squared loss, `P(w,b) = (1/(2n)) sum_i (x_i.w + b - y_i)^2 + lam ||w||_1`, the labels as the "
+            'target: `regularization_path(X, y, "squared", ...)` against glmnet\'s `ElasticNet(alpha=1)`.\n'
+        )
     if paths:
         L.append(
             f"A {N_LAMS}-lam grid from lam_max down to {LAM_MIN_RATIO:g} lam_max (`l1scale.path.lam_grid`), "
@@ -464,7 +483,7 @@ def write_markdown(path, blob):
         f"- l1scale: `regularization_path(X, y, lams=grid, tol=tol, fit_intercept=..., "
         f"max_iter={args['l1_max_iter']})` on the CSR matrix (tol: relative duality gap of each lam), ladder "
         "tol 1e-1..1e-9; its Numba code is compiled by a warm-up fit in the parent "
-        f"({meta['l1scale_compile']['first_call_wall_s']:.2f} s, not timed). glmnet: `LogitNet(alpha=1, "
+        f"({meta['l1scale_compile']['first_call_wall_s']:.2f} s, not timed). glmnet: `{glmnet_name}(alpha=1, "
         "lambda_path=grid, standardize=False, tol=tol, max_iter=100000, n_splits=0, fit_intercept=...)` on "
         "the same CSR matrix (it makes its own CSC copy, timed), ladder tol 1e-2..1e-12. A ladder stops at "
         f"worst subopt <= 1e-6, when a path is killed at {args['fit_timeout']:g} s, or after "
@@ -499,7 +518,7 @@ def write_markdown(path, blob):
         for solver, e in r["solvers"].items():
             for run in e["runs"]:
                 if run.get("time") is None:
-                    L.append(f"| {LABELS[solver]} | {fmt_tol(run['tol'])} | {run.get('error', '')} | | | | | |")
+                    L.append(f"| {labels[solver]} | {fmt_tol(run['tol'])} | {run.get('error', '')} | | | | | |")
                     continue
                 fitted = (
                     f"{run['n_lams_fitted']} lams"
@@ -508,11 +527,11 @@ def write_markdown(path, blob):
                 )
                 bad = f" (P not finite at {len(run['not_finite_at'])} lams)" if run.get("not_finite_at") else ""
                 L.append(
-                    f"| {LABELS[solver]} | {fmt_tol(run['tol'])} | {fmt_seconds(run['time'])} | "
+                    f"| {labels[solver]} | {fmt_tol(run['tol'])} | {fmt_seconds(run['time'])} | "
                     f"{_fmt_sub(run['worst_subopt'])}{bad} | {run['worst_at_ratio']:.3g} | "
                     f"{_fmt_sub(run['median_subopt'])} | {run['nnz_last']} | {fitted} |"
                 )
-        notes = [f"{LABELS[s]}: {n}" for s, n in r["notes"].items() if n]
+        notes = [f"{labels[s]}: {n}" for s, n in r["notes"].items() if n]
         L.append("\n" + ("Notes: " + "; ".join(notes) + "\n" if notes else ""))
     path.write_text("\n".join(L) + "\n")
 
@@ -527,6 +546,12 @@ def parse_args(argv=None):
         "--intercept", choices=("protocol", "no", "yes"), default="protocol", help=f"'protocol': per dataset {PROTOCOL}"
     )
     p.add_argument("--solvers", default="l1scale,glmnet", help="comma-separated, from l1scale, glmnet")
+    p.add_argument(
+        "--loss",
+        choices=sorted(LOSSES),
+        default="logistic",
+        help="logistic (path.*) or squared, the Lasso path against glmnet's ElasticNet (path_lasso.*; paths only)",
+    )
     p.add_argument("--parts", default="path,njobs", help="comma-separated: path (the path timings), njobs")
     p.add_argument(
         "--quick", action="store_true", help=f"datasets {QUICK_DATASETS} only; writes path_quick.{{md,json}}"
@@ -601,7 +626,9 @@ def main(argv=None):
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = "path" + ("_quick" if args.quick else "")
+    stem = ("path_lasso" if args.loss == "squared" else "path") + ("_quick" if args.quick else "")
+    if args.loss == "squared":
+        parts.discard("njobs")  # the n_jobs cases are logistic fits
 
     def log(msg):
         print(msg, flush=True)
@@ -616,7 +643,7 @@ def main(argv=None):
         "n_lams": N_LAMS,
         "lam_min_ratio": LAM_MIN_RATIO,
     }
-    meta["l1scale_compile"] = l1scale_warm_up()
+    meta["l1scale_compile"] = l1scale_warm_up(LOSSES[args.loss])
     blob = {"meta": meta, "paths": {}, "njobs": None}
     _carry_previous(out_dir / f"{stem}.json", blob, parts, datasets)
     t_all = time.perf_counter()
