@@ -138,6 +138,14 @@ LOSSES = {
     ),
 }
 
+# The peers fitted at a plain ladder of tolerances 10^-k: solver -> (the powers k, its ``Peers`` method).
+PLAIN_LADDERS = {
+    "sk-lasso": (range(1, 12), "sklearn_lasso"),
+    "skglm": (range(2, 12), "skglm"),
+    "celer": (range(2, 12), "celer"),
+    "glmnet": (range(2, 13), "glmnet"),
+}
+
 VERSIONED = (
     "numpy",
     "scipy",
@@ -652,45 +660,20 @@ def run_point(X, y, peers, ratio, intercept, solvers, args, log):
                 args.saga_budget,
                 args.fit_timeout,
             )
-        elif solver == "sk-lasso":
-            run_ladder(
-                s,
-                solver,
-                [10.0**-k for k in range(1, 12)],
-                lambda t: peers.sklearn_lasso(lam, intercept, t),
-                args.budget,
-                args.fit_timeout,
-            )
-        elif solver == "skglm":
-            run_ladder(
-                s,
-                solver,
-                [10.0**-k for k in range(2, 12)],
-                lambda t: peers.skglm(lam, intercept, t),
-                args.budget,
-                args.fit_timeout,
-            )
-        elif solver == "celer":
-            if intercept and peers.spec.name != "squared":
+        elif solver in PLAIN_LADDERS:
+            if solver == "celer" and intercept and peers.spec.name != "squared":
                 s.notes[solver] = "n/a: celer's LogisticRegression cannot fit an intercept"
                 continue
-            run_ladder(
-                s,
-                solver,
-                [10.0**-k for k in range(2, 12)],
-                lambda t: peers.celer(lam, intercept, t),
-                args.budget,
-                args.fit_timeout,
-            )
-        elif solver == "glmnet":
-            if not args.glmnet_ok:
+            if solver == "glmnet" and not args.glmnet_ok:
                 s.notes[solver] = "n/a: " + args.glmnet_msg
                 continue
+            powers, method = PLAIN_LADDERS[solver]
+            fit = getattr(peers, method)
             run_ladder(
                 s,
                 solver,
-                [10.0**-k for k in range(2, 13)],
-                lambda t: peers.glmnet(lam, intercept, t),
+                [10.0**-k for k in powers],
+                lambda t, fit=fit: fit(lam, intercept, t),
                 args.budget,
                 args.fit_timeout,
             )
