@@ -76,6 +76,20 @@ def test_a_loss_whose_curvature_moves_has_no_cache():
     assert not GramCache(Problem(Xl, y, "squared", lam_ratio=0.1), 0).enabled
 
 
+def _count_lookups(monkeypatch):
+    """Record, for every lookup of the cache, whether it handed a matrix over."""
+    hits = []
+    real = _gram_cache.GramCache.lookup
+
+    def counting(self, *a, **k):
+        out = real(self, *a, **k)
+        hits.append(out is not None)
+        return out
+
+    monkeypatch.setattr(_gram_cache.GramCache, "lookup", counting)
+    return hits
+
+
 def _solve(problem, cache_on, monkeypatch, tol=1e-10):
     if not cache_on:
         monkeypatch.setattr(_gram_cache.GramCache, "lookup", lambda *a, **k: None)
@@ -97,15 +111,7 @@ def test_solves_with_and_without_the_cache_reach_the_same_optimum(layout, fit_in
         problem = Problem(
             Xl, y, "squared", lam_ratio=ratio, fit_intercept=fit_intercept, sample_weight=c, l1_ratio=l1_ratio
         )
-        calls = []
-        real = _gram_cache.GramCache.lookup
-
-        def counting(self, *a, **k):
-            out = real(self, *a, **k)
-            calls.append(out is not None)
-            return out
-
-        monkeypatch.setattr(_gram_cache.GramCache, "lookup", counting)
+        calls = _count_lookups(monkeypatch)
         with_cache = _solve(problem, True, monkeypatch)
         without = _solve(problem, False, monkeypatch)
         assert with_cache.converged and without.converged
@@ -117,15 +123,7 @@ def test_solves_with_and_without_the_cache_reach_the_same_optimum(layout, fit_in
 
 def test_a_lasso_path_takes_its_models_matrices_from_the_cache(monkeypatch):
     X, Xl, y = _regression(n=400, d=80, seed=2, layout="csc")
-    hits = []
-    real = _gram_cache.GramCache.lookup
-
-    def counting(self, *a, **k):
-        out = real(self, *a, **k)
-        hits.append(out is not None)
-        return out
-
-    monkeypatch.setattr(_gram_cache.GramCache, "lookup", counting)
+    hits = _count_lookups(monkeypatch)
     path = regularization_path(Xl, y, "squared", n_lams=15, lam_min_ratio=1e-2, tol=1e-8)
     monkeypatch.undo()
     assert sum(hits) >= 5
