@@ -77,17 +77,15 @@ class GramCache:
             pt.reads += nnz_cols
             if (m - n_known) * nnz_cols > nnz_cols + pairs:
                 return None
-        if n_known < m:  # the cached columns first (in their order in active), then the others
+            # The cached columns first (in their order in active), then the others, bordered.
             active[:m] = np.concatenate((active[:m][known], active[:m][~known]))
-            slots = self._slot[active[:n_known]]
-        rows = slots if not self.fit_intercept else np.append(slots, self.Q.shape[0] - 1)
-        Q = self.Q[np.ix_(rows, rows)]
-        pt.reads += Q.size
-        if n_known < m:
-            scratch = np.zeros(problem.n_samples)
-            Q, reads = border_gram(*columns.arrays, active, n_known, m, pt.D, Q, self.fit_intercept, scratch)
+            Q = self._gather(pt, self._slot[active[:n_known]])
+            Q, reads = border_gram(
+                *columns.arrays, active, n_known, m, pt.D, Q, self.fit_intercept, np.zeros(problem.n_samples)
+            )
             pt.reads += reads
-        return Q
+            return Q
+        return self._gather(pt, slots)
 
     def over(self, pt, support):
         """The Gram matrix over ``support`` (and the intercept) in that order, when the cache holds
@@ -97,8 +95,11 @@ class GramCache:
         if not self.enabled or self.Q is None or k == 0:
             return None
         slots = self._slot[support]
-        if (slots < 0).any():
-            return None
+        return None if (slots < 0).any() else self._gather(pt, slots)
+
+    def _gather(self, pt, slots):
+        """The cached matrix's principal sub-matrix over the rows ``slots`` (and the intercept's,
+        last); its entries are added to ``pt.reads``."""
         rows = slots if not self.fit_intercept else np.append(slots, self.Q.shape[0] - 1)
         Q = self.Q[np.ix_(rows, rows)]
         pt.reads += Q.size
