@@ -66,6 +66,7 @@ from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
 from ..problems.base import Certificate
 from . import _cd_kernels as kernels
 from . import _cg_kernels as cg_kernels
+from . import _covariance as covariance
 from . import _dual, _support_factor
 from . import _gram_kernels as gram_kernels
 from . import _local_model as local_model
@@ -219,6 +220,11 @@ class CoordinateDescent(Solver):
         a pass over the data (strong rules' role in glmnet); nothing is certified from it."""
         self.check_problem(problem)
         compile_seconds = _warm_up()
+        if gradient_init is None and covariance.applies(problem, self):
+            result, start = self._covariance_solve(problem, coef_init, compile_seconds)
+            if result is not None:
+                return result
+            coef_init, intercept_init = start  # not certified to tol on the covariances: CD goes on
         timer = Timer()
         converted, copied = getattr(problem, "conversion_seconds", 0.0), 0.0
         if coef_init is None and intercept_init is None and gradient_init is None:
@@ -266,6 +272,16 @@ class CoordinateDescent(Solver):
         """
         self.check_problem(problem)
         compile_seconds = _warm_up()
+        if covariance.applies(problem, self):
+            # The Lasso on its covariances: each lam from the last one's weights, no pass over X
+            # but the certificate's (a lam not certified on them: CD from there).
+            coef = None if coef_init is None else np.asarray(coef_init, dtype=np.float64).copy()
+            intercept = intercept_init
+            for lam in lams:
+                result = self.solve(problem.with_lam(float(lam)), coef, intercept)
+                coef, intercept = result.coef.copy(), result.intercept
+                yield result
+            return
         kernels.seed(0 if self.random_state is None else int(self.random_state) % (2**32))
         repeats = Repeats.of(self._distinct_columns(problem))
         pt = Iterate(problem.with_lam(float(lams[0])), folded(coef_init, repeats), intercept_init)
@@ -609,6 +625,53 @@ class CoordinateDescent(Solver):
         pt.factorise = st.direct or (st.last_support is not None and self._direct(problem, st.last_support, st))
         return result, st.kept, residual_dual
 
+    def _covariance_solve(self, problem, coef_init, compile_seconds):
+        """The Lasso on its covariances (``_covariance``): (a Result certified by the problem's own
+        duality gap, None) or, when that gap misses tol (the covariance form's sums round where the
+        residual is tiny against y), (None, the point reached) for CD to go on from."""
+        timer = Timer()
+        history = History()
+        d = problem.n_features
+        w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).reshape(d)
+        built = "covariances" in getattr(problem, "_derived", {})
+        cov = covariance.covariances(problem)
+        reads = 0 if built else cov.work  # a path's later lams find them built
+
+        def record(sweep, objective, gap):
+            history.append(
+                objective=objective,
+                certificate=gap,
+                nnz=int(np.count_nonzero(w)),
+                time=timer(),
+                data_accesses=reads + sweep * d,
+                active=d,
+            )
+            if self.callback is not None:
+                self.callback(sweep, history)
+
+        max_sweeps = min(covariance.MAX_SWEEPS, 100 * self.max_iter)
+        b, sweeps = covariance.solve(problem, w, self.tol, max_sweeps, record)
+        cert, b, gradient, u = covariance.certified_point(problem, w, b)
+        if cert.relative > self.tol:
+            return None, (w, b)
+        result = certified_result(
+            self,
+            coef=w,
+            intercept=b,
+            n_iter=sweeps,
+            converged=True,
+            stop_reason=cert.name,
+            cert=cert,
+            history=history,
+            timer=timer,
+            compile_seconds=compile_seconds,
+        )
+        result.loss_gradient = gradient
+        result.dual_point = u
+        if self.verbose:
+            print(f"cd: the Lasso on its covariances, {sweeps} sweeps, relative gap {cert.relative:.3e}")
+        return result, None
+
     def _distinct_columns(self, problem):
         """The representatives of the problem's repeated columns (``Problem.repeated_columns``),
         or None: the solve then runs over every column.
@@ -734,6 +797,7 @@ def _warm_up():
     gram_kernels.warm_up()
     cg_kernels.warm_up()
     _support_factor.warm_up()
+    covariance.warm_up()
     _dual.warm_up()
     local_model.warm_up()
     v2 = np.ones(2)
