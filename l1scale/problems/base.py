@@ -90,6 +90,17 @@ class InMemoryProblemBase:
     def l1_ratio(self) -> float:
         return self.penalty.l1_ratio
 
+    def derived(self, key, compute):
+        """``compute()``, computed once per data set under ``key`` and shared with ``with_lam``'s
+        copies: what a solver derives from the data alone (``solvers._covariance``'s covariances)."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
+
+    def has_derived(self, key) -> bool:
+        """Whether :meth:`derived` has computed ``key`` for this data set."""
+        return key in self._derived
+
     def column_norms(self):
         """``sqrt(sum_i c_i x_ij^2)`` for every column j (computed once per data set)."""
         if "column_norms" not in self._derived:

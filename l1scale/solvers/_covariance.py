@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit
 
 from ..problems.base import Certificate
+from ._cg_kernels import support_gradient
 from ._gram_kernels import gram_cost, model_gram
 
 __all__ = ["Covariances", "applies", "certified_point", "columns_dot", "covariances", "solve"]
@@ -73,53 +74,33 @@ class Covariances:
 def columns_dot(problem, v):
     """X^T v over the problem's columns."""
     out = np.empty(problem.n_features)
-    _dots(*problem.columns.arrays, v, out)
+    every = np.arange(problem.n_features, dtype=np.int64)
+    support_gradient(*problem.columns.arrays, every, v, False, out)
     return out
-
-
-@njit(cache=True, nogil=True)
-def _dots(data, indices, indptr, dense, v, out):
-    n = v.shape[0]
-    for j in range(out.shape[0]):
-        acc = 0.0
-        if dense:
-            start = indptr[j]
-            for i in range(n):
-                acc += data[start + i] * v[i]
-        else:
-            for p in range(indptr[j], indptr[j + 1]):
-                acc += data[p] * v[indices[p]]
-        out[j] = acc
 
 
 def applies(problem, solver):
     """Whether ``solver`` (a CoordinateDescent) solves ``problem`` on its covariances: the squared
     loss without an L2 term (its dual is the rescaled residual's), no checkpoint, and an S cheap
-    enough to build (the module's docstring)."""
+    enough to build (the module's docstring; decided once per data set)."""
     if not (problem.loss.constant_curvature and problem.loss.has_conjugate and problem.penalty.l2 == 0.0):
         return False
     if solver.checkpoint is not None or problem.n_features > MAX_FEATURES:
         return False
-    derived = getattr(problem, "_derived", None)
-    if derived is not None and "covariances" in derived:
-        return derived["covariances"] is not None
-    columns = problem.columns
+    return problem.derived("covariances_pay", lambda: _pays(problem))
+
+
+def _pays(problem):
+    """S's multiply-adds are at most ``PAIRS_PER_VALUE`` passes over X."""
     counts = np.empty(problem.n_samples, dtype=np.int64)
-    nnz, pairs = gram_cost(*columns.arrays, np.arange(problem.n_features, dtype=np.int64), problem.n_features, counts)
-    cheap = pairs <= PAIRS_PER_VALUE * max(nnz, 1)
-    if derived is not None and not cheap:
-        derived["covariances"] = None
-    return cheap
+    every = np.arange(problem.n_features, dtype=np.int64)
+    nnz, pairs = gram_cost(*problem.columns.arrays, every, problem.n_features, counts)
+    return pairs <= PAIRS_PER_VALUE * max(nnz, 1)
 
 
 def covariances(problem):
-    """The problem's :class:`Covariances`, built once (kept with its per-data arrays)."""
-    derived = getattr(problem, "_derived", None)
-    if derived is None:
-        return Covariances(problem)
-    if derived.get("covariances") is None:
-        derived["covariances"] = Covariances(problem)
-    return derived["covariances"]
+    """The problem's :class:`Covariances`, built once per data set (``Problem.derived``)."""
+    return problem.derived("covariances", lambda: Covariances(problem))
 
 
 @njit(cache=True, nogil=True)
@@ -204,4 +185,3 @@ def warm_up():
     """Compile (or load from Numba's cache) the kernels on tiny inputs."""
     S, v = np.eye(2), np.ones(2)
     _sweep(S, v, v.copy(), v.copy(), 0.1, np.arange(2, dtype=np.int64))
-    _dots(np.ones(2), np.arange(2, dtype=np.int64), np.array([0, 2], dtype=np.int64), False, v[:2], np.empty(1))

@@ -633,7 +633,7 @@ class CoordinateDescent(Solver):
         history = History()
         d = problem.n_features
         w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).reshape(d)
-        built = "covariances" in getattr(problem, "_derived", {})
+        built = problem.has_derived("covariances")
         cov = covariance.covariances(problem)
         reads = 0 if built else cov.work  # a path's later lams find them built
 
