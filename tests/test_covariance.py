@@ -103,3 +103,90 @@ def test_a_lasso_path_on_covariances_matches_single_solves():
         single = SparseLinearRegression(lam=lam, tol=1e-11, max_iter=5000).fit(X, y)
         problem = Problem(X, y, "squared", lam=lam)
         assert path.objectives[k] == pytest.approx(problem.objective(single.coef_, single.intercept_), rel=1e-8)
+
+
+def _correlated(n=3000, d=60, seed=5):
+    """Dense rows of strongly correlated columns (mnist's pixels' kind): CD on S crawls."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(n, 8))
+    X = base @ rng.normal(size=(8, d)) + 0.05 * rng.normal(size=(n, d))
+    y = X[:, :5] @ rng.normal(size=5) + rng.normal(size=n)
+    return X, y
+
+
+def test_dense_rows_take_the_covariances_along_a_path_only(monkeypatch):
+    X, y = _correlated(n=2000, d=200)
+    problem = Problem(X, y, "squared", lam_ratio=0.1)
+    ratio = covariance.pairs_per_value(problem)
+    assert ratio > covariance.PAIRS_PER_VALUE  # S costs more than one fit reads ...
+    n_lams = int(np.ceil(ratio / covariance.PASSES_PER_SOLVE))
+    cd = CoordinateDescent()
+    assert not covariance.applies(problem, cd)
+    assert covariance.applies(problem, cd, n_solves=n_lams)  # ... and less than a path's lams do
+    calls = []
+    real = covariance.solve
+    monkeypatch.setattr(covariance, "solve", lambda *a, **k: calls.append(1) or real(*a, **k))
+    path = regularization_path(X, y, "squared", n_lams=n_lams, lam_min_ratio=1e-3, tol=1e-9)
+    monkeypatch.undo()
+    assert len(calls) == n_lams and path.converged.all()
+    monkeypatch.setattr(covariance, "applies", lambda *a, **k: False)
+    reference = regularization_path(X, y, "squared", lams=path.lams, tol=1e-10)
+    np.testing.assert_allclose(path.objectives, reference.objectives, rtol=1e-8)
+
+
+def test_the_support_step_lowers_p_and_stops_at_the_orthants_edge():
+    X, y = _correlated(seed=6)
+    problem = Problem(X, y, "squared", lam_ratio=0.02)
+    cov = covariance.covariances(problem)
+    lam1 = problem.penalty.l1
+    rng = np.random.default_rng(0)
+
+    def value(w):
+        return 0.5 * w @ cov.S @ w - cov.q @ w + lam1 * np.abs(w).sum()
+
+    optimum = np.zeros(X.shape[1])
+    covariance.solve(problem, optimum, 1e-12)
+    crossed = 0
+    for trial in range(20):
+        w = np.zeros(X.shape[1])
+        if trial % 2:  # random signs: the step mostly stops where a weight reaches zero
+            support = np.sort(rng.choice(X.shape[1], size=12, replace=False)).astype(np.int64)
+            w[support] = rng.normal(scale=0.5, size=12)
+        else:  # the optimum's signs: the whole step, onto the optimum
+            support = np.flatnonzero(optimum).astype(np.int64)
+            w[support] = optimum[support] * rng.uniform(0.5, 1.5, size=support.shape[0])
+        g = cov.S @ w - cov.q
+        before, signs = value(w), np.sign(w[support])
+        covariance._support_step(cov, w, g, lam1, support)
+        assert value(w) <= before + 1e-12
+        np.testing.assert_allclose(g, cov.S @ w - cov.q, atol=1e-10)  # the gradient kept
+        assert np.all((np.sign(w[support]) == signs) | (w[support] == 0.0))  # no sign flipped
+        outside = np.setdiff1d(np.arange(X.shape[1]), support)
+        assert not w[outside].any()
+        zeroed = np.count_nonzero(w[support] == 0.0)
+        crossed += zeroed > 0
+        if zeroed == 0:  # the whole step: the minimiser over the orthant's face
+            np.testing.assert_allclose(g[support] + lam1 * signs, 0.0, atol=1e-9)
+        if trial % 2 == 0:
+            np.testing.assert_allclose(w, optimum, atol=1e-7)
+    assert 0 < crossed < 20  # both kinds of step were taken
+
+
+def test_the_support_steps_solve_ill_conditioned_supports_in_fewer_sweeps(monkeypatch):
+    X, y = _correlated(seed=7)
+    problem = Problem(X, y, "squared", lam_ratio=0.002)
+    w_on, w_off = np.zeros(X.shape[1]), np.zeros(X.shape[1])
+    b_on, sweeps_on = covariance.solve(problem, w_on, 1e-10)
+    monkeypatch.setattr(covariance, "_support_step_work", lambda k, d: np.inf)  # CD alone
+    b_off, sweeps_off = covariance.solve(problem, w_off, 1e-10)
+    assert 3 * sweeps_on < sweeps_off
+    assert problem.objective(w_on, b_on) == pytest.approx(problem.objective(w_off, b_off), rel=1e-9)
+    assert problem.certificate(w_on, b_on).relative <= 1e-9
+
+
+def test_the_conversion_to_columns_is_reported_apart():
+    X, y = _narrow()
+    on_rows = CoordinateDescent(tol=1e-8).solve(Problem(sp.csr_matrix(X), y, "squared", lam_ratio=0.05))
+    on_columns = CoordinateDescent(tol=1e-8).solve(Problem(sp.csc_matrix(X), y, "squared", lam_ratio=0.05))
+    assert on_rows.timings["convert"] > 0.0
+    assert on_columns.timings["convert"] == 0.0

@@ -220,11 +220,16 @@ class CoordinateDescent(Solver):
         a pass over the data (strong rules' role in glmnet); nothing is certified from it."""
         self.check_problem(problem)
         compile_seconds = _warm_up()
+        converted = getattr(problem, "conversion_seconds", 0.0)
         if gradient_init is None and covariance.applies(problem, self):
-            result, start = self._covariance_solve(problem, coef_init, compile_seconds)
+            result, start = self._covariance_solve(problem, coef_init, compile_seconds, converted)
             if result is not None:
                 return result
             coef_init, intercept_init = start  # not certified to tol on the covariances: CD goes on
+        return self._cd_solve(problem, coef_init, intercept_init, gradient_init, compile_seconds)
+
+    def _cd_solve(self, problem, coef_init, intercept_init, gradient_init, compile_seconds):
+        """:meth:`solve` by CD's Newton steps."""
         timer = Timer()
         converted, copied = getattr(problem, "conversion_seconds", 0.0), 0.0
         if coef_init is None and intercept_init is None and gradient_init is None:
@@ -272,14 +277,19 @@ class CoordinateDescent(Solver):
         """
         self.check_problem(problem)
         compile_seconds = _warm_up()
-        if covariance.applies(problem, self):
+        converted = getattr(problem, "conversion_seconds", 0.0)
+        if covariance.applies(problem, self, n_solves=len(lams)):
             # The Lasso on its covariances: each lam from the last one's weights, no pass over X
             # but the certificate's (a lam not certified on them: CD from there).
+            # (The intercept is eliminated there: each lam's comes from its weights.)
             coef = None if coef_init is None else np.asarray(coef_init, dtype=np.float64).copy()
-            intercept = intercept_init
             for lam in lams:
-                result = self.solve(problem.with_lam(float(lam)), coef, intercept)
-                coef, intercept = result.coef.copy(), result.intercept
+                lam_problem = problem.with_lam(float(lam))
+                result, start = self._covariance_solve(lam_problem, coef, compile_seconds, converted)
+                if result is None:
+                    result = self._cd_solve(lam_problem, *start, None, compile_seconds)
+                compile_seconds, converted = 0.0, getattr(lam_problem, "conversion_seconds", 0.0)
+                coef = result.coef.copy()
                 yield result
             return
         kernels.seed(0 if self.random_state is None else int(self.random_state) % (2**32))
@@ -625,10 +635,12 @@ class CoordinateDescent(Solver):
         pt.factorise = st.direct or (st.last_support is not None and self._direct(problem, st.last_support, st))
         return result, st.kept, residual_dual
 
-    def _covariance_solve(self, problem, coef_init, compile_seconds):
+    def _covariance_solve(self, problem, coef_init, compile_seconds, converted):
         """The Lasso on its covariances (``_covariance``): (a Result certified by the problem's own
         duality gap, None) or, when that gap misses tol (the covariance form's sums round where the
-        residual is tiny against y), (None, the point reached) for CD to go on from."""
+        residual is tiny against y), (None, the point reached) for CD to go on from. ``converted``:
+        the problem's ``conversion_seconds`` before the caller's first read of its columns (the
+        conversion's seconds since are reported apart, ``timings["convert"]``)."""
         timer = Timer()
         history = History()
         d = problem.n_features
@@ -668,6 +680,7 @@ class CoordinateDescent(Solver):
         )
         result.loss_gradient = gradient
         result.dual_point = u
+        result.timings["convert"] = getattr(problem, "conversion_seconds", 0.0) - converted
         if self.verbose:
             print(f"cd: the Lasso on its covariances, {sweeps} sweeps, relative gap {cert.relative:.3e}")
         return result, None
