@@ -487,8 +487,15 @@ def write_markdown(path, blob):
         "lambda_path=grid, standardize=False, tol=tol, max_iter=100000, n_splits=0, fit_intercept=...)` on "
         "the same CSR matrix (it makes its own CSC copy, timed), ladder tol 1e-2..1e-12. A ladder stops at "
         f"worst subopt <= 1e-6, when a path is killed at {args['fit_timeout']:g} s, or after "
-        f"{args['budget']:g} s of paths. Both minimise (1/n) sum log(1 + exp(-y (x.w + b))) + lam ||w||_1 "
-        "(glmnet: deviance / 2n + lam ||w||_1, the same)."
+        f"{args['budget']:g} s of paths. "
+        + (
+            "Both minimise (1/(2n)) sum (x.w + b - y)^2 + lam ||w||_1 (glmnet's Gaussian objective, the same). "
+            "l1scale's iterations: CD's Newton steps, or, where the Lasso is solved on its covariances "
+            "(few columns: S cheap to build for the whole path), its sweeps over S."
+            if lasso
+            else "Both minimise (1/n) sum log(1 + exp(-y (x.w + b))) + lam ||w||_1 "
+            "(glmnet: deviance / 2n + lam ||w||_1, the same)."
+        )
     )
     L.append("")
     for ds, r in paths.items():
@@ -521,9 +528,7 @@ def write_markdown(path, blob):
                     L.append(f"| {labels[solver]} | {fmt_tol(run['tol'])} | {run.get('error', '')} | | | | | |")
                     continue
                 fitted = (
-                    f"{run['n_lams_fitted']} lams"
-                    if "n_lams_fitted" in run
-                    else f"{run.get('n_iter', '')} Newton steps"
+                    f"{run['n_lams_fitted']} lams" if "n_lams_fitted" in run else f"{run.get('n_iter', '')} iterations"
                 )
                 bad = f" (P not finite at {len(run['not_finite_at'])} lams)" if run.get("not_finite_at") else ""
                 L.append(

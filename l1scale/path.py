@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _multinomial_fit, _standardize, metrics
 from ._path_result import PathResult, PathRows
-from ._threads import check_n_jobs, run_in_threads, thread_count
+from ._threads import check_n_jobs, run_in_threads, single_threaded_blas, thread_count
 from .data.memory import column_matrix, column_matrix_rows
 from .estimators import SparseLogisticRegression
 from .problems.memory import Problem
@@ -247,7 +247,10 @@ def _segmented_path(base, lams, bounds, tol, max_iter, n_jobs):
     order of ``lams``. A segment's Results wait for the others' with their coefficients kept
     as nonzeros and without their loss gradients (n_features floats each): the path's memory
     stays in its nonzeros, and each Result gets its dense coefficients back as it is yielded."""
-    base.null_gradient()  # the shared per-data arrays (and the column norms) computed before the threads
+    # The shared per-data arrays (the column norms, the Lasso's covariances) computed before the threads,
+    # with BLAS on one thread as in them (a product summed by more threads rounds otherwise).
+    with single_threaded_blas(n_jobs):
+        SOLVERS["cd"](tol=tol, max_iter=max_iter).prepare_path(base, lams.size)
 
     def segment(part):
         kept = []

@@ -190,3 +190,21 @@ def test_the_conversion_to_columns_is_reported_apart():
     on_columns = CoordinateDescent(tol=1e-8).solve(Problem(sp.csc_matrix(X), y, "squared", lam_ratio=0.05))
     assert on_rows.timings["convert"] > 0.0
     assert on_columns.timings["convert"] == 0.0
+
+
+def test_a_path_cut_in_segments_solves_each_on_the_covariances_built_once(monkeypatch):
+    X, y = _correlated(n=2000, d=200)
+    problem = Problem(X, y, "squared", lam_ratio=0.1)
+    n_lams = 20
+    # The whole path pays for S; its last segment alone (4 lams) would not.
+    assert covariance.applies(problem, CoordinateDescent(), n_solves=n_lams)
+    assert not covariance.applies(problem, CoordinateDescent(), n_solves=4)
+    builds, solves = [], []
+    real_build, real_solve = covariance.Covariances, covariance.solve
+    monkeypatch.setattr(covariance, "Covariances", lambda p: builds.append(1) or real_build(p))
+    monkeypatch.setattr(covariance, "solve", lambda *a, **k: solves.append(1) or real_solve(*a, **k))
+    threaded = regularization_path(X, y, "squared", n_lams=n_lams, lam_min_ratio=1e-3, tol=1e-9, n_jobs=2)
+    monkeypatch.undo()
+    assert len(builds) == 1 and len(solves) == n_lams and threaded.converged.all()
+    single = regularization_path(X, y, "squared", lams=threaded.lams, tol=1e-9)
+    np.testing.assert_allclose(threaded.objectives, single.objectives, rtol=1e-8)

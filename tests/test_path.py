@@ -15,6 +15,7 @@ from threadpoolctl import threadpool_limits
 from l1scale.exceptions import ConvergenceWarning
 from l1scale.path import SparseLogisticRegressionCV, lam_grid, regularization_path
 from l1scale.problems import Problem
+from l1scale.solvers.cd import CoordinateDescent
 
 
 def _a9a(n=10000):
@@ -173,8 +174,10 @@ def test_path_segments_cut_the_grid_by_the_cost_model():
 @pytest.mark.parametrize("loss, fit_intercept", [("logistic", True), ("squared", False)])
 def test_path_in_threads_solves_each_segment_as_its_own_path(sparse, loss, fit_intercept):
     """n_jobs=2: the grid's two segments solved in threads, the second from zero at its first lam:
-    each is, to the bit, the path over its own lams, every lam is certified to tol, and the whole
-    agrees with the single-thread path to tol."""
+    each is, to the bit, CD's path over its own lams on the data prepared for the whole path
+    (``prepare_path``: the squared loss's covariances, which pay for 20 lams but not for the
+    second segment's 4 alone), every lam is certified to tol, and the whole agrees with the
+    single-thread path to tol."""
     from l1scale.path import path_segments
 
     X, y = _binary(n=240, d=60, seed=3)
@@ -189,10 +192,12 @@ def test_path_in_threads_solves_each_segment_as_its_own_path(sparse, loss, fit_i
     # With BLAS on one thread, as the threaded path holds it (dense data's Gram products by BLAS
     # sum in another order on more threads).
     with threadpool_limits(limits=1, user_api="blas"):
-        first = regularization_path(X, y, **{**kw, "lams": one.lams[:cut]})
-        second = regularization_path(X, y, **{**kw, "lams": one.lams[cut:]})
-    np.testing.assert_array_equal(two.coefs, np.vstack([first.coefs, second.coefs]))
-    np.testing.assert_array_equal(two.intercepts, np.concatenate([first.intercepts, second.intercepts]))
+        problem = Problem(X, y, loss, lam=1.0, fit_intercept=fit_intercept)
+        solver = CoordinateDescent(tol=1e-8)
+        solver.prepare_path(problem, 20)
+        segments = [list(solver.solve_path(problem, part)) for part in (one.lams[:cut], one.lams[cut:])]
+    np.testing.assert_array_equal(two.coefs, np.vstack([r.coef for part in segments for r in part]))
+    np.testing.assert_array_equal(two.intercepts, [r.intercept for part in segments for r in part])
     np.testing.assert_array_equal(two.lams, one.lams)
     assert two.converged.all() and (two.certificates <= 1e-8).all()
     np.testing.assert_allclose(two.objectives, one.objectives, rtol=2e-8)
@@ -222,8 +227,6 @@ def test_path_n_jobs_is_checked_and_ignored_where_segments_do_not_apply():
 def test_a_wide_path_stores_each_solution_exactly():
     # Every row of a wide path's coefficient array is the solver's solution at its lam, to the
     # bit (the iterate the solver carries on is copied, not aliased).
-    from l1scale.solvers.cd import CoordinateDescent
-
     rng = np.random.default_rng(4)
     X = sp.random(200, 3000, density=0.01, format="csr", random_state=5)
     y = np.where(X @ rng.normal(size=3000) + 0.1 * rng.normal(size=200) > 0, 1.0, -1.0)

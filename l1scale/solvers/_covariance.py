@@ -68,17 +68,17 @@ class Covariances:
         sc = Q[d, d]
         xc = Q[:d, d]  # X^T c
         Xty = columns_dot(problem, c * y)
-        cy = float(c @ y)
+        cy = _dot(c, y)
         if problem.fit_intercept:
             self.xbar, self.ybar = xc / sc, cy / sc
             self.S = Q[:d, :d] - np.outer(xc, self.xbar)
             self.q = Xty - xc * self.ybar
-            self.syy = float(c @ (y * y)) - cy * self.ybar
+            self.syy = _dot(c, y * y) - cy * self.ybar
         else:
             self.xbar, self.ybar = np.zeros(d), 0.0
             self.S = np.ascontiguousarray(Q[:d, :d])
             self.q = Xty
-            self.syy = float(c @ (y * y))
+            self.syy = _dot(c, y * y)
         self.diag = np.ascontiguousarray(np.diag(self.S))
 
 
@@ -99,6 +99,8 @@ def applies(problem, solver, n_solves=1):
         return False
     if solver.checkpoint is not None or problem.n_features > MAX_FEATURES:
         return False
+    if problem.has_derived("covariances"):
+        return True  # built for an earlier solve (a path's, cut in segments): free to use
     return pairs_per_value(problem) <= max(PAIRS_PER_VALUE, PASSES_PER_SOLVE * n_solves)
 
 
@@ -144,10 +146,30 @@ def _sweep(S, diag, g, w, lam1, coords):
     return moved
 
 
+# The covariance form's sums are loops in a fixed order, not BLAS's products: BLAS sums in an order that
+# depends on its arrays' alignment, and a path's lams, in threads or not, give the same bits.
+
+
+@njit(cache=True, nogil=True)
+def _dot(a, b):
+    total = 0.0
+    for i in range(a.shape[0]):
+        total += a[i] * b[i]
+    return total
+
+
+def gradient(cov, w):
+    """S w - q, from the rows of S at w's nonzero weights."""
+    g = -cov.q
+    support = np.flatnonzero(w).astype(np.int64)
+    _add_rows(cov.S, support, w[support], g)
+    return g
+
+
 def _gap(cov, w, g, lam1):
     """(P, duality gap) of the covariance form at w (the module's docstring)."""
-    qw = float(cov.q @ w)
-    wSw = float(w @ (g + cov.q))
+    qw = _dot(cov.q, w)
+    wSw = _dot(w, g + cov.q)
     rho2 = max(cov.syy - 2.0 * qw + wSw, 0.0)
     primal = 0.5 * rho2 + lam1 * float(np.abs(w).sum())
     s = max(1.0, float(np.abs(g).max(initial=0.0)) / lam1)
@@ -168,7 +190,7 @@ def solve(problem, w, tol, max_sweeps=MAX_SWEEPS, record=None):
     cov = covariances(problem)
     lam1 = problem.penalty.l1
     d = w.shape[0]
-    g = cov.S @ w - cov.q
+    g = gradient(cov, w)
     every = np.arange(d, dtype=np.int64)
     sweeps, work = 0, 0.0  # work: CD's multiply-adds since the last support step
     while sweeps < max_sweeps:
@@ -192,7 +214,7 @@ def solve(problem, w, tol, max_sweeps=MAX_SWEEPS, record=None):
         if k > 0 and work >= _support_step_work(k, d):
             _support_step(cov, w, g, lam1, support)
             work = 0.0
-    return cov.ybar - float(cov.xbar @ w), sweeps
+    return cov.ybar - _dot(cov.xbar, w), sweeps
 
 
 def _support_step_work(k, d):
@@ -222,9 +244,18 @@ def _support_step(cov, w, g, lam1, support):
     step = float(reach.min())
     new = current + step * direction
     new[(crossing & (reach <= step)) | (np.sign(new) != signs)] = 0.0  # at zero, not rounded past it
-    delta = new - current
     w[support] = new
-    g += delta @ cov.S[support]  # S symmetric: its rows, contiguous
+    _add_rows(cov.S, support, new - current, g)
+
+
+@njit(cache=True, nogil=True)
+def _add_rows(S, rows, delta, g):
+    """g += S[rows]^T delta (S symmetric: its rows, contiguous, are its columns), summed in a fixed
+    order: a path's lams give the same bits whatever the arrays' alignment (BLAS's products do not)."""
+    for a in range(rows.shape[0]):
+        row, step = S[rows[a]], delta[a]
+        for k in range(g.shape[0]):
+            g[k] += step * row[k]
 
 
 def certified_point(problem, w, b):
@@ -239,7 +270,7 @@ def certified_point(problem, w, b):
     z = z + b
     u = problem.loss.derivative(problem.y, z)
     cov = covariances(problem)
-    v = cov.S @ w - cov.q
+    v = gradient(cov, w)
     cert = problem.certificate_from(w, b, z, u, v)
     # A gap below zero by rounding only is 0, as CD reports it (Certificate.duality_gap).
     return Certificate.duality_gap(cert.objective, cert.objective - cert.value), b, v, u

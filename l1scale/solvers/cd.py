@@ -257,6 +257,14 @@ class CoordinateDescent(Solver):
         result.timings["convert"] = copied + converting
         return with_repeats(result, repeats)
 
+    def prepare_path(self, problem, n_lams):
+        """Build what ``n_lams`` solves on the problem's data share, before threads solve a path's
+        segments (each a :meth:`solve_path` of its own): the loss gradient at zero and the column
+        norms, and the Lasso's covariances where they pay for the whole path (``_covariance``)."""
+        problem.null_gradient()
+        if covariance.applies(problem, self, n_solves=n_lams):
+            covariance.covariances(problem)
+
     def solve_path(self, problem, lams, coef_init=None, intercept_init=None):
         """Solve at each lam of a decreasing sequence, each from the last solution: yields one Result
         per lam (each with its own certificate and its ``timings["solve"]``).
