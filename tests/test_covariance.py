@@ -208,3 +208,13 @@ def test_a_path_cut_in_segments_solves_each_on_the_covariances_built_once(monkey
     assert len(builds) == 1 and len(solves) == n_lams and threaded.converged.all()
     single = regularization_path(X, y, "squared", lams=threaded.lams, tol=1e-9)
     np.testing.assert_allclose(threaded.objectives, single.objectives, rtol=1e-8)
+
+
+def test_sparse_columns_of_few_values_stay_with_cd():
+    # 2,000 columns of 5 values each: a move on S (2,000 multiply-adds) costs 200 times one on X.
+    X = sp.random(1000, 2000, density=0.005, format="csc", random_state=0)
+    problem = Problem(X, np.arange(1000.0), "squared", lam_ratio=0.1)
+    nnz, pairs = covariance._costs(problem)
+    assert pairs <= covariance.PAIRS_PER_VALUE * nnz  # S would be cheap to build ...
+    assert problem.n_features**2 > covariance.MOVE_VALUES * nnz  # ... and dear to move on
+    assert not covariance.applies(problem, CoordinateDescent(), n_solves=50)
