@@ -218,3 +218,51 @@ def test_sparse_columns_of_few_values_stay_with_cd():
     assert pairs <= covariance.PAIRS_PER_VALUE * nnz  # S would be cheap to build ...
     assert problem.n_features**2 > covariance.MOVE_VALUES * nnz  # ... and dear to move on
     assert not covariance.applies(problem, CoordinateDescent(), n_solves=50)
+
+
+def test_the_support_step_never_raises_p_on_a_singular_block():
+    # A one-hot block beside the eliminated intercept: its centred columns sum to zero, so S over a
+    # support holding the whole block is singular, and no step on it may raise P.
+    X, y = _narrow(layout="dense")
+    problem = Problem(X, y, "squared", lam_ratio=0.01)
+    cov = covariance.covariances(problem)
+    lam1 = problem.penalty.l1
+    rng = np.random.default_rng(1)
+    support = np.arange(12, dtype=np.int64)  # the block (0-5) and six more
+    for _ in range(20):
+        w = np.zeros(X.shape[1])
+        w[support] = rng.normal(size=12)
+        g = cov.S @ w - cov.q
+        before = 0.5 * w @ cov.S @ w - cov.q @ w + lam1 * np.abs(w).sum()
+        covariance._support_step(cov, w, g, lam1, support)
+        after = 0.5 * w @ cov.S @ w - cov.q @ w + lam1 * np.abs(w).sum()
+        assert after <= before + 1e-12 * abs(before)
+        np.testing.assert_allclose(g, cov.S @ w - cov.q, atol=1e-9)
+
+
+def test_a_support_step_that_would_raise_p_is_not_taken(monkeypatch):
+    # A solve that rounds badly (here: its direction reversed) must leave w and g as they were.
+    X, y = _correlated(seed=8)
+    problem = Problem(X, y, "squared", lam_ratio=0.02)
+    cov = covariance.covariances(problem)
+    lam1 = problem.penalty.l1
+    optimum = np.zeros(X.shape[1])
+    covariance.solve(problem, optimum, 1e-12)
+    support = np.flatnonzero(optimum).astype(np.int64)
+    w = np.zeros(X.shape[1])
+    w[support] = 0.9 * optimum[support]  # the optimum's signs: the whole step would be taken
+    real = covariance.cholesky_solve
+
+    def reversed_solve(L, rhs, out):
+        real(L, rhs, out)
+        out[:] = 2.0 * w[support] - out  # the step away from the minimiser
+
+    monkeypatch.setattr(covariance, "cholesky_solve", reversed_solve)
+    g = cov.S @ w - cov.q
+    w_before, g_before = w.copy(), g.copy()
+    covariance._support_step(cov, w, g, lam1, support)
+    np.testing.assert_array_equal(w, w_before)
+    np.testing.assert_array_equal(g, g_before)
+    monkeypatch.undo()
+    covariance._support_step(cov, w, g, lam1, support)  # the true solve: onto the optimum
+    np.testing.assert_allclose(w, optimum, atol=1e-7)

@@ -241,10 +241,12 @@ def _support_step(cov, w, g, lam1, support):
     """The step towards the minimiser of P over the support's orthant, w_A -> x,
     S_AA x = q_A - lam1 sign(w_A) (P is a quadratic there), cut where the first weight reaches zero
     (along the segment P falls: it is convex and its minimum on the line is at x); g = S w - q
-    kept. Nothing moves when S_AA is not numerically positive definite (collinear columns in the
-    support: CD goes on)."""
+    kept. Nothing moves when S_AA is not numerically positive definite, or when the step, as
+    rounded, would not lower P (a nearly singular block: collinear columns in the support, a
+    one-hot block beside the eliminated intercept): CD goes on."""
     signs = np.sign(w[support])
-    L = cholesky_factor(cov.S[np.ix_(support, support)])
+    block = cov.S[np.ix_(support, support)]
+    L = cholesky_factor(block)
     if L.shape[0] == 0:
         return
     x = np.empty(support.shape[0])
@@ -258,8 +260,12 @@ def _support_step(cov, w, g, lam1, support):
     step = float(reach.min())
     new = current + step * direction
     new[(crossing & (reach <= step)) | (np.sign(new) != signs)] = 0.0  # at zero, not rounded past it
+    # P's change on the orthant's face, where its L1 term is linear: g_A + lam1 sign is its gradient.
+    delta = new - current
+    if (g[support] + lam1 * signs) @ delta + 0.5 * delta @ (block @ delta) >= 0.0:
+        return
     w[support] = new
-    _add_rows(cov.S, support, new - current, g)
+    _add_rows(cov.S, support, delta, g)
 
 
 @njit(cache=True, nogil=True)
