@@ -184,12 +184,50 @@ def test_the_support_steps_solve_ill_conditioned_supports_in_fewer_sweeps(monkey
     assert problem.certificate(w_on, b_on).relative <= 1e-9
 
 
-def test_the_conversion_to_columns_is_reported_apart():
-    X, y = _narrow()
-    on_rows = CoordinateDescent(tol=1e-8).solve(Problem(sp.csr_matrix(X), y, "squared", lam_ratio=0.05))
-    on_columns = CoordinateDescent(tol=1e-8).solve(Problem(sp.csc_matrix(X), y, "squared", lam_ratio=0.05))
-    assert on_rows.timings["convert"] > 0.0
-    assert on_columns.timings["convert"] == 0.0
+def test_a_csr_problem_is_solved_on_its_covariances_from_its_rows(monkeypatch):
+    # S, q and the certificate's margins are read from the rows: no conversion to columns is made
+    # (none reported), and S is the one the columns give, to rounding.
+    X, y = _narrow(layout="csr")
+    c = np.random.default_rng(2).uniform(0.5, 2.0, size=y.shape[0])
+    for fit_intercept in (False, True):
+        on_rows = Problem(X, y, "squared", lam_ratio=0.05, fit_intercept=fit_intercept, sample_weight=c)
+        result = CoordinateDescent(tol=1e-9).solve(on_rows)
+        assert result.converged and result.timings["convert"] == 0.0
+        assert not on_rows.has_columns
+        on_columns = Problem(X.tocsc(), y, "squared", lam_ratio=0.05, fit_intercept=fit_intercept, sample_weight=c)
+        by_rows, by_columns = covariance.covariances(on_rows), covariance.covariances(on_columns)
+        assert by_rows.work == by_columns.work
+        np.testing.assert_allclose(by_rows.S, by_columns.S, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(by_rows.q, by_columns.q, rtol=1e-12, atol=1e-12)
+        assert by_rows.syy == pytest.approx(by_columns.syy, rel=1e-12)
+        np.testing.assert_allclose(by_rows.xbar, by_columns.xbar, rtol=1e-12, atol=1e-15)
+        reference = CoordinateDescent(tol=1e-9).solve(on_columns)
+        assert result.objective == pytest.approx(reference.objective, rel=1e-9)
+    # A solve that does not certify on S goes on by CD, which converts, and says so.
+    real = covariance.solve
+    monkeypatch.setattr(covariance, "solve", lambda p, w, tol, max_sweeps=1, record=None: real(p, w, tol, 1, record))
+    on_rows = Problem(X, y, "squared", lam_ratio=0.01)
+    result = CoordinateDescent(tol=1e-9, max_iter=1000).solve(on_rows)
+    assert result.converged and on_rows.has_columns and result.timings["convert"] > 0.0
+
+
+def test_rows_gram_sums_every_rows_outer_product_in_bands(monkeypatch):
+    # Blocks of rows, Q larger than a band: the rows resume band after band, every product counted once.
+    rng = np.random.default_rng(3)
+    X = sp.random(300, 90, density=0.2, format="csr", random_state=4)
+    c = rng.uniform(0.0, 2.0, size=300)
+    c[::7] = 0.0  # rows of weight zero add nothing
+    monkeypatch.setattr(covariance, "GRAM_BAND_BYTES", 8 * 91 * 10)  # bands of 10 rows of Q ...
+    monkeypatch.setattr(covariance, "GRAM_BLOCK_ENTRIES", 500)  # ... for blocks of about 25 rows of X
+    data, indices, indptr = X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)
+    Q = covariance.rows_gram.py_func(data, indices, indptr, c, 90)
+    dense = X.toarray()
+    expected = np.zeros((91, 91))
+    expected[:90, :90] = dense.T @ (c[:, None] * dense)
+    expected[:90, 90] = expected[90, :90] = dense.T @ c
+    expected[90, 90] = c.sum()
+    np.testing.assert_allclose(Q, expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(covariance.rows_gram(data, indices, indptr, c, 90), expected, rtol=1e-12, atol=1e-12)
 
 
 def test_a_path_cut_in_segments_solves_each_on_the_covariances_built_once(monkeypatch):
