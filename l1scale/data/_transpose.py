@@ -50,19 +50,22 @@ def _transpose(data, indices, indptr, new_data, new_indices, new_indptr):
     at its slice's next free position, visiting the major slices in order."""
     n_major = indptr.shape[0] - 1
     n_minor = new_indptr.shape[0] - 1
-    nnz = indptr[n_major]
-    for k in range(nnz):
-        new_indptr[indices[k] + 1] += 1
+    nnz = np.uint64(indptr[n_major])
+    one = np.uint64(1)
+    k = np.uint64(0)
+    while k < nnz:
+        new_indptr[np.uint64(indices[k]) + one] += 1
+        k += one
     for j in range(n_minor):
         new_indptr[j + 1] += new_indptr[j]
     free = new_indptr[:-1].copy()  # of the index type: news20's 589k positions then fit in cache
     for i in range(n_major):
-        k = indptr[i]
-        end = indptr[i + 1]
+        k = np.uint64(indptr[i])
+        end = np.uint64(indptr[i + 1])
         while k < end:  # a while loop: Numba compiles range() over mixed index types less tightly
-            j = indices[k]
-            p = free[j]
+            j = np.uint64(indices[k])
+            p = np.uint64(free[j])
             new_indices[p] = i
             new_data[p] = data[k]
-            free[j] = p + 1
-            k += 1
+            free[j] = p + one
+            k += one

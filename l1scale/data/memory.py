@@ -229,20 +229,20 @@ def _rows_of_columns(data, indices, indptr, position):
     new_indptr = np.zeros(d + 1, dtype=indptr.dtype)  # as X's: fewer values, the same type
     for j in range(d):
         kept = 0
-        for p in range(indptr[j], indptr[j + 1]):
-            if position[indices[p]] >= 0:
+        for p in range(np.uint64(indptr[j]), np.uint64(indptr[j + 1])):  # unsigned: no wrap-around checks
+            if position[np.uint64(indices[p])] >= 0:
                 kept += 1
         new_indptr[j + 1] = new_indptr[j] + kept
     new_data = np.empty(new_indptr[d], dtype=data.dtype)
     new_indices = np.empty(new_indptr[d], dtype=indices.dtype)  # row numbers only fall
-    q = 0
+    q = np.uint64(0)
     for j in range(d):
-        for p in range(indptr[j], indptr[j + 1]):
-            k = position[indices[p]]
+        for p in range(np.uint64(indptr[j]), np.uint64(indptr[j + 1])):
+            k = position[np.uint64(indices[p])]
             if k >= 0:
                 new_data[q] = data[p]
                 new_indices[q] = k
-                q += 1
+                q += np.uint64(1)
     return new_data, new_indices, new_indptr
 
 

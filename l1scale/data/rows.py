@@ -29,14 +29,15 @@ def row_dots_and_norms(data, indices, indptr, r, c, dots, norms):
     sums to the bit (the same terms in the same order). Shapes: r, c (n,); dots, norms (d,)."""
     dots[:] = 0.0
     norms[:] = 0.0
+    one = np.uint64(1)
     for i in range(indptr.shape[0] - 1):
         ri, ci = r[i], c[i]
-        k, end = indptr[i], indptr[i + 1]
+        k, end = np.uint64(indptr[i]), np.uint64(indptr[i + 1])
         while k < end:
-            j, x = indices[k], data[k]
+            j, x = np.uint64(indices[k]), data[k]
             dots[j] += ri * x
             norms[j] += ci * x * x
-            k += 1
+            k += one
     for j in range(norms.shape[0]):
         norms[j] = np.sqrt(norms[j])
 
@@ -50,10 +51,13 @@ def row_correlations(data, indices, indptr, v, out):
     over news20's rows took 15.5 ms for m = 1 against 9 ms for this loop, and two vectors cost
     1.4-2.4x one (CD's row start correlates one)."""
     out[:] = 0.0
+    one = np.uint64(1)
     for i in range(indptr.shape[0] - 1):
         vi = v[i]
-        for k in range(indptr[i], indptr[i + 1]):
-            out[indices[k]] += vi * data[k]
+        k, end = np.uint64(indptr[i]), np.uint64(indptr[i + 1])
+        while k < end:
+            out[np.uint64(indices[k])] += vi * data[k]
+            k += one
 
 
 @njit(cache=True, nogil=True)
@@ -70,27 +74,27 @@ def _filter_rows(data, indices, indptr, selected_bits, max_nnz, sub_indptr, sub_
     1,161 columns) 17.6 -> 12.2 ms against a slot map of int32 read for every value (2.4 MB).
     With a branch and a counting pass before it (to place the values straight into columns),
     earn at 0.1 lam_max took 3.3 ms for its 55 columns, news20 30 ms."""
-    p = 0
+    p, cap, one = np.uint64(0), np.uint64(max_nnz), np.uint64(1)
     sub_indptr[0] = 0
     for i in range(indptr.shape[0] - 1):
-        k, end = indptr[i], indptr[i + 1]
+        k, end = np.uint64(indptr[i]), np.uint64(indptr[i + 1])
         while k < end:
-            j = indices[k]
+            j = np.uint64(indices[k])
             sub_cols[p] = j
             sub_data[p] = data[k]
-            p += (selected_bits[j >> 3] >> (j & 7)) & 1
-            if p > max_nnz:
-                return -1
-            k += 1
+            p += (np.uint64(selected_bits[j >> np.uint64(3)]) >> (j & np.uint64(7))) & one
+            if p > cap:
+                return np.int64(-1)
+            k += one
         sub_indptr[i + 1] = p
-    return p
+    return np.int64(p)
 
 
 @njit(cache=True, nogil=True)
 def _slots(sub_cols, nnz, slot):
     """sub_cols[:nnz] (columns of X) replaced by their slots among the selected (slot[j])."""
     for q in range(nnz):
-        sub_cols[q] = slot[sub_cols[q]]
+        sub_cols[q] = slot[np.uint64(sub_cols[q])]
 
 
 def columns_of_rows(rows: Matrix, cols, max_nnz=None):

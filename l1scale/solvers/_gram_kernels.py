@@ -166,7 +166,7 @@ def model_gram(data, indices, indptr, dense, active, m, D, counts, fit_intercept
         for s in range(m):
             p, end = cursor[s], stop[s]
             while p < end and indices[p] < limit:
-                i = indices[p]
+                i = np.uint64(indices[p])
                 f = fill[i]
                 local[f], value[f] = s, data[p]
                 fill[i] = f + np.uint64(1)
