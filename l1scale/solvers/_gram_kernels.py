@@ -66,8 +66,9 @@ def gram_cost(data, indices, indptr, dense, active, m, counts):
         rows, _ = column(data, indices, indptr, dense, active[s])
         for p in range(rows.shape[0]):
             # A row's k-th entry adds k products to its sum k (k + 1) / 2: no pass over all n rows.
-            k = counts[rows[p]] + 1
-            counts[rows[p]] = k
+            i = np.uint64(rows[p])
+            k = counts[i] + 1
+            counts[i] = k
             pairs += k
         nnz += rows.shape[0]
     return nnz, float(pairs)
