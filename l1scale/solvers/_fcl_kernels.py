@@ -54,7 +54,7 @@ def column_gradient(rows, vals, start, length, r, D):
     """(sum_i r_i x_ij, sum_i D_i x_ij^2) over one cached column."""
     g, h = 0.0, 0.0
     for p in range(start, start + length):
-        i = rows[p]
+        i = np.uint64(rows[p])
         g += vals[p] * r[i]
         h += vals[p] * vals[p] * D[i]
     return g, h
@@ -91,7 +91,7 @@ def screen_block(indptr, rows, vals, r, lam1, threshold, slot_of, parked_w, j0, 
     for m in range(indptr.shape[0] - 1):
         g = 0.0
         for p in range(indptr[m], indptr[m + 1]):
-            g += vals[p] * r[rows[p]]
+            g += vals[p] * r[np.uint64(rows[p])]
         gmax = max(gmax, abs(g))
         s = slot_of[j0 + m]
         if s >= 0:
@@ -131,19 +131,19 @@ def cdn_update(kind, y, c, z, r, D, lv, rows, vals, start, length, w, lam1):
     bound = g * d + lam1 * (abs(w + d) - abs(w))
     slack = lam1 * abs(w)
     for p in range(start, start + length):
-        slack += lv[rows[p]]
+        slack += lv[np.uint64(rows[p])]
     slack *= _ROUNDING
     step = 1.0
     for _ in range(MAX_LINE_SEARCH):
         w_new = 0.0 if step == 1.0 and d == -w else w + step * d
         change = lam1 * (abs(w_new) - abs(w))
         for p in range(start, start + length):
-            i = rows[p]
+            i = np.uint64(rows[p])
             change += c[i] * loss_value(kind, y[i], z[i] + (w_new - w) * vals[p]) - lv[i]
         if change <= SIGMA * step * bound + slack:
             g_after = 0.0
             for p in range(start, start + length):
-                i = rows[p]
+                i = np.uint64(rows[p])
                 z[i] += (w_new - w) * vals[p]
                 r[i] = c[i] * loss_derivative(kind, y[i], z[i])
                 D[i] = c[i] * loss_curvature(kind, y[i], z[i])

@@ -41,7 +41,7 @@ def support_margins(data, indices, indptr, dense, W, b, Z):
         if nonzero:
             rows, vals = column(data, indices, indptr, dense, j)
             for p in range(rows.shape[0]):
-                i, v = rows[p], vals[p]
+                i, v = np.uint64(rows[p]), vals[p]
                 for k in range(K):
                     Z[i, k] += W[j, k] * v
             reads += rows.shape[0]
@@ -98,13 +98,13 @@ def outer_pass(data, indices, indptr, dense, cols, R, D, W, lam1, lam2, shrink_a
         acc_h[:] = 0.0
         if curvature:
             for p in range(rows.shape[0]):
-                i, v = rows[p], vals[p]
+                i, v = np.uint64(rows[p]), vals[p]
                 for k in range(K):
                     acc_g[k] += v * R[i, k]
                     acc_h[k] += v * v * D[i, k]
         else:
             for p in range(rows.shape[0]):
-                i, v = rows[p], vals[p]
+                i, v = np.uint64(rows[p]), vals[p]
                 for k in range(K):
                     acc_g[k] += v * R[i, k]
         keep = False
@@ -165,7 +165,7 @@ def model_sweep(data, indices, indptr, dense, active, m, G, H, W, Wpd, dZ, S, P,
                     g += vals[i] * CPk[i] * (dZk[i] - S[i])
             else:
                 for p in range(rows.shape[0]):
-                    i = rows[p]
+                    i = np.uint64(rows[p])
                     g += vals[p] * CPk[i] * (dZk[i] - S[i])
             reads += rows.shape[0]
             h = H[j, k]
@@ -194,7 +194,7 @@ def model_sweep(data, indices, indptr, dense, active, m, G, H, W, Wpd, dZ, S, P,
                         S[i] += Pk[i] * dv
                 else:
                     for p in range(rows.shape[0]):
-                        i = rows[p]
+                        i = np.uint64(rows[p])
                         dv = delta * vals[p]
                         dZk[i] += dv
                         S[i] += Pk[i] * dv

@@ -181,7 +181,7 @@ def _add_pairs(sk, used, pos, val, m_i, a, mark, found):
         aq = a * val[q]
         start, length = col_start[j], col_len[j]
         for p in range(start, start + length):
-            r = mark[rows[p]]
+            r = mark[np.uint64(rows[p])]
             if r >= 0:
                 vals[p] += aq * val[r]
                 found[r] = True

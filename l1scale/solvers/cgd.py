@@ -116,7 +116,7 @@ def _block_direction(data, indices, indptr, dense, d, cut, w, v, H, lam1, lam2, 
         l1 += lam1 * (abs(wj + dj) - abs(wj))
         rows, vals = column(data, indices, indptr, dense, j)
         for p in range(rows.shape[0]):
-            xd[rows[p]] += dj * vals[p]
+            xd[np.uint64(rows[p])] += dj * vals[p]
         reads += rows.shape[0]
     return m, gd, dhd, l1, reads
 

@@ -130,7 +130,7 @@ def _column_curvatures(data, indices, indptr, dense, c, beta, lam2, curv):
         rows, vals = column(data, indices, indptr, dense, j)
         acc = 0.0
         for p in range(rows.shape[0]):
-            acc += c[rows[p]] * vals[p] * vals[p]
+            acc += c[np.uint64(rows[p])] * vals[p] * vals[p]
         reads += rows.shape[0]
         curv[j] = curv[j + d] = beta * acc + lam2
     return reads
@@ -172,7 +172,7 @@ def _coordinate_step(data, indices, indptr, dense, kind, y, c, z, r, v, curv, j,
     rows, vals = column(data, indices, indptr, dense, j if j < d else j - d)
     step = eta if j < d else -eta
     for p in range(rows.shape[0]):
-        i = rows[p]
+        i = np.uint64(rows[p])
         z[i] += step * vals[p]
         r[i] = c[i] * loss_derivative(kind, y[i], z[i])
     return eta, rows.shape[0]
@@ -202,7 +202,7 @@ def _scd_epoch(data, indices, indptr, dense, kind, y, c, z, r, v, curv, lam1, la
             rows, vals = column(data, indices, indptr, dense, j if j < d else j - d)
             acc = 0.0
             for p in range(rows.shape[0]):
-                acc += r[rows[p]] * vals[p]
+                acc += r[np.uint64(rows[p])] * vals[p]
             reads += rows.shape[0]
             g = (acc if j < d else -acc) + lam1 + lam2 * v[j]
         _, step_reads = _coordinate_step(data, indices, indptr, dense, kind, y, c, z, r, v, curv, j, g)
@@ -225,7 +225,7 @@ def _safeguarded_move(kind, y, c, z, r, D, lv, rows, vals, sign, v, j, g, eta, s
         for _ in range(30):
             change = lam1 * eta + lam2 * (v[j] * eta + 0.5 * eta * eta)
             for p in range(rows.shape[0]):
-                i = rows[p]
+                i = np.uint64(rows[p])
                 trial[p] = loss_value(kind, y[i], z[i] + sign * eta * vals[p])
                 change += c[i] * (trial[p] - lv[i])
             passes += 1
@@ -241,7 +241,7 @@ def _safeguarded_move(kind, y, c, z, r, D, lv, rows, vals, sign, v, j, g, eta, s
     v[j] += eta
     step = sign * eta  # the trial's margins, to the bit: z_i + (sign eta) x_ij
     for p in range(rows.shape[0]):
-        i = rows[p]
+        i = np.uint64(rows[p])
         z[i] += step * vals[p]
         derivative, curvature = loss_derivative_curvature(kind, y[i], z[i])
         r[i], D[i] = c[i] * derivative, c[i] * curvature
@@ -299,7 +299,7 @@ def _scd_newton_epoch(
         rows, vals = column(data, indices, indptr, dense, j if j < d else j - d)
         acc_g, acc_h = 0.0, 0.0
         for p in range(rows.shape[0]):
-            i = rows[p]
+            i = np.uint64(rows[p])
             acc_g += r[i] * vals[p]
             acc_h += D[i] * vals[p] * vals[p]
         reads += rows.shape[0]
@@ -323,7 +323,7 @@ def _full_gradient(data, indices, indptr, dense, r, grad):
         rows, vals = column(data, indices, indptr, dense, j)
         acc = 0.0
         for p in range(rows.shape[0]):
-            acc += r[rows[p]] * vals[p]
+            acc += r[np.uint64(rows[p])] * vals[p]
         grad[j] = acc
         reads += rows.shape[0]
     return reads
