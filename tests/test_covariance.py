@@ -37,8 +37,9 @@ def _solve(problem, use_covariances, monkeypatch, tol=1e-9):
         return real(*a, **k)
 
     monkeypatch.setattr(covariance, "solve", counting)
-    if not use_covariances:
+    if not use_covariances:  # CD alone: neither from the start nor handed over
         monkeypatch.setattr(covariance, "applies", lambda *a, **k: False)
+        monkeypatch.setattr(covariance, "gram_limit", lambda *a, **k: np.inf)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         result = CoordinateDescent(tol=tol, max_iter=1000).solve(problem)
@@ -304,3 +305,33 @@ def test_a_support_step_that_would_raise_p_is_not_taken(monkeypatch):
     monkeypatch.undo()
     covariance._support_step(cov, w, g, lam1, support)  # the true solve: onto the optimum
     np.testing.assert_allclose(w, optimum, atol=1e-7)
+
+
+def test_a_single_fit_goes_on_on_the_covariances_before_a_dear_gram_matrix(monkeypatch):
+    # S costs more than one fit reads a priori (dense rows of 200 correlated columns), but at small lam
+    # CD's models cover most columns and would buy Gram matrices costing a large share of S: the
+    # solve goes on on S from CD's point, certified, its History and iterations continued, no warning.
+    X, y = _correlated(n=2000, d=200, seed=9)
+    calls = []
+    real = covariance.solve
+    monkeypatch.setattr(covariance, "solve", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for ratio, handed in ((0.002, True), (0.5, False)):
+        problem = Problem(X, y, "squared", lam_ratio=ratio)
+        assert not covariance.applies(problem, CoordinateDescent())
+        assert covariance.gram_limit(problem, CoordinateDescent()) < np.inf
+        calls.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            result = CoordinateDescent(tol=1e-9, max_iter=1000).solve(problem)
+        assert len(calls) == int(handed)
+        assert result.converged and result.relative_certificate <= 1e-9 and result.stop_reason == "duality_gap"
+        history = result.history
+        assert np.all(np.diff(history.time) >= 0) and np.all(np.diff(history.data_accesses) >= 0)
+        assert len(history) >= 2 if handed else True
+        reference, _ = _solve(problem, False, monkeypatch)
+        monkeypatch.setattr(covariance, "solve", lambda *a, **k: calls.append(1) or real(*a, **k))
+        assert result.objective == pytest.approx(reference.objective, rel=1e-9)
+    # Where the form does not suit the problem (logistic, an elastic net), nothing is limited.
+    cd = CoordinateDescent()
+    assert covariance.gram_limit(Problem(X, np.sign(y), "logistic", lam_ratio=0.01), cd) == np.inf
+    assert covariance.gram_limit(Problem(X, y, "squared", lam_ratio=0.01, l1_ratio=0.5), cd) == np.inf

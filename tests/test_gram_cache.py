@@ -79,8 +79,9 @@ def test_a_loss_whose_curvature_moves_has_no_cache():
 def _count_lookups(monkeypatch):
     """Record, for every lookup of the cache, whether it handed a matrix over (CD's Newton steps:
     these problems are narrow enough for the Lasso's covariance form, ``_covariance``, which is
-    turned off here)."""
+    turned off here, from the start and as a hand-over)."""
     monkeypatch.setattr(_covariance, "applies", lambda *a, **k: False)
+    monkeypatch.setattr(_covariance, "gram_limit", lambda *a, **k: np.inf)
     hits = []
     real = _gram_cache.GramCache.lookup
 
@@ -95,6 +96,7 @@ def _count_lookups(monkeypatch):
 
 def _solve(problem, cache_on, monkeypatch, tol=1e-10):
     monkeypatch.setattr(_covariance, "applies", lambda *a, **k: False)
+    monkeypatch.setattr(_covariance, "gram_limit", lambda *a, **k: np.inf)
     if not cache_on:
         monkeypatch.setattr(_gram_cache.GramCache, "lookup", lambda *a, **k: None)
         monkeypatch.setattr(_gram_cache.GramCache, "over", lambda *a, **k: None)

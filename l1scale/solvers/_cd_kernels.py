@@ -215,7 +215,9 @@ class InnerSettings(NamedTuple):
     the largest model solved on it), and when
     to solve the model on to ``dual_tol`` for its dual point: once the model predicts a
     decrease of P of at most ``dual_decrease`` (0: never), until its largest violation is
-    at most ``dual_tol``."""
+    at most ``dual_tol``. ``gram_limit``: a Gram matrix of a higher price is not bought; the
+    solve stops instead and says so (its caller buys something better: the Lasso's
+    covariances, ``_covariance``)."""
 
     lam1: float
     lam2: float
@@ -226,6 +228,7 @@ class InnerSettings(NamedTuple):
     gram_max: int
     dual_decrease: float = 0.0
     dual_tol: float = 0.0
+    gram_limit: float = np.inf
 
 
 # A model solved on for its dual point gets at most 20 + 2 times the sweeps it took: the tries
@@ -273,12 +276,15 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     (:func:`border_gram`: a model grown by a few coordinates), else an empty (0, 0) array; given, the
     model is solved on it from the first sweep, at the price ``gram_first``.
     Returns (d_b, sweeps, work: nonzeros read plus the Gram matrix's multiply-adds, the
-    price of the Gram matrix when it was used (0: not used), whether the model was solved on
-    to dual_tol, the Gram matrix over active[:m_outer] in their order on return when it was used,
-    else an empty (0, 0) array).
+    price of the Gram matrix when it was used (0: not used; -1: stopped before buying one dearer
+    than ``gram_limit``, the model unsolved), whether the model was solved on to dual_tol, the
+    Gram matrix over active[:m_outer] in their order on return when it was used, else an empty
+    (0, 0) array).
     """
     g, H, w, wpd, xTd, D, g_b, d_b = model
-    lam1, lam2, fit_intercept, inner_tol, max_inner, gram_first, gram_max, dual_decrease, dual_tol = settings
+    lam1, lam2, fit_intercept, inner_tol, max_inner, gram_first, gram_max, dual_decrease, dual_tol, gram_limit = (
+        settings
+    )
     tight = False  # solved on to dual_tol: the model's minimiser gives a dual point
     solves, tight_from = 0, 0  # linear solves on the model's support (tight, on the Gram matrix)
     n = xTd.shape[0]
@@ -302,6 +308,9 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
                 nnz_cols, gram_work = gram_cost(data, indices, indptr, dense, active, m_outer, counts)
                 reads += nnz_cols
                 price = nnz_cols + gram_work + (m_outer + 1) ** 2
+                if price > gram_limit:  # a model that sweeps on, and whose Gram matrix would cost more
+                    # than the caller's better purchase: stopped before renting (the price -1)
+                    return d_b, sweeps, reads, -1.0, False, np.empty((0, 0))
                 # Bought at once when it costs at most a few times the last model's, which
                 # needed it: the next model is likely as ill-conditioned. Not a Gram matrix many
                 # times dearer (earn at 0.1 lam_max: after an 8-column model's, a 100-column one

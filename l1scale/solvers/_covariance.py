@@ -35,7 +35,7 @@ from ._cg_kernels import support_gradient
 from ._gram_kernels import GRAM_BAND_BYTES, GRAM_BLOCK_ENTRIES, gram_cost, model_gram
 from ._support_factor import cholesky_factor, cholesky_solve
 
-__all__ = ["Covariances", "applies", "certified_point", "columns_dot", "covariances", "solve"]
+__all__ = ["Covariances", "applies", "certified_point", "columns_dot", "covariances", "gram_limit", "solve"]
 
 #: S is built when its multiply-adds (sum over rows of k_i (k_i + 1) / 2) are at most this many
 #: times X's stored values: the Newton steps of one fit read 20-50 passes over a9a.
@@ -166,16 +166,44 @@ def applies(problem, solver, n_solves=1):
     loss without an L2 term (its dual is the rescaled residual's), no checkpoint, a move on S no
     dearer than one on X, and an S cheap enough to build for ``n_solves`` solves on the same data (a
     path's lams; the module's docstring; S's cost is measured once per data set)."""
+    if not _suits(problem, solver):
+        return False
+    if problem.has_derived("covariances"):
+        return True  # built for an earlier solve (a path's, cut in segments): free to use
+    nnz, pairs = _costs(problem)
+    return pairs <= max(PAIRS_PER_VALUE, PASSES_PER_SOLVE * n_solves) * nnz
+
+
+#: A single solve whose S is too dear a priori goes on on S once one of CD's quadratic models would
+#: buy a Gram matrix costing at least this share of S's price (such a model's columns hold much of
+#: S's products, and the models after it would want theirs too).
+GRAM_SHARE = 0.25
+
+
+def gram_limit(problem, solver):
+    """The price of a CD model's Gram matrix above which a single solve of ``problem`` goes on on its
+    covariances instead (``GRAM_SHARE`` of S's price), or inf where the form does not suit the
+    problem. mnist10k (784 pixel columns: S costs 82 passes over X, 66 ms) at 0.5 / 0.1 / 0.01 /
+    0.001 lam_max, to tol 1e-6: CD alone 19 / 75 / 154 / 341 ms, on S from the start 71 / 72 / 75 /
+    89 ms; at 0.01 and below the models cover hundreds of the pixels and buy their Gram matrices
+    (a 245-column one, 75 ms of a 147 ms fit)."""
+    if not _suits(problem, solver):
+        return np.inf
+    nnz, pairs = _costs(problem)
+    return GRAM_SHARE * (nnz + pairs)
+
+
+def _suits(problem, solver):
+    """The squared loss without an L2 term, no checkpoint, at most ``MAX_FEATURES`` columns, and a
+    move on S no dearer than one on X (``MOVE_VALUES``): what :func:`applies` asks but S's price."""
     if not (problem.loss.constant_curvature and problem.loss.has_conjugate and problem.penalty.l2 == 0.0):
         return False
     if solver.checkpoint is not None or problem.n_features > MAX_FEATURES:
         return False
     if problem.has_derived("covariances"):
-        return True  # built for an earlier solve (a path's, cut in segments): free to use
-    nnz, pairs = _costs(problem)
-    if problem.n_features**2 > MOVE_VALUES * nnz:
-        return False
-    return pairs <= max(PAIRS_PER_VALUE, PASSES_PER_SOLVE * n_solves) * nnz
+        return True
+    nnz, _ = _costs(problem)
+    return problem.n_features**2 <= MOVE_VALUES * nnz
 
 
 def pairs_per_value(problem):

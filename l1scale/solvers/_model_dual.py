@@ -126,7 +126,7 @@ class ModelDual:
                 active,
                 m,
                 model._replace(d_b=d_b),
-                inner._replace(gram_first=gram_price, dual_decrease=np.inf),
+                inner._replace(gram_first=gram_price, dual_decrease=np.inf, gram_limit=np.inf),
                 grown_gram,
             )
             pt.reads += reads

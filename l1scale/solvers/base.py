@@ -277,10 +277,14 @@ def certified_result(
     compile_seconds,
     line_search_failed=False,
     line_search_message="line search failed to decrease the objective",
+    warn=True,
 ) -> Result:
     """The Result of a batch solver that stops on a certificate (``cert``: a problem.Certificate),
-    with the ConvergenceWarning that says why it stopped short, if it did."""
-    if line_search_failed and not converged:
+    with the ConvergenceWarning that says why it stopped short, if it did (not with ``warn=False``:
+    a solve stopped to be handed on, whose Result the caller continues)."""
+    if not warn:
+        pass
+    elif line_search_failed and not converged:
         stop_reason = "line_search"
         warnings.warn(
             f"{solver.name}: {line_search_message}; stopping at relative {cert.name} {cert.relative:.2e}",

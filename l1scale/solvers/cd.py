@@ -59,6 +59,8 @@ the objective stops moving and at the end, so that the returned objective is exa
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from .. import checkpoint as checkpoints
@@ -85,6 +87,8 @@ from .base import History, Solver, Timer, certified_result, compiled_once
 __all__ = ["CoordinateDescent"]
 
 _EPS = float(np.finfo(np.float64).eps)
+# The stop_reason of a CD solve stopped to go on on the Lasso's covariances (never returned to a caller).
+_TO_COVARIANCES = "to_covariances"
 _NO_GRAM = np.empty((0, 0))  # a model solved without a Gram matrix given (``_cd_kernels.newton_direction``)
 
 
@@ -221,15 +225,27 @@ class CoordinateDescent(Solver):
         self.check_problem(problem)
         compile_seconds = _warm_up()
         converted = getattr(problem, "conversion_seconds", 0.0)
+        gram_limit = np.inf
         if gradient_init is None and covariance.applies(problem, self):
             result, start = self._covariance_solve(problem, coef_init, compile_seconds, converted)
             if result is not None:
                 return result
             coef_init, intercept_init = start  # not certified to tol on the covariances: CD goes on
-        return self._cd_solve(problem, coef_init, intercept_init, gradient_init, compile_seconds)
+        elif gradient_init is None:
+            gram_limit = covariance.gram_limit(problem, self)
+        result = self._cd_solve(problem, coef_init, intercept_init, gradient_init, compile_seconds, gram_limit)
+        if result.stop_reason != _TO_COVARIANCES:
+            return result
+        # A model wanted a Gram matrix that costs a large share of S: the Lasso goes on on S instead.
+        handed = result
+        result, start = self._covariance_solve(problem, handed.coef, 0.0, converted, before=handed)
+        if result is None:  # not certified on the covariances: CD from there, with its Gram matrices
+            result = self._cd_solve(problem, *start, None, 0.0)
+        return result
 
-    def _cd_solve(self, problem, coef_init, intercept_init, gradient_init, compile_seconds):
-        """:meth:`solve` by CD's Newton steps."""
+    def _cd_solve(self, problem, coef_init, intercept_init, gradient_init, compile_seconds, gram_limit=np.inf):
+        """:meth:`solve` by CD's Newton steps; stopped (``stop_reason`` ``_TO_COVARIANCES``, no
+        warning) before a quadratic model buys a Gram matrix dearer than ``gram_limit``."""
         timer = Timer()
         converted, copied = getattr(problem, "conversion_seconds", 0.0), 0.0
         if coef_init is None and intercept_init is None and gradient_init is None:
@@ -253,7 +269,9 @@ class CoordinateDescent(Solver):
         # kept out), as the estimator's conversion before the solve used to be.
         converting = getattr(problem, "conversion_seconds", 0.0) - converted
         timer.exclude(converting)
-        result, _, _ = self._solve(problem, pt, timer, compile_seconds, gradient_init, left_out(None, repeats))
+        result, _, _ = self._solve(
+            problem, pt, timer, compile_seconds, gradient_init, left_out(None, repeats), gram_limit=gram_limit
+        )
         result.timings["convert"] = copied + converting
         return with_repeats(result, repeats)
 
@@ -327,7 +345,9 @@ class CoordinateDescent(Solver):
             gradient = result.loss_gradient
             yield with_repeats(result, repeats)
 
-    def _solve(self, problem, pt, timer, compile_seconds, gradient_init, screened=None, previous_l1=None):
+    def _solve(
+        self, problem, pt, timer, compile_seconds, gradient_init, screened=None, previous_l1=None, gram_limit=np.inf
+    ):
         n, d = problem.n_samples, problem.n_features
         arrays = problem.columns.arrays
         lam1, lam2 = problem.penalty.l1, problem.penalty.l2
@@ -556,6 +576,7 @@ class CoordinateDescent(Solver):
                 # Only for a model over every feature in play: in a working set's, the
                 # features left out may violate at its dual point (the round's end checks).
                 *model_dual.inner_settings(problem, dual.has_dual and everything, objective),
+                gram_limit,
             )
             # Where the curvature does not move (the squared loss), the last model's Gram matrix serves
             # this one over the columns they share (``_gram_cache``).
@@ -563,6 +584,13 @@ class CoordinateDescent(Solver):
             d_b, sweeps, inner_reads, gram_price, tight, gram = local_model.newton_direction(
                 *arrays, active, m, model, inner, _NO_GRAM if cached is None else cached
             )
+            if gram_price < 0.0:  # it would have bought a Gram matrix dearer than gram_limit
+                pt.reads += inner_reads
+                wpd[active[:m]] = w[active[:m]]  # the model's iterate is dropped
+                stop_reason = _TO_COVARIANCES
+                if cert is None:
+                    cert = Certificate("none", np.nan, np.nan, objective)
+                break
             pt.gram_cache.store(active, m, gram)
             used_gram = gram_price > 0.0
             st.gram_first = gram_price  # an ill-conditioned model: the next one likely is too
@@ -630,6 +658,7 @@ class CoordinateDescent(Solver):
             timer=timer,
             compile_seconds=compile_seconds,
             line_search_failed=st.failed,
+            warn=stop_reason != _TO_COVARIANCES,
         )
         loss_gradient = np.zeros(d)
         if polish is None:
@@ -637,37 +666,42 @@ class CoordinateDescent(Solver):
         else:
             loss_gradient[st.kept] = polish
         result.loss_gradient = loss_gradient
-        if cert.name == "duality_gap":
+        if cert.name == "duality_gap" and dual.best_point is not None:
             result.dual_point = dual.best_point.copy()
         # A path's next lam starts factorising if this one ended so (by CG's cap, or rent or buy).
         pt.factorise = st.direct or (st.last_support is not None and self._direct(problem, st.last_support, st))
         return result, st.kept, residual_dual
 
-    def _covariance_solve(self, problem, coef_init, compile_seconds, converted):
+    def _covariance_solve(self, problem, coef_init, compile_seconds, converted, before=None):
         """The Lasso on its covariances (``_covariance``): (a Result certified by the problem's own
         duality gap, None) or, when that gap misses tol (the covariance form's sums round where the
         residual is tiny against y), (None, the point reached) for CD to go on from. ``converted``:
         the problem's ``conversion_seconds`` before the caller's first read of its columns (the
-        conversion's seconds since are reported apart, ``timings["convert"]``)."""
+        conversion's seconds since are reported apart, ``timings["convert"]``). ``before``: the
+        Result of a CD solve handed over here, whose History, iterations and seconds this one's
+        continue."""
         timer = Timer()
-        history = History()
+        history = History() if before is None else copy.deepcopy(before.history)
+        spent = 0.0 if before is None else before.timings["solve"]
+        iterations = 0 if before is None else before.n_iter
+        read = before.history.data_accesses[-1] if before is not None and len(before.history) else 0
         d = problem.n_features
         w = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=np.float64).reshape(d)
         built = problem.has_derived("covariances")
         cov = covariance.covariances(problem)
-        reads = 0 if built else cov.work  # a path's later lams find them built
+        reads = read + (0 if built else cov.work)  # a path's later lams find them built
 
         def record(sweep, objective, gap):
             history.append(
                 objective=objective,
                 certificate=gap,
                 nnz=int(np.count_nonzero(w)),
-                time=timer(),
+                time=spent + timer(),
                 data_accesses=reads + sweep * d,
                 active=d,
             )
             if self.callback is not None:
-                self.callback(sweep, history)
+                self.callback(iterations + sweep, history)
 
         max_sweeps = min(covariance.MAX_SWEEPS, 100 * self.max_iter)
         b, sweeps = covariance.solve(problem, w, self.tol, max_sweeps, record)
@@ -678,16 +712,17 @@ class CoordinateDescent(Solver):
             self,
             coef=w,
             intercept=b,
-            n_iter=sweeps,
+            n_iter=iterations + sweeps,
             converged=True,
             stop_reason=cert.name,
             cert=cert,
             history=history,
             timer=timer,
-            compile_seconds=compile_seconds,
+            compile_seconds=compile_seconds if before is None else before.timings.get("compile", 0.0),
         )
         result.loss_gradient = gradient
         result.dual_point = u
+        result.timings["solve"] += spent
         result.timings["convert"] = getattr(problem, "conversion_seconds", 0.0) - converted
         if self.verbose:
             print(f"cd: the Lasso on its covariances, {sweeps} sweeps, relative gap {cert.relative:.3e}")
