@@ -32,7 +32,7 @@ from numba import njit
 from ..problems.base import Certificate
 from ._cd_kernels import support_margins
 from ._cg_kernels import support_gradient
-from ._gram_kernels import GRAM_BAND_BYTES, GRAM_BLOCK_ENTRIES, gram_cost, model_gram
+from ._gram_kernels import GRAM_BAND_BYTES, GRAM_BLOCK_ENTRIES, gram_cost, model_gram, symmetric_gram
 from ._support_factor import cholesky_factor, cholesky_solve
 
 __all__ = ["Covariances", "applies", "certified_point", "columns_dot", "covariances", "gram_limit", "solve"]
@@ -140,15 +140,7 @@ def rows_gram(data, indices, indptr, c, d):
                 cursor[i] = p
             a0 = a1
         i0 = i1
-    corner = 0.0
-    for i in range(n):
-        corner += c[i]
-    Q[ud * usize + ud] = corner
-    Q2 = Q.reshape((size, size))
-    for a in range(size):
-        for b in range(a + 1, size):
-            Q2[b, a] = Q2[a, b]
-    return Q2
+    return symmetric_gram(Q, size, c, True)
 
 
 def columns_dot(problem, v):

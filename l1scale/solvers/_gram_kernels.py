@@ -203,11 +203,19 @@ def model_gram(data, indices, indptr, dense, active, m, D, counts, fit_intercept
                 break
             a0 = a1
         t0 = t1
-    if fit_intercept:
-        corner = 0.0  # sum_i D_i over every row, in order (an empty row's D counts here)
-        for i in range(n):
+    return symmetric_gram(Q, size, D, fit_intercept)
+
+
+@njit(cache=True, nogil=True)
+def symmetric_gram(Q, size, D, bordered):
+    """Q, flat with its upper triangle summed, as the symmetric (size, size) matrix, and, when
+    ``bordered`` (the intercept's row is the last), its corner sum_i D_i over every row, in
+    order (an empty row's D counts there)."""
+    if bordered:
+        corner = 0.0
+        for i in range(D.shape[0]):
             corner += D[i]
-        Q[um * usize + um] = corner
+        Q[(size - 1) * size + size - 1] = corner
     Q2 = Q.reshape((size, size))
     for a in range(size):
         for b in range(a + 1, size):
