@@ -335,3 +335,32 @@ def test_a_single_fit_goes_on_on_the_covariances_before_a_dear_gram_matrix(monke
     cd = CoordinateDescent()
     assert covariance.gram_limit(Problem(X, np.sign(y), "logistic", lam_ratio=0.01), cd) == np.inf
     assert covariance.gram_limit(Problem(X, y, "squared", lam_ratio=0.01, l1_ratio=0.5), cd) == np.inf
+
+
+def test_a_hand_over_that_does_not_certify_goes_on_by_cd(monkeypatch):
+    # Handed over, the covariance solve stops after one sweep (its point misses tol): CD goes on from
+    # there to the certified optimum, and the Result counts both solves' iterations and seconds.
+    X, y = _correlated(n=2000, d=200, seed=9)
+    problem = Problem(X, y, "squared", lam_ratio=0.002)
+    real = covariance.solve
+    monkeypatch.setattr(covariance, "solve", lambda p, w, tol, max_sweeps=1, record=None: real(p, w, tol, 1, record))
+    handed = []
+    real_cd = CoordinateDescent._cd_solve
+
+    def recording(self, *a, **k):
+        out = real_cd(self, *a, **k)
+        handed.append((out.stop_reason, out.n_iter, out.timings["solve"]))
+        return out
+
+    monkeypatch.setattr(CoordinateDescent, "_cd_solve", recording)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        result = CoordinateDescent(tol=1e-9, max_iter=1000).solve(problem)
+    monkeypatch.undo()
+    (reason, first_iter, first_seconds), (_, second_iter, second_seconds) = handed
+    assert reason == "to_covariances"
+    assert result.converged and result.relative_certificate <= 1e-9
+    assert result.n_iter == first_iter + second_iter
+    assert result.timings["solve"] >= first_seconds + second_seconds - 1e-12
+    reference, _ = _solve(problem, False, monkeypatch)
+    assert result.objective == pytest.approx(reference.objective, rel=1e-9)

@@ -241,6 +241,9 @@ class CoordinateDescent(Solver):
         result, start = self._covariance_solve(problem, handed.coef, 0.0, converted, before=handed)
         if result is None:  # not certified on the covariances: CD from there, with its Gram matrices
             result = self._cd_solve(problem, *start, None, 0.0)
+            result.n_iter += handed.n_iter
+            result.timings["solve"] += handed.timings["solve"]
+            result.timings["convert"] += handed.timings.get("convert", 0.0)
         return result
 
     def _cd_solve(self, problem, coef_init, intercept_init, gradient_init, compile_seconds, gram_limit=np.inf):
