@@ -109,8 +109,8 @@ def _sgd_c_rows(kind, examples, rule, weights, stats, scale=None):
         start, end = indptr[i], indptr[i + 1]
         u = scal[1]
         z = scal[0]
-        for p in range(start, end):
-            j = p - start if dense else indices[p]
+        for p in range(np.uint64(start), np.uint64(end)):  # unsigned: no wrap-around checks
+            j = p - np.uint64(start) if dense else np.uint64(indices[p])
             _clip(w, q, j, u)  # catch up: w_j as the dense algorithm has it now
             if scale is None:
                 z += data[p] * w[j]
@@ -129,8 +129,8 @@ def _sgd_c_rows(kind, examples, rule, weights, stats, scale=None):
         if average:
             keep, new = (1.0 / (k + 1.0), k / (k + 1.0)) if k > 0 else (0.0, 1.0)
             h *= keep
-            for p in range(start, end):
-                h[p - start if dense else indices[p]] += new * g * data[p]
+            for p in range(np.uint64(start), np.uint64(end)):
+                h[p - np.uint64(start) if dense else np.uint64(indices[p])] += new * g * data[p]
             scal[3] = keep * scal[3] + new * g
             for j in range(w.shape[0]):
                 w[j] -= eta * h[j]
@@ -138,8 +138,8 @@ def _sgd_c_rows(kind, examples, rule, weights, stats, scale=None):
             if fit_intercept:
                 scal[0] -= eta * scal[3]
         else:
-            for p in range(start, end):
-                j = p - start if dense else indices[p]
+            for p in range(np.uint64(start), np.uint64(end)):  # unsigned: no wrap-around checks
+                j = p - np.uint64(start) if dense else np.uint64(indices[p])
                 w[j] -= eta * g * data[p]
                 _clip(w, q, j, u)
             if fit_intercept:

@@ -77,8 +77,8 @@ def _chunk_kernel(
     for i in range(y.shape[0]):
         start, end = indptr[i], indptr[i + 1]
         z = b
-        for p in range(start, end):
-            j = p - start if dense else indices[p]
+        for p in range(np.uint64(start), np.uint64(end)):  # unsigned: no wrap-around checks
+            j = p - np.uint64(start) if dense else np.uint64(indices[p])
             z += data[p] * beta[j]
         loss_sum += s[i] * loss_value(kind, y[i], z)
         sg = s[i] * loss_derivative(kind, y[i], z)
@@ -87,8 +87,8 @@ def _chunk_kernel(
         a_out[i] = a
         c_out[i] = c
         m = 0
-        for p in range(start, end):
-            j = p - start if dense else indices[p]
+        for p in range(np.uint64(start), np.uint64(end)):  # unsigned: no wrap-around checks
+            j = p - np.uint64(start) if dense else np.uint64(indices[p])
             grad[j] += sg * data[p]
             if k > 0 and slot[j] >= 0 and data[p] != 0.0:
                 gather_pos[m] = slot[j]

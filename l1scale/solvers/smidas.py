@@ -223,8 +223,8 @@ def _smidas_rows(kind, examples, rule, weights, stats, scale=None):
         start, end = indptr[i], indptr[i + 1]
         # The coordinates of x_i pay what they owe: w_j is then exact where the score reads it.
         if shrunk > 0.0:
-            for pp in range(start, end):
-                j = pp - start if dense else indices[pp]
+            for pp in range(np.uint64(start), np.uint64(end)):  # unsigned: no wrap-around checks
+                j = pp - np.uint64(start) if dense else np.uint64(indices[pp])
                 if where[j] < 0 or shrunk_to[j] == shrunk or data[pp] == 0.0:
                     continue
                 total -= zeta[j] * (abs(theta[j]) / c)
@@ -237,8 +237,8 @@ def _smidas_rows(kind, examples, rule, weights, stats, scale=None):
                 settled_total, since = total, 0
             F = _factor(c, total, p)
         z = scal[0]
-        for pp in range(start, end):
-            j = pp - start if dense else indices[pp]
+        for pp in range(np.uint64(start), np.uint64(end)):  # unsigned: no wrap-around checks
+            j = pp - np.uint64(start) if dense else np.uint64(indices[pp])
             if zeta[j] != 0.0:
                 xj = data[pp] if scale is None else data[pp] * scale[j]
                 z += xj * np.copysign(zeta[j], theta[j]) * F
@@ -251,8 +251,10 @@ def _smidas_rows(kind, examples, rule, weights, stats, scale=None):
         g = eta * dz
         shrunk += eta * lam  # this example's shrink, owed by every coordinate
         empty = c == 0.0  # theta was 0: zeta's scale is the largest new |theta_j|
-        for pp in range(start, end):  # theta~ = theta - eta v, then the shrink, on x_i's coordinates
-            j = pp - start if dense else indices[pp]
+        for pp in range(
+            np.uint64(start), np.uint64(end)
+        ):  # theta~ = theta - eta v, then the shrink, on x_i's coordinates
+            j = pp - np.uint64(start) if dense else np.uint64(indices[pp])
             if data[pp] == 0.0:  # a stored zero leaves theta_j as an absent one does: its shrink waits
                 continue
             xj = data[pp] if scale is None else data[pp] * scale[j]

@@ -167,8 +167,8 @@ def _truncated_rows(kind, ex, rule, lazy, stats):
         i = order[r]
         start, end = indptr[i], indptr[i + 1]
         z = b
-        for p in range(start, end):
-            j = p - start if dense else indices[p]
+        for p in range(np.uint64(start), np.uint64(end)):  # unsigned: no wrap-around checks
+            j = p - np.uint64(start) if dense else np.uint64(indices[p])
             wj = _settle(rule, w[j], last[j], c_last[j], t, C)
             w[j] = wj
             last[j] = t
@@ -183,8 +183,8 @@ def _truncated_rows(kind, ex, rule, lazy, stats):
         step = eta * s[i] * loss_derivative(kind, y[i], z)
         if step != 0.0:
             stats[5] += end - start  # the update reads x_i again
-            for p in range(start, end):
-                j = p - start if dense else indices[p]
+            for p in range(np.uint64(start), np.uint64(end)):  # unsigned: no wrap-around checks
+                j = p - np.uint64(start) if dense else np.uint64(indices[p])
                 w[j] -= step * data[p]
             if rule.fit_intercept:
                 b -= step
@@ -225,8 +225,8 @@ def soft_threshold_rows(kind, ex, rule, shifted, stats, scale=None):
         i = order[r]
         start, end = indptr[i], indptr[i + 1]
         z = b
-        for p in range(start, end):
-            j = p - start if dense else indices[p]
+        for p in range(np.uint64(start), np.uint64(end)):  # unsigned: no wrap-around checks
+            j = p - np.uint64(start) if dense else np.uint64(indices[p])
             if scale is None:
                 z += data[p] * _unshift(stored[j], C)
             else:
@@ -240,8 +240,8 @@ def soft_threshold_rows(kind, ex, rule, shifted, stats, scale=None):
         step = eta * s[i] * loss_derivative(kind, y[i], z)
         if step != 0.0:
             stats[5] += end - start  # the update reads x_i again
-            for p in range(start, end):
-                j = p - start if dense else indices[p]
+            for p in range(np.uint64(start), np.uint64(end)):  # unsigned: no wrap-around checks
+                j = p - np.uint64(start) if dense else np.uint64(indices[p])
                 wj = _unshift(stored[j], C) - step * data[p]
                 stored[j] = math.copysign(abs(wj) + C, wj)  # w_j = 0 stores +-C: it unshifts to 0
             if rule.fit_intercept:
