@@ -227,23 +227,27 @@ class CoordinateDescent(Solver):
         converted = getattr(problem, "conversion_seconds", 0.0)
         gram_limit = np.inf
         if gradient_init is None and covariance.applies(problem, self):
-            result, start = self._covariance_solve(problem, coef_init, compile_seconds, converted)
-            if result is not None:
-                return result
-            coef_init, intercept_init = start  # not certified to tol on the covariances: CD goes on
-        elif gradient_init is None:
+            return self._on_covariances(problem, coef_init, compile_seconds, converted)
+        if gradient_init is None:
             gram_limit = covariance.gram_limit(problem, self)
         result = self._cd_solve(problem, coef_init, intercept_init, gradient_init, compile_seconds, gram_limit)
         if result.stop_reason != _TO_COVARIANCES:
             return result
         # A model wanted a Gram matrix that costs a large share of S: the Lasso goes on on S instead.
-        handed = result
-        result, start = self._covariance_solve(problem, handed.coef, 0.0, converted, before=handed)
-        if result is None:  # not certified on the covariances: CD from there, with its Gram matrices
-            result = self._cd_solve(problem, *start, None, 0.0)
-            result.n_iter += handed.n_iter
-            result.timings["solve"] += handed.timings["solve"]
-            result.timings["convert"] += handed.timings.get("convert", 0.0)
+        return self._on_covariances(problem, result.coef, 0.0, converted, before=result)
+
+    def _on_covariances(self, problem, coef_init, compile_seconds, converted, before=None):
+        """The Lasso on its covariances from ``coef_init`` (:meth:`_covariance_solve`), and where
+        its point misses tol, CD from there (not limited: it may buy its Gram matrices); a CD solve
+        handed over (``before``) is counted in the Result's iterations and seconds either way."""
+        result, start = self._covariance_solve(problem, coef_init, compile_seconds, converted, before)
+        if result is not None:
+            return result
+        result = self._cd_solve(problem, *start, None, compile_seconds)
+        if before is not None:
+            result.n_iter += before.n_iter
+            result.timings["solve"] += before.timings["solve"]
+            result.timings["convert"] += before.timings.get("convert", 0.0)
         return result
 
     def _cd_solve(self, problem, coef_init, intercept_init, gradient_init, compile_seconds, gram_limit=np.inf):
@@ -314,9 +318,7 @@ class CoordinateDescent(Solver):
             coef = None if coef_init is None else np.asarray(coef_init, dtype=np.float64).copy()
             for lam in lams:
                 lam_problem = problem.with_lam(float(lam))
-                result, start = self._covariance_solve(lam_problem, coef, compile_seconds, converted)
-                if result is None:
-                    result = self._cd_solve(lam_problem, *start, None, compile_seconds)
+                result = self._on_covariances(lam_problem, coef, compile_seconds, converted)
                 compile_seconds, converted = 0.0, getattr(lam_problem, "conversion_seconds", 0.0)
                 coef = result.coef.copy()
                 yield result
