@@ -42,6 +42,17 @@ def test_working_set_is_the_features_closest_to_entering():
         at = np.searchsorted(kept, chosen)
         np.testing.assert_array_equal(np.sort(score[at]), np.sort(score)[:size])
         np.testing.assert_array_equal(smallest_scores(kept, score, size), chosen)
+        # Ties at the cut by position: what a stable sort of the scores takes first.
+        np.testing.assert_array_equal(chosen, np.sort(kept[np.argsort(score, kind="stable")[:size]]))
+    # Large, with most entries tied at -inf (nonzero weights) and ties at the cut: the shape whose
+    # sort of the chosen was quadratic (a hashed-click problem's working sets of 20,000-50,000).
+    d = 60_000
+    kept = np.arange(0, 2 * d, 2, dtype=np.int64)
+    score = np.round(rng.normal(size=d), 2)
+    score[rng.random(d) < 0.3] = -np.inf
+    for size in (20_000, 25_000, 40_000):
+        chosen = smallest_scores(kept, score, size)
+        np.testing.assert_array_equal(chosen, np.sort(kept[np.argsort(score, kind="stable")[:size]]))
     # NaN ranks last; a size beyond the entries takes them all.
     kept = np.arange(4, dtype=np.int64)
     np.testing.assert_array_equal(smallest_scores(kept, np.array([np.nan, 2.0, -1.0, 0.0]), 3), [1, 2, 3])

@@ -26,22 +26,24 @@ def smallest_scores(kept, score, size):
         return out
     ranked = np.where(np.isnan(score), np.inf, score)
     cut = np.partition(ranked, size - 1)[size - 1]
+    below = 0  # strictly below the cut: fewer than size of them; the rest are ties at the cut
+    for k in range(m):
+        below += ranked[k] < cut
+    # One pass in kept's order takes both, so the result comes out increasing without a sort.
+    # (It was a sort of the entries below the cut followed by the ties: Numba's quicksort is
+    # quadratic on a sorted array whose last entry is small, 134 ms for 44,000 entries, and a
+    # hashed-click problem's working sets of 20,000-50,000 features spent 44% of its solve there.)
+    ties = size - below
     count = 0
-    for k in range(m):  # strictly below the cut: fewer than size of them
-        if ranked[k] < cut:
+    for k in range(m):
+        x = ranked[k]
+        if x < cut or (x == cut and ties > 0):
+            if x == cut:
+                ties -= 1
             out[count] = kept[k]
             count += 1
-    if count < size:  # then the ties at the cut, in kept's order, until size
-        ties = np.empty(size - count, dtype=np.int64)
-        t = 0
-        for k in range(m):
-            if t == size - count:
+            if count == size:
                 break
-            if ranked[k] == cut:
-                ties[t] = kept[k]
-                t += 1
-        out[count:] = ties
-        out.sort()
     return out
 
 
