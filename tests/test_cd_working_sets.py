@@ -370,7 +370,7 @@ def test_support_newton_step_is_what_finishes_an_ill_conditioned_solve():
     with_step, without = results[0, True], results[0, False]
     assert with_step.converged
     assert with_step.objective <= without.objective * (1 + 1e-12)
-    assert without.objective == pytest.approx(with_step.objective, rel=1e-6)
+    assert without.objective == pytest.approx(with_step.objective, rel=1e-5)
     assert not without.converged or with_step.history.data_accesses[-1] < without.history.data_accesses[-1]
     for support_newton in (True, False):
         res = results[CoordinateDescent.gram_max, support_newton]

@@ -55,8 +55,10 @@ def test_the_corrected_residual_is_a_dual_point_many_times_tighter_than_the_resc
     residual = dual.certificate(pt.w, pt.b, pt.z, g_loss, kept, pt.objective, pt.r)
     corrected = ViolatorDual(tol=1e-6).certificate(pt, dual, kept, g_loss, residual)
     # Near the optimum the violations are small and the correction brings them inside lam1:
-    # the gap falls 5-100x on these points (a rescaled residual's is about sqrt(suboptimality)).
-    assert corrected.value < 0.2 * residual.value
+    # the gap falls 5-100x on these points (a rescaled residual's is about sqrt(suboptimality));
+    # with an intercept 3.5-4x, since CD steps each coordinate jointly with the intercept: its
+    # points there are closer to the optimum and their rescaled residual already tighter.
+    assert corrected.value < (0.3 if fit_intercept else 0.2) * residual.value
     # A dual point, checked from scratch (sum_i c_i u_i = 0 with an intercept, feasible after
     # its rescaling): its value bounds P* from below and is the certificate's.
     value = problem.dual_value(dual.best_point)
@@ -148,10 +150,13 @@ def test_support_newton_cg_stops_once_its_step_crosses_many_weights_on_news20(ne
     assert P - problem.dual_value(stopping.dual_point) <= 0.1 * P
 
 
-def test_one_product_on_frequent_violators_certifies_a_pass_sooner():
+def test_one_product_on_frequent_violators_costs_no_newton_step():
     # a9a at 0.01 lam_max: the violators are one-hot columns read by a third of the rows, so
-    # only 1-2 CG products fit in two passes' reads; one preconditioned gradient step on their
-    # system already brings the gap within tol 1e-1 a pass before the rescaled residual does.
+    # only 1-2 CG products fit in two passes' reads. One preconditioned gradient step on their
+    # system brought the gap within tol 1e-1 a pass before the rescaled residual did, while CD
+    # stepped the coordinates apart from the intercept; stepped jointly with it (the frequent
+    # one-hot columns are nearly the intercept), the rescaled residual certifies as soon. The
+    # correction, offered all the same, must cost no Newton step and certify what it claims.
     X, y = load_svmlight_pm("a9a", "a9a/a9a.bz2", 123)
     problem = Problem(X, y, "logistic", lam_ratio=0.01)
     results = {}
@@ -161,8 +166,7 @@ def test_one_product_on_frequent_violators_certifies_a_pass_sooner():
         results[enabled] = solver.solve(problem)
     corrected, plain = results[True], results[False]
     assert corrected.converged and plain.converged
-    assert corrected.n_iter < plain.n_iter
-    assert corrected.history.data_accesses[-1] < plain.history.data_accesses[-1]
+    assert corrected.n_iter <= plain.n_iter
     assert suboptimality_bound(problem, corrected.coef, corrected.intercept) <= 1e-1
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "column_matrix_rows",
     "column_moments",
     "column_norms",
+    "column_weighted_dot_and_sum",
     "index_dtype",
     "matrix_of",
     "repeated_columns",
@@ -347,6 +348,25 @@ def _sparse_weighted_dot(data, indices, indptr, j, D, v, acc):
         i = np.uint64(indices[p])
         acc += data[p] * D[i] * v[i]
     return acc
+
+
+@njit(cache=True, nogil=True, inline="always")
+def column_weighted_dot_and_sum(data, indices, indptr, dense, j, D, v):
+    """(sum_i x_ij D_i v_i, sum_i x_ij D_i) over column j, in one read of it."""
+    acc, total = 0.0, 0.0
+    if dense:
+        start = indptr[j]
+        for i in range(indptr[j + 1] - start):
+            xd = data[start + i] * D[i]
+            acc += xd * v[i]
+            total += xd
+    else:
+        for p in range(np.uint64(indptr[j]), np.uint64(indptr[j + 1])):
+            i = np.uint64(indices[p])
+            xd = data[p] * D[i]
+            acc += xd * v[i]
+            total += xd
+    return acc, total
 
 
 @njit(cache=True, nogil=True, inline="always")

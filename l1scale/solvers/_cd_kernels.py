@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..data.memory import column_axpy, column_dot, column_moments, column_weighted_dot
+from ..data.memory import column_axpy, column_dot, column_moments, column_weighted_dot, column_weighted_dot_and_sum
 from ..losses import conjugate_domain_clip
 from ._gram_kernels import (
     FACE_AFTER,
@@ -33,7 +33,7 @@ from ._gram_kernels import (
     gram_times_step,
     model_gram,
 )
-from ._quadratic_step import NU, coordinate_step
+from ._quadratic_step import CENTERED_FLOOR, NU, coordinate_step
 
 
 @njit(cache=True, nogil=True)
@@ -174,6 +174,63 @@ def model_sweep(data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, l
 
 
 @njit(cache=True, nogil=True)
+def centered_model_sweep(
+    data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, lam1, lam2, shrink_at, g_b, d_b, sum_D
+):
+    """:func:`model_sweep` and :func:`intercept_step` for a model with an intercept, each
+    coordinate stepped jointly with the intercept: the model's minimum over (d_j, d_b) together,
+    which is d_j's step on the model with d_b eliminated (gradient G_j - v_j G_b / s, curvature
+    H_jj - v_j^2 / s, v_j = sum_i D_i x_ij, s = sum_i D_i + nu: the column centred by its
+    D-weighted mean, as glmnet's weighted least squares centre theirs), then d_b's best answer.
+
+    Stepping them apart, as the sweep and the intercept's step after it do, crawls along
+    w_j - b where a column is present in most rows (nearly the intercept): each sweep then gains a
+    factor of about 1 - (1 - rho^2) on that direction, rho the column's D-weighted correlation with
+    the constant (text at 0.001 lam_max, its most frequent token in 99.97% of the rows: models of
+    hundreds of sweeps). The intercept's moves are summed and written into xTd once, after the sweep
+    (the sweep reads them through v_j), and the sweep ends on the intercept's exact step.
+    ``sum_D``: sum_i D_i. Returns (new m, largest violation, sum of violations, nonzeros read,
+    coordinates moved, d_b, |the intercept's model gradient| before its last step)."""
+    for s in range(m - 1):
+        t = s + np.random.randint(m - s)
+        active[s], active[t] = active[t], active[s]
+    s_b = sum_D + NU
+    sum_dx = 0.0  # sum_i D_i xTd_i, xTd holding the intercept's moves up to the sweep's start
+    for i in range(xTd.shape[0]):
+        sum_dx += D[i] * xTd[i]
+    moved_b = 0.0  # the intercept's moves in this sweep, not yet in xTd
+    vmax, vsum, reads, s, moves = 0.0, 0.0, 0, 0, 0
+    while s < m:
+        j = active[s]
+        x = wpd[j]
+        dot, v = column_weighted_dot_and_sum(data, indices, indptr, dense, j, D, xTd)
+        G = g[j] + (lam2 + NU) * (x - w[j]) + dot + moved_b * v
+        G_b = g_b + NU * (d_b + moved_b) + sum_dx + moved_b * sum_D
+        reads += indptr[j + 1] - indptr[j]
+        h = max(H[j] - v * v / s_b, CENTERED_FLOOR * H[j])
+        shrink, viol, z = coordinate_step(x, G - v * G_b / s_b, lam1, h, shrink_at)
+        if shrink:
+            m -= 1
+            active[s], active[m] = active[m], active[s]
+            continue
+        s += 1
+        if z == 0.0:
+            continue
+        vmax = max(vmax, viol)
+        vsum += viol
+        wpd[j] = x + z
+        reads += column_axpy(data, indices, indptr, dense, j, z, xTd)
+        sum_dx += z * v
+        moved_b -= (G_b + v * z) / s_b
+        moves += 1
+    G_b = g_b + NU * (d_b + moved_b) + sum_dx + moved_b * sum_D
+    moved_b -= G_b / s_b
+    for i in range(xTd.shape[0]):
+        xTd[i] += moved_b
+    return m, vmax, vsum, reads, moves, d_b + moved_b, abs(G_b)
+
+
+@njit(cache=True, nogil=True)
 def intercept_step(g_b, d_b, xTd, D):
     """Exact step on the intercept coordinate of the quadratic model; updates xTd.
 
@@ -296,6 +353,7 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     use_gram, sweep_reads, moves, gram_work = False, 0, 0, 0.0
     gram_sweeps, work_since, buy_now, price = 0, 0.0, False, 0.0  # price: sweep reads at which it pays
     size = m_outer + 1 if fit_intercept else m_outer
+    sum_D = -1.0  # sum_i D_i, once a sweep over the columns needs it
     while sweeps < max_inner:
         if gram_allowed and not use_gram and gram_in.shape[0] == size:
             Q, price = gram_in, gram_first
@@ -323,21 +381,44 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
                 local = np.arange(m_outer)
                 use_gram = True
         if use_gram:
-            m, vmax, vsum, work = gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at)
+            m, vmax, vsum, work, d_b = gram_sweep(
+                active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at, fit_intercept, g_b, d_b
+            )
             reads += work
             if fit_intercept:
                 step, viol = gram_intercept_step(g_b, d_b, Q, Qd)
                 d_b += step
                 vmax, vsum = max(vmax, viol), vsum + viol
         else:
-            m, vmax, vsum, sweep_reads, moves = model_sweep(
-                data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, lam1, lam2, shrink_at
-            )
-            reads += sweep_reads
             if fit_intercept:
-                step, viol = intercept_step(g_b, d_b, xTd, D)
-                d_b += step
+                if sum_D < 0.0:
+                    sum_D = D.sum()
+                m, vmax, vsum, sweep_reads, moves, d_b, viol = centered_model_sweep(
+                    data,
+                    indices,
+                    indptr,
+                    dense,
+                    active,
+                    m,
+                    g,
+                    H,
+                    w,
+                    wpd,
+                    xTd,
+                    D,
+                    lam1,
+                    lam2,
+                    shrink_at,
+                    g_b,
+                    d_b,
+                    sum_D,
+                )
                 vmax, vsum = max(vmax, viol), vsum + viol
+            else:
+                m, vmax, vsum, sweep_reads, moves = model_sweep(
+                    data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, lam1, lam2, shrink_at
+                )
+            reads += sweep_reads
         sweeps += 1
         if use_gram and vsum > inner_tol:
             # A model that CD has not solved in FACE_AFTER sweeps on its Gram matrix: an

@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from ..data.memory import column, column_axpy, column_dot, column_weighted_dot
-from ._quadratic_step import NU, coordinate_step
+from ._quadratic_step import CENTERED_FLOOR, NU, coordinate_step
 
 # A dense Gram matrix by BLAS against the scalar loops, per multiply-add, and the copy of each of
 # its columns' values into the scaled block (``_dense_gram``), in reads: the rent-or-buy choices
@@ -224,23 +224,33 @@ def symmetric_gram(Q, size, D, bordered):
 
 
 @njit(cache=True, nogil=True)
-def gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at):
+def gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at, fit_intercept, g_b, d_b):
     """:func:`model_sweep` with the model's curvature products read from its Gram matrix
     (:func:`model_gram`): Qd = Q (d, d_b) is kept instead of X d, so a coordinate costs
     O(1) to check and O(size of Q) to move, whatever its column's nonzeros. local[s] is
-    the row of Q of active[s]; both are permuted together.
-    Returns (new m, largest violation, sum of violations, multiply-adds done)."""
+    the row of Q of active[s]; both are permuted together. With the intercept (Q's last row),
+    each coordinate steps jointly with it, as :func:`~l1scale.solvers._cd_kernels.centered_model_sweep`
+    does (v_j = Q[j, b], s = Q[b, b] + nu): a move then costs twice as much.
+    Returns (new m, largest violation, sum of violations, multiply-adds done, d_b)."""
     for s in range(m - 1):
         t = s + np.random.randint(m - s)
         active[s], active[t] = active[t], active[s]
         local[s], local[t] = local[t], local[s]
     vmax, vsum, s, work = 0.0, 0.0, 0, 0
     size = Q.shape[0]
+    b = size - 1
+    s_b = Q[b, b] + NU
     while s < m:
         j, loc = active[s], local[s]
         x = wpd[j]
         G = g[j] + (lam2 + NU) * (x - w[j]) + Qd[loc]
-        shrink, viol, z = coordinate_step(x, G, lam1, H[j], shrink_at)
+        h, v, G_b = H[j], 0.0, 0.0
+        if fit_intercept:
+            v = Q[loc, b]
+            G_b = g_b + NU * d_b + Qd[b]
+            G -= v * G_b / s_b
+            h = max(h - v * v / s_b, CENTERED_FLOOR * h)
+        shrink, viol, z = coordinate_step(x, G, lam1, h, shrink_at)
         if shrink:
             m -= 1
             active[s], active[m] = active[m], active[s]
@@ -255,7 +265,13 @@ def gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at):
         for t in range(size):
             Qd[t] += z * Q[loc, t]
         work += size
-    return m, vmax, vsum, work + m
+        if fit_intercept:
+            step_b = -(G_b + v * z) / s_b
+            d_b += step_b
+            for t in range(size):
+                Qd[t] += step_b * Q[b, t]
+            work += size
+    return m, vmax, vsum, work + m, d_b
 
 
 @njit(cache=True, nogil=True)

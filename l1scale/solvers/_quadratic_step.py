@@ -10,6 +10,11 @@ from numba import njit
 # columns whose rows all have zero curvature.
 NU = 1e-12
 
+#: With an intercept, a coordinate steps jointly with it: its curvature with the intercept
+#: eliminated, H_jj - v_j^2 / s, is kept at least this share of H_jj (a column that is exactly
+#: constant is the intercept itself: the model is singular there, up to nu).
+CENTERED_FLOOR = 1e-6
+
 
 @njit(cache=True, nogil=True, inline="always")
 def coordinate_step(x, G, lam1, h, shrink_at):
