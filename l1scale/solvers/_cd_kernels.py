@@ -137,78 +137,55 @@ def support_margins(data, indices, indptr, dense, w, b, z):
 
 
 @njit(cache=True, nogil=True)
-def model_sweep(data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, lam1, lam2, shrink_at):
+def model_sweep(
+    data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, lam1, lam2, shrink_at, fit_intercept, g_b, d_b, sum_D
+):
     """One CD sweep, in random order, over active[:m] of the quadratic model
 
-        g.d + d^T H d / 2 + lam1 ||w + d||_1,  d = wpd - w,  H = X^T diag(D) X + (lam2 + nu) I,
+        g.d + g_b d_b + (X d + d_b)^T diag(D) (X d + d_b) / 2 + (lam2 + nu) ||d||^2 / 2 + lam1 ||w + d||_1,
 
-    updating wpd (= w + d) and xTd (= X d). A zero coordinate whose model gradient stays
+    updating wpd (= w + d) and xTd (= X d + d_b). A zero coordinate whose model gradient stays
     inside (-lam1 + shrink_at, lam1 - shrink_at) is swapped behind active[:m].
+
+    With the intercept, each coordinate steps jointly with it: the model's minimum over (d_j, d_b)
+    together, which is d_j's step on the model with d_b eliminated (gradient G_j - v_j G_b / s,
+    curvature H_jj - v_j^2 / s, v_j = sum_i D_i x_ij, s = sum_i D_i + nu: the column centred by
+    its D-weighted mean, as glmnet's weighted least squares centre theirs), then d_b's best answer;
+    the sweep ends on the intercept's exact step. Stepped apart (the coordinates, then the
+    intercept once a sweep), CD crawls along w_j - b where a column is present in most rows
+    (nearly the intercept): each sweep gains a factor of about 1 - (1 - rho^2) on that direction,
+    rho the column's D-weighted correlation with the constant (text at 0.001 lam_max, its most
+    frequent token in 99.97% of the rows: models of hundreds of sweeps). The intercept's moves are
+    summed and written into xTd once, after the sweep (the sweep reads them through v_j), so a
+    coordinate costs what it did. ``sum_D``: sum_i D_i (read with the intercept only).
     Shapes: active (k,), g, H, w, wpd (d,), xTd, D (n,).
-    Returns (new m, largest violation, sum of violations, nonzeros read, coordinates moved).
+    Returns (new m, largest violation, sum of violations, nonzeros read, coordinates moved, d_b,
+    |the intercept's model gradient| before its last step, 0 without it).
     """
-    for s in range(m - 1):
-        t = s + np.random.randint(m - s)
-        active[s], active[t] = active[t], active[s]
-    vmax, vsum, reads, s, moves = 0.0, 0.0, 0, 0, 0
-    while s < m:
-        j = active[s]
-        x = wpd[j]
-        G = column_weighted_dot(data, indices, indptr, dense, j, D, xTd, g[j] + (lam2 + NU) * (x - w[j]))
-        nnz = indptr[j + 1] - indptr[j]
-        reads += nnz
-        shrink, viol, z = coordinate_step(x, G, lam1, H[j], shrink_at)
-        if shrink:
-            m -= 1
-            active[s], active[m] = active[m], active[s]
-            continue
-        s += 1
-        if z == 0.0:
-            continue
-        vmax = max(vmax, viol)
-        vsum += viol
-        wpd[j] = x + z
-        reads += column_axpy(data, indices, indptr, dense, j, z, xTd)
-        moves += 1
-    return m, vmax, vsum, reads, moves
-
-
-@njit(cache=True, nogil=True)
-def centered_model_sweep(
-    data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, lam1, lam2, shrink_at, g_b, d_b, sum_D
-):
-    """:func:`model_sweep` and :func:`intercept_step` for a model with an intercept, each
-    coordinate stepped jointly with the intercept: the model's minimum over (d_j, d_b) together,
-    which is d_j's step on the model with d_b eliminated (gradient G_j - v_j G_b / s, curvature
-    H_jj - v_j^2 / s, v_j = sum_i D_i x_ij, s = sum_i D_i + nu: the column centred by its
-    D-weighted mean, as glmnet's weighted least squares centre theirs), then d_b's best answer.
-
-    Stepping them apart, as the sweep and the intercept's step after it do, crawls along
-    w_j - b where a column is present in most rows (nearly the intercept): each sweep then gains a
-    factor of about 1 - (1 - rho^2) on that direction, rho the column's D-weighted correlation with
-    the constant (text at 0.001 lam_max, its most frequent token in 99.97% of the rows: models of
-    hundreds of sweeps). The intercept's moves are summed and written into xTd once, after the sweep
-    (the sweep reads them through v_j), and the sweep ends on the intercept's exact step.
-    ``sum_D``: sum_i D_i. Returns (new m, largest violation, sum of violations, nonzeros read,
-    coordinates moved, d_b, |the intercept's model gradient| before its last step)."""
     for s in range(m - 1):
         t = s + np.random.randint(m - s)
         active[s], active[t] = active[t], active[s]
     s_b = sum_D + NU
     sum_dx = 0.0  # sum_i D_i xTd_i, xTd holding the intercept's moves up to the sweep's start
-    for i in range(xTd.shape[0]):
-        sum_dx += D[i] * xTd[i]
+    if fit_intercept:
+        for i in range(xTd.shape[0]):
+            sum_dx += D[i] * xTd[i]
     moved_b = 0.0  # the intercept's moves in this sweep, not yet in xTd
     vmax, vsum, reads, s, moves = 0.0, 0.0, 0, 0, 0
     while s < m:
         j = active[s]
         x = wpd[j]
-        dot, v = column_weighted_dot_and_sum(data, indices, indptr, dense, j, D, xTd)
-        G = g[j] + (lam2 + NU) * (x - w[j]) + dot + moved_b * v
-        G_b = g_b + NU * (d_b + moved_b) + sum_dx + moved_b * sum_D
+        G, h = g[j] + (lam2 + NU) * (x - w[j]), H[j]
+        v, G_b = 0.0, 0.0
+        if fit_intercept:
+            dot, v = column_weighted_dot_and_sum(data, indices, indptr, dense, j, D, xTd)
+            G_b = g_b + NU * (d_b + moved_b) + sum_dx + moved_b * sum_D
+            G = G + dot + moved_b * v - v * G_b / s_b  # the order of the sums as before the merge
+            h = max(h - v * v / s_b, CENTERED_FLOOR * h)
+        else:
+            G = column_weighted_dot(data, indices, indptr, dense, j, D, xTd, G)
         reads += indptr[j + 1] - indptr[j]
-        h = max(H[j] - v * v / s_b, CENTERED_FLOOR * H[j])
-        shrink, viol, z = coordinate_step(x, G - v * G_b / s_b, lam1, h, shrink_at)
+        shrink, viol, z = coordinate_step(x, G, lam1, h, shrink_at)
         if shrink:
             m -= 1
             active[s], active[m] = active[m], active[s]
@@ -220,30 +197,17 @@ def centered_model_sweep(
         vsum += viol
         wpd[j] = x + z
         reads += column_axpy(data, indices, indptr, dense, j, z, xTd)
-        sum_dx += z * v
-        moved_b -= (G_b + v * z) / s_b
         moves += 1
+        if fit_intercept:
+            sum_dx += z * v
+            moved_b -= (G_b + v * z) / s_b
+    if not fit_intercept:
+        return m, vmax, vsum, reads, moves, d_b, 0.0
     G_b = g_b + NU * (d_b + moved_b) + sum_dx + moved_b * sum_D
     moved_b -= G_b / s_b
     for i in range(xTd.shape[0]):
         xTd[i] += moved_b
     return m, vmax, vsum, reads, moves, d_b + moved_b, abs(G_b)
-
-
-@njit(cache=True, nogil=True)
-def intercept_step(g_b, d_b, xTd, D):
-    """Exact step on the intercept coordinate of the quadratic model; updates xTd.
-
-    Returns (step, |model gradient| before it). Shapes: xTd, D (n,).
-    """
-    G, Hb = g_b + NU * d_b, NU
-    for i in range(xTd.shape[0]):
-        G += D[i] * xTd[i]
-        Hb += D[i]
-    step = -G / Hb
-    for i in range(xTd.shape[0]):
-        xTd[i] += step
-    return step, abs(G)
 
 
 class QuadraticModel(NamedTuple):
@@ -390,34 +354,31 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
                 d_b += step
                 vmax, vsum = max(vmax, viol), vsum + viol
         else:
+            if fit_intercept and sum_D < 0.0:
+                sum_D = D.sum()
+            m, vmax, vsum, sweep_reads, moves, d_b, viol = model_sweep(
+                data,
+                indices,
+                indptr,
+                dense,
+                active,
+                m,
+                g,
+                H,
+                w,
+                wpd,
+                xTd,
+                D,
+                lam1,
+                lam2,
+                shrink_at,
+                fit_intercept,
+                g_b,
+                d_b,
+                sum_D,
+            )
             if fit_intercept:
-                if sum_D < 0.0:
-                    sum_D = D.sum()
-                m, vmax, vsum, sweep_reads, moves, d_b, viol = centered_model_sweep(
-                    data,
-                    indices,
-                    indptr,
-                    dense,
-                    active,
-                    m,
-                    g,
-                    H,
-                    w,
-                    wpd,
-                    xTd,
-                    D,
-                    lam1,
-                    lam2,
-                    shrink_at,
-                    g_b,
-                    d_b,
-                    sum_D,
-                )
                 vmax, vsum = max(vmax, viol), vsum + viol
-            else:
-                m, vmax, vsum, sweep_reads, moves = model_sweep(
-                    data, indices, indptr, dense, active, m, g, H, w, wpd, xTd, D, lam1, lam2, shrink_at
-                )
             reads += sweep_reads
         sweeps += 1
         if use_gram and vsum > inner_tol:

@@ -229,7 +229,7 @@ def gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at, fit
     (:func:`model_gram`): Qd = Q (d, d_b) is kept instead of X d, so a coordinate costs
     O(1) to check and O(size of Q) to move, whatever its column's nonzeros. local[s] is
     the row of Q of active[s]; both are permuted together. With the intercept (Q's last row),
-    each coordinate steps jointly with it, as :func:`~l1scale.solvers._cd_kernels.centered_model_sweep`
+    each coordinate steps jointly with it, as :func:`~l1scale.solvers._cd_kernels.model_sweep`
     does (v_j = Q[j, b], s = Q[b, b] + nu): a move then costs twice as much.
     Returns (new m, largest violation, sum of violations, multiply-adds done, d_b)."""
     for s in range(m - 1):
@@ -381,7 +381,8 @@ def gram_face_descent(active, local, m, g, w, wpd, Q, Qd, d_b, g_b, lam1, lam2):
 
 @njit(cache=True, nogil=True)
 def gram_intercept_step(g_b, d_b, Q, Qd):
-    """:func:`intercept_step` on the Gram matrix's border; updates Qd."""
+    """The exact step on the intercept coordinate of the quadratic model, read from the Gram
+    matrix's border; updates Qd. Returns (step, |the intercept's model gradient| before it)."""
     b = Q.shape[0] - 1
     G = g_b + NU * d_b + Qd[b]
     step = -G / (NU + Q[b, b])
