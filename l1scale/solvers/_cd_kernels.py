@@ -27,13 +27,12 @@ from ._gram_kernels import (
     curvature_term_gram,
     gram_cost,
     gram_face_descent,
-    gram_intercept_step,
     gram_support_solve,
     gram_sweep,
     gram_times_step,
     model_gram,
 )
-from ._quadratic_step import CENTERED_FLOOR, NU, coordinate_step
+from ._quadratic_step import NU, coordinate_step, intercept_eliminated
 
 
 @njit(cache=True, nogil=True)
@@ -180,8 +179,7 @@ def model_sweep(
         if fit_intercept:
             dot, v = column_weighted_dot_and_sum(data, indices, indptr, dense, j, D, xTd)
             G_b = g_b + NU * (d_b + moved_b) + sum_dx + moved_b * sum_D
-            G = G + dot + moved_b * v - v * G_b / s_b  # the order of the sums as before the merge
-            h = max(h - v * v / s_b, CENTERED_FLOOR * h)
+            G, h = intercept_eliminated(G + dot + moved_b * v, h, v, G_b, s_b)
         else:
             G = column_weighted_dot(data, indices, indptr, dense, j, D, xTd, G)
         reads += indptr[j + 1] - indptr[j]
@@ -345,14 +343,10 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
                 local = np.arange(m_outer)
                 use_gram = True
         if use_gram:
-            m, vmax, vsum, work, d_b = gram_sweep(
+            m, vmax, vsum, work, d_b, viol = gram_sweep(
                 active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at, fit_intercept, g_b, d_b
             )
             reads += work
-            if fit_intercept:
-                step, viol = gram_intercept_step(g_b, d_b, Q, Qd)
-                d_b += step
-                vmax, vsum = max(vmax, viol), vsum + viol
         else:
             if fit_intercept and sum_D < 0.0:
                 sum_D = D.sum()
@@ -377,9 +371,9 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
                 d_b,
                 sum_D,
             )
-            if fit_intercept:
-                vmax, vsum = max(vmax, viol), vsum + viol
             reads += sweep_reads
+        if fit_intercept:
+            vmax, vsum = max(vmax, viol), vsum + viol
         sweeps += 1
         if use_gram and vsum > inner_tol:
             # A model that CD has not solved in FACE_AFTER sweeps on its Gram matrix: an

@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from ..data.memory import column, column_axpy, column_dot, column_weighted_dot
-from ._quadratic_step import CENTERED_FLOOR, NU, coordinate_step
+from ._quadratic_step import NU, coordinate_step, intercept_eliminated
 
 # A dense Gram matrix by BLAS against the scalar loops, per multiply-add, and the copy of each of
 # its columns' values into the scaled block (``_dense_gram``), in reads: the rent-or-buy choices
@@ -230,8 +230,10 @@ def gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at, fit
     O(1) to check and O(size of Q) to move, whatever its column's nonzeros. local[s] is
     the row of Q of active[s]; both are permuted together. With the intercept (Q's last row),
     each coordinate steps jointly with it, as :func:`~l1scale.solvers._cd_kernels.model_sweep`
-    does (v_j = Q[j, b], s = Q[b, b] + nu): a move then costs twice as much.
-    Returns (new m, largest violation, sum of violations, multiply-adds done, d_b)."""
+    does (v_j = Q[j, b], s = Q[b, b] + nu): a move then costs twice as much; the sweep ends on the
+    intercept's exact step (:func:`gram_intercept_step`).
+    Returns (new m, largest violation, sum of violations, multiply-adds done, d_b, |the intercept's
+    model gradient| before its last step, 0 without it)."""
     for s in range(m - 1):
         t = s + np.random.randint(m - s)
         active[s], active[t] = active[t], active[s]
@@ -248,8 +250,7 @@ def gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at, fit
         if fit_intercept:
             v = Q[loc, b]
             G_b = g_b + NU * d_b + Qd[b]
-            G -= v * G_b / s_b
-            h = max(h - v * v / s_b, CENTERED_FLOOR * h)
+            G, h = intercept_eliminated(G, h, v, G_b, s_b)
         shrink, viol, z = coordinate_step(x, G, lam1, h, shrink_at)
         if shrink:
             m -= 1
@@ -271,7 +272,10 @@ def gram_sweep(active, local, m, g, H, w, wpd, Q, Qd, lam1, lam2, shrink_at, fit
             for t in range(size):
                 Qd[t] += step_b * Q[b, t]
             work += size
-    return m, vmax, vsum, work + m, d_b
+    if not fit_intercept:
+        return m, vmax, vsum, work + m, d_b, 0.0
+    step, viol = gram_intercept_step(g_b, d_b, Q, Qd)
+    return m, vmax, vsum, work + m, d_b + step, viol
 
 
 @njit(cache=True, nogil=True)

@@ -17,6 +17,14 @@ CENTERED_FLOOR = 1e-6
 
 
 @njit(cache=True, nogil=True, inline="always")
+def intercept_eliminated(G, h, v, G_b, s_b):
+    """A coordinate's model gradient G and curvature h with the intercept eliminated (its
+    gradient G_b, curvature s_b, coupling v_j = sum_i D_i x_ij): (G - v G_b / s_b,
+    max(h - v^2 / s_b, ``CENTERED_FLOOR`` h)), what its step jointly with the intercept reads."""
+    return G - v * G_b / s_b, max(h - v * v / s_b, CENTERED_FLOOR * h)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def coordinate_step(x, G, lam1, h, shrink_at):
     """One coordinate of the quadratic model at w_j + d_j = x, with model gradient G (without the
     L1 term) and curvature h: (shrink it away, its KKT violation, the step z).
