@@ -348,6 +348,65 @@ def test_newton_dual_point_takes_in_a_feature_still_to_enter(fit_intercept, monk
     assert offered(NewtonDual(1e-3))[1] is None  # a loose tol: the rounds certify it
 
 
+def test_newton_dual_try_on_a_small_gram_matrix_is_factorised():
+    """One-hot fields beside the intercept make the support's Newton system singular (each
+    field's columns sum to the intercept's): CG on its Gram matrix reaches a point whose gap is
+    about twice the suboptimality, where the factorisation the solver now takes for a dual try
+    on such a system (``factorisation_pays``) gives the suboptimality itself, for less work.
+    Supports whose system CG takes off the Gram matrix, or whose factorisation costs more than
+    CG's cap of products on it, keep CG."""
+    from l1scale.solvers import _cd_kernels as kernels
+    from l1scale.solvers._cd_state import Iterate
+    from l1scale.solvers._quadratic_step import NU
+    from l1scale.solvers._support_newton import CG_MAX_PRODUCTS, NewtonDual, factorisation_pays
+
+    rng = np.random.default_rng(0)
+    n, fields, levels = 3000, 12, 8
+    codes = rng.integers(0, levels, size=(n, fields)) + levels * np.arange(fields)
+    X = sp.csc_matrix(
+        (np.ones(n * fields), (np.repeat(np.arange(n), fields), codes.ravel())), shape=(n, fields * levels)
+    )
+    logit = 0.7 * rng.normal(size=fields * levels)[codes].sum(axis=1) - 1.0
+    y = np.where(rng.random(n) < 1.0 / (1.0 + np.exp(-logit)), 1.0, -1.0)
+    p = Problem(X, y, "logistic", lam_ratio=0.005, fit_intercept=True)
+    ref = _solve(p)
+    support = np.flatnonzero(ref.coef)
+    gram_max = CoordinateDescent.gram_max
+    assert factorisation_pays(p, support, gram_max)
+    d, lam1 = p.n_features, p.penalty.l1
+    kept = np.arange(d)
+    w = ref.coef.copy()
+    w[support] *= 1.0 + 0.01 * rng.normal(size=support.shape[0])  # the optimum's support, settled
+    pt = Iterate(p, w, ref.intercept)
+    pt.recenter()
+    g, H = np.empty(d), np.empty(d)
+    kernels.column_curvatures(*p.columns.arrays, kept, pt.D, H)
+    H += NU
+    vmax = kernels.check_pass(*p.columns.arrays, kept, pt.r, pt.w, lam1, 0.0, g)[0]
+    subopt = (pt.objective - ref.objective) / ref.objective
+    tries = {}
+    for direct in (False, True):
+        dual = DualPoints(p)
+        residual = dual.certificate(pt.w, pt.b, pt.z, g, kept, pt.objective, pt.r)
+        solver = NewtonDual(1e-2, gram_max=gram_max)
+        cert, (_, solve) = solver.certificate(pt, dual, kept, g, H, vmax / lam1, pt.objective, CG_MAX_PRODUCTS, direct)
+        assert pt.objective - cert.value <= ref.objective * (1 + 1e-12)  # a lower bound of P*
+        tries[direct] = (residual, cert, solve)
+    residual, exact, solve = tries[True]
+    assert residual.relative > 1e2 * subopt
+    assert exact.relative <= 1.05 * subopt < 0.7 * tries[False][1].relative
+    assert solve.factor is not None and solve.reads < tries[False][2].reads
+    # Off the Gram matrix (few rows a column: products read less than the matrix holds), and past
+    # 3 CG_MAX_PRODUCTS weights on it, CG stays.
+    wide = Problem(rng.normal(size=(50, 200)), np.where(rng.random(50) < 0.5, 1.0, -1.0), "logistic", lam_ratio=0.1)
+    assert not factorisation_pays(wide, np.arange(150), gram_max)
+    dense = Problem(
+        rng.normal(size=(2000, 700)), np.where(rng.random(2000) < 0.5, 1.0, -1.0), "logistic", lam_ratio=0.1
+    )
+    assert factorisation_pays(dense, np.arange(3 * CG_MAX_PRODUCTS - 1), gram_max)
+    assert not factorisation_pays(dense, np.arange(3 * CG_MAX_PRODUCTS), gram_max)
+
+
 def test_support_newton_step_is_what_finishes_an_ill_conditioned_solve():
     """Near-duplicate columns make the quadratic model ill-conditioned for CD; on the columns (a
     support too large for its Gram matrix, as on text) the CG step on the support converges in

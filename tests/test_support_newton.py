@@ -441,13 +441,17 @@ def test_rent_or_buy_counts_across_moves_a_factorisation_still_preconditions(mon
     factorised and the next preconditioned by it (reads to 1e-8 -13% when measured). Reset on
     every move, no solve is ever preconditioned by an earlier factorisation. (At 0.1 lam_max, the
     case this test had before CD stepped the coordinates jointly with the intercept, the solve
-    now ends two Newton-system solves after its start, the second factorised either way.)"""
+    now ends two Newton-system solves after its start, the second factorised either way.) The
+    dual point's tries, which factorise small systems of their own (``factorisation_pays``), are
+    kept on CG here: their factorisations would precondition later steps whatever the rule."""
     from _shared_data import load_svmlight_pm
 
+    from l1scale.solvers import cd as cd_module
     from l1scale.solvers.cd import CoordinateDescent
 
     X, y = load_svmlight_pm("mnist10k", "mnist/mnist10k_3vsrest.bz2", 784)
     problem = Problem(X, y, "logistic", lam_ratio=0.07)
+    monkeypatch.setattr(cd_module, "factorisation_pays", lambda *args: False)
     calls = _recorded_solves(monkeypatch)
     carried = CoordinateDescent(tol=1e-8).solve(problem)
     assert (True, False) in calls and (False, True) in calls  # factorised, then preconditioned by it

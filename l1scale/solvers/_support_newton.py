@@ -39,6 +39,7 @@ __all__ = [
     "NewtonDual",
     "NewtonSolve",
     "budgeted_products",
+    "factorisation_pays",
     "newton_dual_point",
     "support_newton_direction",
     "support_newton_step",
@@ -295,11 +296,36 @@ def budgeted_products(problem, support, gram_max, budget, least):
     """CG's cap of products for the support's Newton system within ``budget`` nonzeros read (each
     product reads the support's columns twice), at least ``least``; the full cap where its
     products are taken on the Gram matrix (``_cg_kernels.support_cg``: they are cheap there)."""
-    per_product = 2 * max(columns_nnz(problem.columns, support), 1)
-    m = support.shape[0] + int(problem.fit_intercept)
-    if support.shape[0] <= gram_max and m * m < per_product:
+    if _on_gram(problem, support, gram_max):
         return CG_MAX_PRODUCTS
+    per_product = 2 * max(columns_nnz(problem.columns, support), 1)
     return int(min(CG_MAX_PRODUCTS, max(least, budget / per_product)))
+
+
+def factorisation_pays(problem, support, gram_max) -> bool:
+    """Whether the support's Newton system is better factorised than solved by CG for a
+    :class:`NewtonDual` try: its CG would run on the Gram matrix (built either way), and the
+    Cholesky factorisation of that matrix (m^3 / 3 multiply-adds, m the system's size) costs at
+    most CG's whole cap of products on it (m^2 each), m <= 3 ``CG_MAX_PRODUCTS``.
+
+    A try whose CG stops at its cap is spent for nothing (its point misses tol), and the systems
+    that certify late are the ill-conditioned ones: a9a's one-hot blocks beside the intercept,
+    mnist10k's neighbouring pixels. Measured (whole fits, in process; the iterates are the same):
+    a9a at 0.001 lam_max to tol 1e-2 42 -> 37 ms (a try at 89 weights had run 200 products and
+    missed), at 0.01 to 1e-6 43 -> 39 ms; mnist10k at 0.01 lam_max 101 -> 89 ms to 1e-2, 172 ->
+    145 ms to 1e-6; earn and mnist10k at 0.001 level. The solver's own steps keep CG
+    (``CoordinateDescent._direct``): exact steps there moved the trajectories, earn at 0.001
+    lam_max to 1e-2 +20% for one more Newton step."""
+    m = support.shape[0] + int(problem.fit_intercept)
+    return m <= 3 * CG_MAX_PRODUCTS and _on_gram(problem, support, gram_max)
+
+
+def _on_gram(problem, support, gram_max) -> bool:
+    """Whether CG on the support's Newton system takes its products on the Gram matrix
+    (``_cg_kernels.support_cg``): at most ``gram_max`` weights, and the matrix smaller than what
+    one product off it reads (the support's columns, twice)."""
+    m = support.shape[0] + int(problem.fit_intercept)
+    return support.shape[0] <= gram_max and m * m < 2 * max(columns_nnz(problem.columns, support), 1)
 
 
 def newton_dual_point(pt, support, step, kept, g_loss):

@@ -79,7 +79,13 @@ from ._model_dual import ModelDual
 from ._repeats import Repeats, folded, left_out, with_repeats
 from ._row_start import row_start
 from ._support_factor import STALE_MAX_FRESH, SupportFactor
-from ._support_newton import CG_MAX_PRODUCTS, NewtonDual, budgeted_products, support_newton_step
+from ._support_newton import (
+    CG_MAX_PRODUCTS,
+    NewtonDual,
+    budgeted_products,
+    factorisation_pays,
+    support_newton_step,
+)
 from ._violator_dual import ViolatorDual
 from ._working_sets import closest_to_entering
 from .base import History, Solver, Timer, certified_result, compiled_once
@@ -437,7 +443,7 @@ class CoordinateDescent(Solver):
                         vmax / lam1,
                         objective,
                         cap,
-                        self._direct(problem, support, st),
+                        self._direct(problem, support, st) or factorisation_pays(problem, support, self.gram_max),
                     )
                     st.newton_spent += pt.reads - before
                     if newton[1].capped and cap < CG_MAX_PRODUCTS:  # stopped by its budget
