@@ -488,6 +488,31 @@ def test_a_support_cg_cannot_solve_is_factorised_on_news20(monkeypatch):
     assert P - problem.dual_value(factorised.dual_point) <= 1e-6 * P
 
 
+@pytest.mark.slow
+def test_the_lasso_factorises_its_support_system_at_once_on_news20():
+    """The squared loss's curvature never moves, so a factorisation of the support's Newton system
+    made at its first solve serves every later step exactly (and preconditions the next supports'):
+    the Lasso on news20 at 0.01 lam_max (2,279 bigrams) factorises it at once where rent or buy first
+    spent a CG solve of 147 products, then 59 more and a factorisation after all (1,201M nonzeros
+    read against 720M when measured), for the same certified optimum."""
+    from _shared_data import load_svmlight_pm
+
+    from l1scale.solvers.cd import CoordinateDescent
+
+    X, y = load_svmlight_pm("news20", "news20/news20_bydate_binary.svm.bz2", 588_937)
+    rows = np.sort(np.random.default_rng(0).permutation(X.shape[0])[: int(0.75 * X.shape[0])])
+    problem = Problem(X[rows], y[rows], "squared", lam_ratio=0.01, fit_intercept=False)
+    results = {}
+    for within in (CoordinateDescent.factorise_within, 0):
+        solver = CoordinateDescent(tol=1e-6)
+        solver.factorise_within = within  # 0: rent or buy alone
+        results[within] = solver.solve(problem)
+    at_once, rented = results[CoordinateDescent.factorise_within], results[0]
+    assert at_once.converged and rented.converged
+    assert at_once.objective == pytest.approx(rented.objective, rel=1e-6)
+    assert at_once.history.data_accesses[-1] < 0.8 * rented.history.data_accesses[-1]
+
+
 def test_a_path_carries_the_factorisation_to_its_next_lams(monkeypatch):
     """Once a lam's solve has found its support's system too hard for CG (here a cap of 3 products),
     the next lam's support, nearly the same, starts factorised: no lam after the first factorised
