@@ -41,6 +41,7 @@ __all__ = [
     "budgeted_products",
     "factorisation_pays",
     "newton_dual_point",
+    "product_reads",
     "support_newton_direction",
     "support_newton_step",
 ]
@@ -296,10 +297,15 @@ def budgeted_products(problem, support, gram_max, budget, least):
     """CG's cap of products for the support's Newton system within ``budget`` nonzeros read (each
     product reads the support's columns twice), at least ``least``; the full cap where its
     products are taken on the Gram matrix (``_cg_kernels.support_cg``: they are cheap there)."""
-    if _on_gram(problem, support, gram_max):
+    per_product = product_reads(problem, support)
+    if _on_gram(problem, support, gram_max, per_product):
         return CG_MAX_PRODUCTS
-    per_product = 2 * max(columns_nnz(problem.columns, support), 1)
     return int(min(CG_MAX_PRODUCTS, max(least, budget / per_product)))
+
+
+def product_reads(problem, support) -> int:
+    """Nonzeros of X one CG product off the Gram matrix reads: the support's columns, twice."""
+    return 2 * max(columns_nnz(problem.columns, support), 1)
 
 
 def factorisation_pays(problem, support, gram_max) -> bool:
@@ -317,15 +323,15 @@ def factorisation_pays(problem, support, gram_max) -> bool:
     (``CoordinateDescent._direct``): exact steps there moved the trajectories, earn at 0.001
     lam_max to 1e-2 +20% for one more Newton step."""
     m = support.shape[0] + int(problem.fit_intercept)
-    return m <= 3 * CG_MAX_PRODUCTS and _on_gram(problem, support, gram_max)
+    return m <= 3 * CG_MAX_PRODUCTS and _on_gram(problem, support, gram_max, product_reads(problem, support))
 
 
-def _on_gram(problem, support, gram_max) -> bool:
+def _on_gram(problem, support, gram_max, per_product) -> bool:
     """Whether CG on the support's Newton system takes its products on the Gram matrix
     (``_cg_kernels.support_cg``): at most ``gram_max`` weights, and the matrix smaller than what
-    one product off it reads (the support's columns, twice)."""
+    one product off it reads (``per_product``, :func:`product_reads`)."""
     m = support.shape[0] + int(problem.fit_intercept)
-    return support.shape[0] <= gram_max and m * m < 2 * max(columns_nnz(problem.columns, support), 1)
+    return support.shape[0] <= gram_max and m * m < per_product
 
 
 def newton_dual_point(pt, support, step, kept, g_loss):

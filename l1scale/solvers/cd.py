@@ -84,6 +84,7 @@ from ._support_newton import (
     NewtonDual,
     budgeted_products,
     factorisation_pays,
+    product_reads,
     support_newton_step,
 )
 from ._violator_dual import ViolatorDual
@@ -829,19 +830,20 @@ class CoordinateDescent(Solver):
         support's columns): the matrix is then the same at every later point, so the factorisation
         solves each later step on that support exactly and preconditions the next supports' systems,
         where rent or buy would first spend a whole CG solve and then count again after every move
-        of the support (``factorise_within``: that cost in products). Lasso fits, interleaved: news20 at 0.01 lam_max to 1e-6 2.0 -> 1.1 s (a first
-        CG solve of 147 products on 2,279 bigrams, then 59 and a factorisation), earn at 0.001 to
-        1e-6 215 -> 129 ms; the other points of the Lasso benchmark level."""
+        of the support (``factorise_within``: that cost in products). Lasso fits, interleaved:
+        news20 at 0.01 lam_max to 1e-6 2.0 -> 1.1 s (a first CG solve of 147 products on 2,279
+        bigrams, then 59 and a factorisation), earn at 0.001 to 1e-6 215 -> 129 ms; the other points
+        of the Lasso benchmark level."""
         k = support.shape[0]
         if st.direct or not 0 < k <= self.gram_max:
             return st.direct
-        if problem.loss.constant_curvature:
-            products = 2 * max(columns_nnz(problem.columns, support), 1)
-            if SupportFactor.estimated_work(problem, support) <= self.factorise_within * products:
-                return True
-        if st.newton_spent < SupportFactor.least_work(problem, support):
+        constant = problem.loss.constant_curvature
+        if not constant and st.newton_spent < SupportFactor.least_work(problem, support):
             return False
-        return st.newton_spent >= SupportFactor.estimated_work(problem, support)
+        work = SupportFactor.estimated_work(problem, support)  # one counting pass over the support's columns
+        if constant and work <= self.factorise_within * product_reads(problem, support):
+            return True
+        return st.newton_spent >= work
 
     def _round_target(self, vmax, lam1, warm=False):
         """The largest KKT violation on the working set at which a round ends: a fraction of the
