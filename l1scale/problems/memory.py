@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import time
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,6 +23,7 @@ from numba import njit
 from scipy.special import ndtri
 
 from ..data.memory import CHECKED_MARK, as_columns, as_rows, column_dots_and_norms, matrix_of, repeated_columns
+from ..data.repeated_rows import distinct_rows
 from ..data.rows import row_correlations, row_dots_and_norms
 from ..data.validation import check_sparse_structure
 from ..losses import get_loss, weighted_conjugate, weighted_conjugate_at, weighted_derivatives, weighted_value
@@ -31,6 +33,7 @@ from .base import Certificate, InMemoryProblemBase
 __all__ = [
     "CENTRE_RATIO",
     "Problem",
+    "RowGroups",
     "centred_design",
     "centring_offsets",
     "check_design",
@@ -235,6 +238,24 @@ def null_correlation(X, y, loss, c, fit_intercept) -> float:
     return float(np.max(np.abs(v), initial=0.0))
 
 
+class RowGroups(NamedTuple):
+    """A problem over the distinct rows of another (:meth:`Problem.distinct_rows`).
+
+    Attributes
+    ----------
+    problem : Problem
+        Over the distinct rows, each weighted by the sum of its group's weights.
+    group : ndarray of int64 (n_samples,)
+        For each row of the original problem, its row in ``problem``.
+    seconds : float
+        What finding them took, in the call that found them (0 in later calls: they are kept).
+    """
+
+    problem: Problem
+    group: np.ndarray
+    seconds: float
+
+
 class Problem(InMemoryProblemBase):
     """Data + labels + loss + penalty + weights + intercept, validated once, held in memory.
 
@@ -387,6 +408,38 @@ class Problem(InMemoryProblemBase):
                 self.columns, self.null_gradient(), self.column_norms()
             )
         return self._derived["repeated_columns"]
+
+    def distinct_rows(self):
+        """The same problem over its distinct rows, or None (:class:`RowGroups`).
+
+        Rows equal in their columns, values and label are found in the row layout
+        (``data.repeated_rows``: a CSR X not yet converted to columns; a dense or column X gives
+        None) once per data set, and kept only where at least ``repeated_rows.MIN_SHARE`` of the
+        rows repeat another. The problem over them weighs each by the sum of its rows' weights:
+        the same objective at every (w, b), the same lam_max and the same dual (a dual point of
+        the distinct rows, repeated over each group, has the same value here). The returned
+        problem has this one's penalty and shares its data with every lam's (``with_lam``)."""
+        fresh = "distinct_rows" not in self._derived
+        if fresh:
+            found = None
+            if self.rows_only:
+                start = time.perf_counter()
+                groups = distinct_rows(self.rows, self.y, self.c)
+                if groups is not None:
+                    merged = copy.copy(self)
+                    merged._derived = {"distinct_rows": None}
+                    merged._source, merged.rows = groups.matrix, None
+                    merged.columns = as_columns(groups.matrix, checked=True)
+                    merged.n_samples = groups.matrix.shape[0]
+                    merged.y, merged.c = groups.y, groups.c
+                    found = RowGroups(merged, groups.group, time.perf_counter() - start)
+            self._derived["distinct_rows"] = found
+        found = self._derived["distinct_rows"]
+        if found is None:
+            return None
+        merged = copy.copy(found.problem)
+        merged.penalty = self.penalty
+        return found._replace(problem=merged, seconds=found.seconds if fresh else 0.0)
 
     def null_intercept(self) -> float:
         """b0: the optimal intercept of the null model w = 0 (0 without an intercept), computed once."""

@@ -1,4 +1,5 @@
-"""The repeated columns a CD solve leaves out (``CoordinateDescent._distinct_columns``).
+"""The repeated columns a CD solve leaves out (``CoordinateDescent._distinct_columns``), and the
+Result of a solve over a problem's distinct rows given for all of them (``_distinct_rows``).
 
 Equal columns make the L1 problem degenerate (only their weights' sum moves the margins), and a
 solve over one column of each group has the same optimal value and the same dual. The repeats are
@@ -12,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Repeats", "folded", "left_out", "with_repeats"]
+__all__ = ["Repeats", "folded", "left_out", "over_every_row", "with_repeats"]
 
 
 class Repeats(NamedTuple):
@@ -57,4 +58,16 @@ def with_repeats(result, repeats):
     representatives') filled in; their weights are zero."""
     if repeats is not None and result.loss_gradient is not None:
         result.loss_gradient[repeats.index] = result.loss_gradient[repeats.rep[repeats.index]]
+    return result
+
+
+def over_every_row(result, groups):
+    """The Result of a solve over the distinct rows of a problem (``groups``: its
+    ``Problem.distinct_rows``) as the Result of that problem: the dual point given for every row
+    (its group's value: the same dual value), and the search's seconds added to
+    ``timings["convert"]``. Everything else (the weights, objective, certificate, loss gradient
+    and History) is the same for both problems."""
+    if result.dual_point is not None:
+        result.dual_point = result.dual_point[groups.group]
+    result.timings["convert"] = result.timings.get("convert", 0.0) + groups.seconds
     return result

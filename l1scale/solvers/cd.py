@@ -76,7 +76,7 @@ from ._cd_state import Iterate, Loop, restore_state, saved_state
 from ._dual import DualPoints, SequentialScreening, columns_nnz
 from ._gram_cache import GramCache
 from ._model_dual import ModelDual
-from ._repeats import Repeats, folded, left_out, with_repeats
+from ._repeats import Repeats, folded, left_out, over_every_row, with_repeats
 from ._row_start import row_start
 from ._support_factor import STALE_MAX_FRESH, SupportFactor
 from ._support_newton import (
@@ -131,7 +131,9 @@ class CoordinateDescent(Solver):
         On wide sparse data (at least as many columns as rows) with the plain L1 penalty,
         solve over one column of each group of equal columns (the lowest index; see
         :meth:`_distinct_columns`): the same optimal value and margins, the group's weight on
-        that column.
+        that column. On a CSR problem where at least 5% of the rows repeat another (equal
+        columns, values and label), solve over one row of each group weighted by the group's
+        weight (:meth:`_distinct_rows`): the same objective, optimum and dual.
     checkpoint : str or path-like, optional
         File holding the complete state of the solve (iterate, margins, working set,
         screened features, best dual point, the coordinate order's random state, History),
@@ -233,6 +235,10 @@ class CoordinateDescent(Solver):
         ``loss_gradient``, e.g. the last lam of a path), picks the first working set without
         a pass over the data (strong rules' role in glmnet); nothing is certified from it."""
         self.check_problem(problem)
+        groups = self._distinct_rows(problem)
+        if groups is not None:
+            result = self.solve(groups.problem, coef_init, intercept_init, gradient_init=gradient_init)
+            return over_every_row(result, groups)
         compile_seconds = _warm_up()
         converted = getattr(problem, "conversion_seconds", 0.0)
         gram_limit = np.inf
@@ -296,6 +302,8 @@ class CoordinateDescent(Solver):
         """Build what ``n_lams`` solves on the problem's data share, before threads solve a path's
         segments (each a :meth:`solve_path` of its own): the loss gradient at zero and the column
         norms, and the Lasso's covariances where they pay for the whole path (``_covariance``)."""
+        groups = self._distinct_rows(problem)
+        problem = problem if groups is None else groups.problem
         problem.null_gradient()
         if covariance.applies(problem, self, n_solves=n_lams):
             covariance.covariances(problem)
@@ -319,6 +327,12 @@ class CoordinateDescent(Solver):
         coef_init, intercept_init : the start of the first solve (zero by default).
         """
         self.check_problem(problem)
+        groups = self._distinct_rows(problem)
+        if groups is not None:
+            for result in self.solve_path(groups.problem, lams, coef_init, intercept_init):
+                yield over_every_row(result, groups)
+                groups = groups._replace(seconds=0.0)  # counted at the first lam
+            return
         compile_seconds = _warm_up()
         converted = getattr(problem, "conversion_seconds", 0.0)
         if covariance.applies(problem, self, n_solves=len(lams)):
@@ -742,6 +756,25 @@ class CoordinateDescent(Solver):
         if self.verbose:
             print(f"cd: the Lasso on its covariances, {sweeps} sweeps, relative gap {cert.relative:.3e}")
         return result, None
+
+    def _distinct_rows(self, problem):
+        """The problem over its distinct rows (``Problem.distinct_rows``), or None: the solve then
+        runs over every row.
+
+        Rows equal in their columns, values and label add the same term to the loss at every
+        iterate; the problem with one row per group, weighted by the group's weight, has the same
+        objective, optimum, lam_max and dual value, and every pass of the solve (its margins,
+        gradients, Gram matrices, line searches and certificates) reads fewer rows. Categorical
+        data repeat rows: a9a (UCI Adult, one-hot) has 26,008 distinct rows of 32,561, and its
+        fits took 0.78-0.81x the time on them (3 lams x tol 1e-2 and 1e-6, interleaved); text
+        almost never does (earn 2%: left as it is, for the 0.1 ms the search costs). Only a CSR
+        problem not yet converted to columns is searched (one pass over its rows; a dense or
+        column layout is kept as it is), and the result is the same problem's: the dual point is
+        given for every row (each group's value repeated), the search's seconds are reported in
+        ``timings["convert"]``."""
+        if not self.deduplicate or not hasattr(problem, "distinct_rows"):
+            return None
+        return problem.distinct_rows()
 
     def _distinct_columns(self, problem):
         """The representatives of the problem's repeated columns (``Problem.repeated_columns``),

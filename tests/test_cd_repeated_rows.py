@@ -1,0 +1,171 @@
+"""Repeated rows: rows equal in their columns, values and label are found in a CSR problem's row
+layout (``data.repeated_rows``) and CD solves over one row per group, weighted by the group's
+weight (``Problem.distinct_rows``). The objective is the same function of (w, b), so the solve
+must reach the optimum of the problem over every row, certified on it, with its dual point given
+for every row."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from l1scale import SparseLogisticRegression
+from l1scale.data.memory import as_rows
+from l1scale.data.repeated_rows import MIN_SHARE, distinct_rows
+from l1scale.exceptions import ConvergenceWarning
+from l1scale.path import lam_grid
+from l1scale.problems import Problem
+from l1scale.solvers.cd import CoordinateDescent
+
+LOSSES = ["logistic", "squared", "squared_hinge", "probit"]
+
+
+def _categorical(loss, n=900, seed=0, repeat_share=0.4):
+    """One-hot rows of four categorical fields (few distinct rows), with a share of them repeated
+    exactly, some of those with the other label, and a few rows that differ from a repeated one
+    in a single value only (equal signatures, not equal rows)."""
+    rng = np.random.default_rng(seed)
+    levels = [5, 4, 6, 3]
+    base = n - int(repeat_share * n)
+    codes = np.column_stack([rng.integers(0, k, base) for k in levels])
+    offsets = np.cumsum([0] + levels[:-1])
+    X = np.zeros((base, sum(levels)))
+    X[np.arange(base)[:, None], codes + offsets] = 1.0
+    X[:, -1] *= rng.choice([1.0, 2.0], base)  # a field of two values: near-equal rows
+    w = rng.normal(size=X.shape[1])
+    z = X @ w + 0.5 * rng.normal(size=base)
+    y = z if loss == "squared" else np.where(z > 0, 1.0, -1.0)
+    again = rng.integers(0, base, n - base)
+    X, y = np.vstack([X, X[again]]), np.concatenate([y, y[again]])
+    flip = rng.random(n - base) < 0.2  # some repeats with the other label: not the same row
+    if loss != "squared":
+        y[base:][flip] *= -1.0
+    order = rng.permutation(n)
+    return sp.csr_matrix(X[order]), y[order]
+
+
+def _exact_groups(X, y):
+    """The number of distinct (row, label) pairs, by brute force."""
+    X = sp.csr_matrix(X)
+    return len(
+        {
+            (X.indices[X.indptr[i] : X.indptr[i + 1]].tobytes(), X.data[X.indptr[i] : X.indptr[i + 1]].tobytes(), y[i])
+            for i in range(X.shape[0])
+        }
+    )
+
+
+def _solve(problem, tol=1e-12, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        return CoordinateDescent(tol=tol, max_iter=1000, **kw).solve(problem)
+
+
+def test_the_groups_are_exactly_the_equal_rows_with_their_weights():
+    X, y = _categorical("logistic")
+    c = np.random.default_rng(1).random(X.shape[0])
+    found = distinct_rows(as_rows(X), y, c)
+    assert found is not None
+    assert found.matrix.shape[0] == _exact_groups(X, y) < X.shape[0]
+    # Each row is its group's row, and each group weighs what its rows weigh.
+    dense, merged = X.toarray(), found.matrix.toarray()
+    np.testing.assert_array_equal(merged[found.group], dense)
+    np.testing.assert_array_equal(found.y[found.group], y)
+    np.testing.assert_allclose(found.c, np.bincount(found.group, weights=c), rtol=1e-15)
+    # The column layout of the distinct rows is canonical.
+    assert found.matrix.format == "csc" and found.matrix.has_canonical_format
+    check = found.matrix.copy()
+    check.sort_indices()
+    np.testing.assert_array_equal(check.indices, found.matrix.indices)
+
+
+def test_rows_that_differ_are_never_merged():
+    # Rows equal at their ends (length, first and last column and value) but not in the middle,
+    # and rows equal but for their label.
+    X = sp.csr_matrix(np.array([[1.0, 2.0, 0.0, 3.0], [1.0, 0.0, 2.0, 3.0], [1.0, 2.0, 0.0, 3.0]] * 10))
+    y = np.tile([1.0, 1.0, -1.0], 10)
+    found = distinct_rows(as_rows(X), y, np.ones(30))
+    assert found.matrix.shape[0] == 3
+    np.testing.assert_array_equal(found.matrix.toarray()[found.group], X.toarray())
+    np.testing.assert_array_equal(found.y[found.group], y)
+
+
+def test_too_few_repeats_leave_the_problem_as_it_is():
+    rng = np.random.default_rng(0)
+    X = sp.random(400, 50, density=0.2, random_state=0, format="csr")
+    y = np.where(rng.random(400) < 0.5, 1.0, -1.0)
+    assert distinct_rows(as_rows(X), y, np.ones(400)) is None  # every row distinct
+    k = int(MIN_SHARE * 400) - 2  # just below the share
+    X2 = sp.vstack([X[: 400 - k], X[:k]]).tocsr()
+    y2 = np.concatenate([y[: 400 - k], y[:k]])
+    assert distinct_rows(as_rows(X2), y2, np.ones(400)) is None
+    assert Problem(X2, y2, "logistic", lam=0.01).distinct_rows() is None
+    # Dense and column layouts are not searched.
+    assert Problem(X2.toarray(), y2, "logistic", lam=0.01).distinct_rows() is None
+    assert Problem(X2.tocsc(), y2, "logistic", lam=0.01).distinct_rows() is None
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("l1_ratio", [1.0, 0.7])
+def test_the_solve_over_the_distinct_rows_is_the_solve_over_every_row(loss, fit_intercept, l1_ratio):
+    X, y = _categorical(loss)
+    weights = np.random.default_rng(2).random(X.shape[0]) + 0.5
+    p = Problem(X, y, loss, lam_ratio=0.05, l1_ratio=l1_ratio, fit_intercept=fit_intercept, sample_weight=weights)
+    groups = p.distinct_rows()
+    assert groups is not None and groups.problem.n_samples < p.n_samples
+    # The same objective at any point, and the same lam_max.
+    w = np.random.default_rng(3).normal(size=X.shape[1])
+    assert groups.problem.objective(w, 0.3) == pytest.approx(p.objective(w, 0.3), rel=1e-13)
+    assert groups.problem.lam_max() == pytest.approx(p.lam_max(), rel=1e-13)
+    merged = _solve(
+        Problem(X, y, loss, lam_ratio=0.05, l1_ratio=l1_ratio, fit_intercept=fit_intercept, sample_weight=weights)
+    )
+    every_row = _solve(p, deduplicate=False)
+    assert merged.objective == pytest.approx(every_row.objective, rel=1e-10)
+    # Certified on the problem over every row, by the dual point given for every row.
+    assert merged.converged and merged.relative_certificate <= 1e-12
+    if merged.dual_point is not None:
+        assert merged.dual_point.shape == (p.n_samples,)
+        assert merged.certificate == pytest.approx(
+            merged.objective - p.dual_value(merged.dual_point), rel=1e-6, abs=1e-14
+        )
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_a_path_over_the_distinct_rows_is_the_path_over_every_row(loss):
+    X, y = _categorical(loss, seed=4)
+    p = Problem(X, y, loss, lam=1.0)
+    lams = lam_grid(p.lam_max(), 12, 1e-3)
+    merged = list(CoordinateDescent(tol=1e-10).solve_path(p, lams))
+    every_row = list(CoordinateDescent(tol=1e-10, deduplicate=False).solve_path(p, lams))
+    for lam, a, b in zip(lams, merged, every_row, strict=True):
+        q = p.with_lam(float(lam))
+        assert a.objective == pytest.approx(b.objective, rel=1e-8)
+        # Certified to tol on the problem over every row, by its dual point over every row.
+        assert a.converged and a.relative_certificate <= 1e-10
+        if a.dual_point is not None:
+            assert a.dual_point.shape == (p.n_samples,)
+            assert a.objective - q.dual_value(a.dual_point) <= 1e-10 * a.objective + 1e-15
+    # Found once for the path: its seconds count at the first lam only.
+    assert p.distinct_rows().seconds == 0.0
+
+
+def test_sample_weights_and_repeated_rows_fit_the_same_model():
+    # scikit-learn's weight check: a row of weight 2 is that row twice (here: both are merged).
+    X, y = _categorical("logistic", repeat_share=0.0)
+    twice = sp.vstack([X, X[:100]]).tocsr()
+    weights = np.ones(X.shape[0])
+    weights[:100] = 2.0
+    a = SparseLogisticRegression(lam=1e-3, tol=1e-10).fit(twice, np.concatenate([y, y[:100]]))
+    b = SparseLogisticRegression(lam=1e-3, tol=1e-10).fit(X, y, sample_weight=weights)
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-7)
+    np.testing.assert_allclose(a.intercept_, b.intercept_, atol=1e-7)
+
+
+def test_the_search_is_reported_apart_from_the_solve():
+    X, y = _categorical("logistic")
+    result = CoordinateDescent(tol=1e-6).solve(Problem(X, y, "logistic", lam_ratio=0.1))
+    assert result.timings["convert"] > 0.0
+    assert result.history.time[-1] <= result.timings["solve"] + 1e-9
