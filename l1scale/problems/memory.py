@@ -23,7 +23,7 @@ from numba import njit
 from scipy.special import ndtri
 
 from ..data.memory import CHECKED_MARK, as_columns, as_rows, column_dots_and_norms, matrix_of, repeated_columns
-from ..data.repeated_rows import distinct_rows
+from ..data.repeated_rows import distinct_columns, distinct_rows
 from ..data.rows import row_correlations, row_dots_and_norms
 from ..data.validation import check_sparse_structure
 from ..losses import get_loss, weighted_conjugate, weighted_conjugate_at, weighted_derivatives, weighted_value
@@ -249,11 +249,14 @@ class RowGroups(NamedTuple):
         For each row of the original problem, its row in ``problem``.
     seconds : float
         What finding them took, in the call that found them (0 in later calls: they are kept).
+    conversion_seconds : float
+        What making the distinct rows' column layout took, in that call (0 in later calls).
     """
 
     problem: Problem
     group: np.ndarray
     seconds: float
+    conversion_seconds: float
 
 
 class Problem(InMemoryProblemBase):
@@ -425,21 +428,25 @@ class Problem(InMemoryProblemBase):
             if self.rows_only:
                 start = time.perf_counter()
                 groups = distinct_rows(self.rows, self.y, self.c)
+                searched = time.perf_counter() - start
                 if groups is not None:
+                    matrix = distinct_columns(self.rows, groups.first)
                     merged = copy.copy(self)
                     merged._derived = {"distinct_rows": None}
-                    merged._source, merged.rows = groups.matrix, None
-                    merged.columns = as_columns(groups.matrix, checked=True)
-                    merged.n_samples = groups.matrix.shape[0]
+                    merged._source, merged.rows = matrix, None
+                    merged.columns = as_columns(matrix, checked=True)
+                    merged.n_samples = matrix.shape[0]
                     merged.y, merged.c = groups.y, groups.c
-                    found = RowGroups(merged, groups.group, time.perf_counter() - start)
+                    found = RowGroups(merged, groups.group, searched, time.perf_counter() - start - searched)
             self._derived["distinct_rows"] = found
         found = self._derived["distinct_rows"]
         if found is None:
             return None
         merged = copy.copy(found.problem)
         merged.penalty = self.penalty
-        return found._replace(problem=merged, seconds=found.seconds if fresh else 0.0)
+        if not fresh:
+            found = found._replace(seconds=0.0, conversion_seconds=0.0)
+        return found._replace(problem=merged)
 
     def null_intercept(self) -> float:
         """b0: the optimal intercept of the null model w = 0 (0 without an intercept), computed once."""

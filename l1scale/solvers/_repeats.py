@@ -64,10 +64,12 @@ def with_repeats(result, repeats):
 def over_every_row(result, groups):
     """The Result of a solve over the distinct rows of a problem (``groups``: its
     ``Problem.distinct_rows``) as the Result of that problem: the dual point given for every row
-    (its group's value: the same dual value), and the search's seconds added to
-    ``timings["convert"]``. Everything else (the weights, objective, certificate, loss gradient
-    and History) is the same for both problems."""
+    (its group's value: the same dual value); the search's seconds added to the solve's, as the
+    search for repeated columns is part of it, and the distinct rows' conversion to columns to
+    ``timings["convert"]``, as a CSR problem's is. Everything else (the weights, objective,
+    certificate, loss gradient and History) is the same for both problems."""
     if result.dual_point is not None:
         result.dual_point = result.dual_point[groups.group]
-    result.timings["convert"] = result.timings.get("convert", 0.0) + groups.seconds
+    result.timings["solve"] += groups.seconds
+    result.timings["convert"] = result.timings.get("convert", 0.0) + groups.conversion_seconds
     return result

@@ -331,7 +331,7 @@ class CoordinateDescent(Solver):
         if groups is not None:
             for result in self.solve_path(groups.problem, lams, coef_init, intercept_init):
                 yield over_every_row(result, groups)
-                groups = groups._replace(seconds=0.0)  # counted at the first lam
+                groups = groups._replace(seconds=0.0, conversion_seconds=0.0)  # counted at the first lam
             return
         compile_seconds = _warm_up()
         converted = getattr(problem, "conversion_seconds", 0.0)
@@ -770,8 +770,9 @@ class CoordinateDescent(Solver):
         almost never does (earn 2%: left as it is, for the 0.1 ms the search costs). Only a CSR
         problem not yet converted to columns is searched (one pass over its rows; a dense or
         column layout is kept as it is), and the result is the same problem's: the dual point is
-        given for every row (each group's value repeated), the search's seconds are reported in
-        ``timings["convert"]``."""
+        given for every row (each group's value repeated); the search's seconds are the solve's
+        (as :meth:`_distinct_columns`' are), the distinct rows' conversion to columns is reported
+        in ``timings["convert"]`` (as a CSR problem's is)."""
         if not self.deduplicate or not hasattr(problem, "distinct_rows"):
             return None
         return problem.distinct_rows()
