@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from l1scale import SparseLogisticRegression
-from l1scale.data.memory import as_rows
-from l1scale.data.repeated_rows import MIN_SHARE, distinct_columns, distinct_rows
+from l1scale import SparseLogisticRegression, SparseLogisticRegressionCV
+from l1scale.data import repeated_rows
+from l1scale.data.memory import as_columns, as_rows
+from l1scale.data.repeated_rows import MIN_SHARE, distinct_columns, distinct_rows, distinct_rows_of_columns
 from l1scale.exceptions import ConvergenceWarning
 from l1scale.path import lam_grid
 from l1scale.problems import Problem
@@ -103,7 +104,7 @@ def test_too_few_repeats_leave_the_problem_as_it_is():
     y2 = np.concatenate([y[: 400 - k], y[:k]])
     assert distinct_rows(as_rows(X2), y2, np.ones(400)) is None
     assert Problem(X2, y2, "logistic", lam=0.01).distinct_rows() is None
-    # Dense and column layouts are not searched.
+    # Nor in the column layouts.
     assert Problem(X2.toarray(), y2, "logistic", lam=0.01).distinct_rows() is None
     assert Problem(X2.tocsc(), y2, "logistic", lam=0.01).distinct_rows() is None
 
@@ -131,7 +132,7 @@ def test_the_solve_over_the_distinct_rows_is_the_solve_over_every_row(loss, fit_
     if merged.dual_point is not None:
         assert merged.dual_point.shape == (p.n_samples,)
         assert merged.certificate == pytest.approx(
-            merged.objective - p.dual_value(merged.dual_point), rel=1e-6, abs=1e-14
+            merged.objective - p.dual_value(merged.dual_point), rel=1e-6, abs=1e-12
         )
 
 
@@ -174,3 +175,77 @@ def test_the_search_counts_in_the_solve_and_the_conversion_apart():
     assert groups.seconds == 0.0 and groups.problem.has_columns
     assert result.timings["convert"] > 0.0
     assert result.history.time[-1] <= result.timings["solve"]
+
+
+@pytest.mark.parametrize("layout", ["csc", "dense"])
+def test_a_column_layout_finds_the_same_groups_as_the_rows(layout):
+    X, y = _categorical("logistic", seed=5)
+    c = np.random.default_rng(6).random(X.shape[0])
+    by_rows = distinct_rows(as_rows(X), y, c)
+    columns = as_columns(X.tocsc() if layout == "csc" else X.toarray())
+    by_columns = distinct_rows_of_columns(columns, y, c)
+    np.testing.assert_array_equal(by_columns.first, by_rows.first)
+    np.testing.assert_array_equal(by_columns.group, by_rows.group)
+    np.testing.assert_allclose(by_columns.c, by_rows.c, rtol=1e-15)
+
+
+@pytest.mark.parametrize("layout", ["csc", "dense"])
+def test_a_collision_of_hashes_keeps_its_rows_apart(layout, monkeypatch):
+    # Every hash made equal: the value-by-value check must still tell the rows apart.
+    X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 2.0], [1.0, 0.0, 2.0], [1.0, 0.0, 3.0]] * 5))
+    y = np.ones(20)
+    columns = as_columns(X.tocsc() if layout == "csc" else X.toarray())
+    data, indices, indptr, dense = columns.arrays
+    bits = data.view(np.uint64)
+    hashes, counts = np.zeros(20, dtype=np.uint64), np.full(20, 2, dtype=np.int64)
+    rep = np.empty(20, dtype=np.int64)
+    repeated_rows._candidates(hashes, counts, np.zeros(20, dtype=np.uint64), rep)
+    assert (rep == 0).all()  # one candidate group for all
+    repeated_rows._verify(bits, indices, indptr, dense, rep)
+    group, first, weights = np.empty(20, dtype=np.int64), np.empty(20, dtype=np.int64), np.empty(20)
+    n = repeated_rows._number(rep, np.ones(20), group, first, weights)
+    # Rows equal to row 0 stay with it; the others are their own groups.
+    equal = (X.toarray() == X.toarray()[0]).all(axis=1)
+    assert (group[equal] == 0).all() and np.unique(group[~equal]).shape[0] == (~equal).sum()
+    assert n == 1 + (~equal).sum()
+    del y
+
+
+@pytest.mark.parametrize("layout", ["csc", "dense"])
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_a_column_layout_is_merged_for_a_path_only(layout, loss):
+    X, y = _categorical(loss, seed=7)
+    Xl = X.tocsc() if layout == "csc" else X.toarray()
+    p = Problem(Xl, y, loss, lam=1.0)
+    # A single solve does not search a column layout (it would not pay), a path does.
+    assert p.distinct_rows() is None
+    groups = p.distinct_rows(columns=True)
+    assert groups is not None and groups.problem.n_samples == _exact_groups(X, y)
+    lams = lam_grid(p.lam_max(), 8, 1e-2)
+    merged = list(CoordinateDescent(tol=1e-10).solve_path(Problem(Xl, y, loss, lam=1.0), lams))
+    every_row = list(CoordinateDescent(tol=1e-10, deduplicate=False).solve_path(p, lams))
+    for lam, a, b in zip(lams, merged, every_row, strict=True):
+        assert a.objective == pytest.approx(b.objective, rel=1e-8)
+        assert a.converged and a.relative_certificate <= 1e-10
+        if a.dual_point is not None:
+            assert a.dual_point.shape == (p.n_samples,)
+            assert a.objective - p.with_lam(float(lam)).dual_value(a.dual_point) <= 1e-10 * a.objective + 1e-12
+
+
+def test_cross_validation_merges_each_fold(monkeypatch):
+    X, y = _categorical("logistic", seed=8)
+    searched = []
+    search = Problem.distinct_rows
+
+    def counted(problem, columns=False):
+        found = search(problem, columns)
+        searched.append(found is not None)
+        return found
+
+    monkeypatch.setattr(Problem, "distinct_rows", counted)
+    a = SparseLogisticRegressionCV(n_lams=6, cv=3, tol=1e-8).fit(X, y)
+    assert any(searched)  # the folds' paths (column layouts) were merged
+    monkeypatch.setattr(CoordinateDescent, "_distinct_rows", lambda self, problem, columns=False: None)
+    b = SparseLogisticRegressionCV(n_lams=6, cv=3, tol=1e-8).fit(X, y)
+    np.testing.assert_allclose(a.scores_, b.scores_, rtol=1e-6)
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), atol=1e-4)

@@ -22,8 +22,16 @@ import scipy.sparse as sp
 from numba import njit
 from scipy.special import ndtri
 
-from ..data.memory import CHECKED_MARK, as_columns, as_rows, column_dots_and_norms, matrix_of, repeated_columns
-from ..data.repeated_rows import distinct_columns, distinct_rows
+from ..data.memory import (
+    CHECKED_MARK,
+    as_columns,
+    as_rows,
+    column_dots_and_norms,
+    column_matrix_rows,
+    matrix_of,
+    repeated_columns,
+)
+from ..data.repeated_rows import distinct_columns, distinct_rows, distinct_rows_of_columns
 from ..data.rows import row_correlations, row_dots_and_norms
 from ..data.validation import check_sparse_structure
 from ..losses import get_loss, weighted_conjugate, weighted_conjugate_at, weighted_derivatives, weighted_value
@@ -412,34 +420,45 @@ class Problem(InMemoryProblemBase):
             )
         return self._derived["repeated_columns"]
 
-    def distinct_rows(self):
+    def distinct_rows(self, columns=False):
         """The same problem over its distinct rows, or None (:class:`RowGroups`).
 
-        Rows equal in their columns, values and label are found in the row layout
-        (``data.repeated_rows``: a CSR X not yet converted to columns; a dense or column X gives
-        None) once per data set, and kept only where at least ``repeated_rows.MIN_SHARE`` of the
-        rows repeat another. The problem over them weighs each by the sum of its rows' weights:
+        Rows equal in their columns, values and label are found (``data.repeated_rows``) once per
+        data set, in the row layout of a CSR X not yet converted to columns, and with ``columns``
+        in the column layout otherwise (a narrow one only: its search reads every value, where
+        the rows' signatures decide from two per row), and kept only where at least
+        ``repeated_rows.MIN_SHARE`` of the rows repeat another. The problem over them weighs each by the sum of its rows' weights:
         the same objective at every (w, b), the same lam_max and the same dual (a dual point of
         the distinct rows, repeated over each group, has the same value here). The returned
         problem has this one's penalty and shares its data with every lam's (``with_lam``)."""
-        fresh = "distinct_rows" not in self._derived
+        key = "distinct_rows" if self.rows_only or not columns else "distinct_rows_of_columns"
+        if key == "distinct_rows_of_columns" and self._derived.get("distinct_rows") is not None:
+            key = "distinct_rows"  # found in the rows before they were converted
+        fresh = key not in self._derived
         if fresh:
             found = None
+            start = time.perf_counter()
             if self.rows_only:
-                start = time.perf_counter()
                 groups = distinct_rows(self.rows, self.y, self.c)
-                searched = time.perf_counter() - start
-                if groups is not None:
+            elif columns:
+                groups = distinct_rows_of_columns(self.columns, self.y, self.c)
+            else:
+                groups = None
+            searched = time.perf_counter() - start
+            if groups is not None:
+                if self.rows_only:
                     matrix = distinct_columns(self.rows, groups.first)
-                    merged = copy.copy(self)
-                    merged._derived = {"distinct_rows": None}
-                    merged._source, merged.rows = matrix, None
-                    merged.columns = as_columns(matrix, checked=True)
-                    merged.n_samples = matrix.shape[0]
-                    merged.y, merged.c = groups.y, groups.c
-                    found = RowGroups(merged, groups.group, searched, time.perf_counter() - start - searched)
-            self._derived["distinct_rows"] = found
-        found = self._derived["distinct_rows"]
+                else:
+                    matrix = column_matrix_rows(self.X, groups.first)
+                merged = copy.copy(self)
+                merged._derived = {"distinct_rows": None, "distinct_rows_of_columns": None}
+                merged._source, merged.rows = matrix, None
+                merged.columns = as_columns(matrix, checked=True)
+                merged.n_samples = matrix.shape[0]
+                merged.y, merged.c = groups.y, groups.c
+                found = RowGroups(merged, groups.group, searched, time.perf_counter() - start - searched)
+            self._derived[key] = found
+        found = self._derived[key]
         if found is None:
             return None
         merged = copy.copy(found.problem)

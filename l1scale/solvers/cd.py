@@ -302,7 +302,7 @@ class CoordinateDescent(Solver):
         """Build what ``n_lams`` solves on the problem's data share, before threads solve a path's
         segments (each a :meth:`solve_path` of its own): the loss gradient at zero and the column
         norms, and the Lasso's covariances where they pay for the whole path (``_covariance``)."""
-        groups = self._distinct_rows(problem)
+        groups = self._distinct_rows(problem, columns=True)
         problem = problem if groups is None else groups.problem
         problem.null_gradient()
         if covariance.applies(problem, self, n_solves=n_lams):
@@ -327,7 +327,7 @@ class CoordinateDescent(Solver):
         coef_init, intercept_init : the start of the first solve (zero by default).
         """
         self.check_problem(problem)
-        groups = self._distinct_rows(problem)
+        groups = self._distinct_rows(problem, columns=True)
         if groups is not None:
             for result in self.solve_path(groups.problem, lams, coef_init, intercept_init):
                 yield over_every_row(result, groups)
@@ -757,7 +757,7 @@ class CoordinateDescent(Solver):
             print(f"cd: the Lasso on its covariances, {sweeps} sweeps, relative gap {cert.relative:.3e}")
         return result, None
 
-    def _distinct_rows(self, problem):
+    def _distinct_rows(self, problem, columns=False):
         """The problem over its distinct rows (``Problem.distinct_rows``), or None: the solve then
         runs over every row.
 
@@ -767,15 +767,17 @@ class CoordinateDescent(Solver):
         gradients, Gram matrices, line searches and certificates) reads fewer rows. Categorical
         data repeat rows: a9a (UCI Adult, one-hot) has 26,008 distinct rows of 32,561, and its
         fits took 0.78-0.81x the time on them (3 lams x tol 1e-2 and 1e-6, interleaved); text
-        almost never does (earn 2%: left as it is, for the 0.1 ms the search costs). Only a CSR
-        problem not yet converted to columns is searched (one pass over its rows; a dense or
-        column layout is kept as it is), and the result is the same problem's: the dual point is
+        almost never does (earn 2%: left as it is, for the 0.1 ms the search costs). A CSR
+        problem not yet converted to columns is searched in its rows; a column layout (CSC,
+        dense, and so one-vs-rest's and cross-validation's problems) only for a path
+        (``columns``: its search reads every value, 4 ms on a9a, paid once for every lam; a
+        single fit on a9a's CSC gained nothing from it, 1.0x over six points). The result is the same problem's: the dual point is
         given for every row (each group's value repeated); the search's seconds are the solve's
         (as :meth:`_distinct_columns`' are), the distinct rows' conversion to columns is reported
         in ``timings["convert"]`` (as a CSR problem's is)."""
         if not self.deduplicate or not hasattr(problem, "distinct_rows"):
             return None
-        return problem.distinct_rows()
+        return problem.distinct_rows(columns=columns)
 
     def _distinct_columns(self, problem):
         """The representatives of the problem's repeated columns (``Problem.repeated_columns``),
