@@ -201,7 +201,7 @@ def test_a_collision_of_hashes_keeps_its_rows_apart(layout, monkeypatch):
     rep = np.empty(20, dtype=np.int64)
     repeated_rows._candidates(hashes, counts, np.zeros(20, dtype=np.uint64), rep)
     assert (rep == 0).all()  # one candidate group for all
-    repeated_rows._verify(bits, indices, indptr, dense, rep)
+    repeated_rows._verify_columns(bits, indices, indptr, dense, rep)
     group, first, weights = np.empty(20, dtype=np.int64), np.empty(20, dtype=np.int64), np.empty(20)
     n = repeated_rows._number(rep, np.ones(20), group, first, weights)
     # Rows equal to row 0 stay with it; the others are their own groups.

@@ -130,53 +130,30 @@ def _equal_rows(indices, indptr, value_bits, y_bits, i, k):
 
 
 @njit(cache=True, nogil=True)
-def _groups(indices, indptr, value_bits, y_bits, c, group, first, weights):
-    """group[i]: the index among the distinct rows (numbered by first occurrence) of the first
-    row equal to row i; first[g]: that row; weights[g]: the sum of c over the rows of group g.
-    Returns the number of distinct rows.
-
-    Each row is hashed over its length, label, columns and values (one multiply per value, in
-    two chains: a finaliser per value cost 3x as much, one chain 1.5x), then looked up in an
-    open-addressing table of (hash, first row) pairs; rows of equal hashes are compared value
-    by value, so only rows equal to the bit share a group."""
-    n = indptr.shape[0] - 1
-    size = 1
-    while size < 2 * n:
-        size *= 2
-    mask = np.uint64(size - 1)
-    table_hash = np.empty(size, dtype=np.uint64)
-    table_row = np.full(size, _EMPTY)
-    hashes = np.empty(n, dtype=np.uint64)
-    for i in range(n):
-        # Two chains, over the even and the odd positions of the row, run side by side.
-        h = np.uint64(indptr[i + 1] - indptr[i]) ^ np.uint64(y_bits[i])
-        h2 = _GOLDEN
-        k, end = indptr[i], indptr[i + 1]
+def _row_hashes(indices, indptr, value_bits, y_bits, hashes, counts):
+    """Each row's hash over its label, columns and values (one multiply per value, in two chains
+    side by side: a finaliser per value cost 3x as much, one chain 1.5x), and its number of
+    values."""
+    for i in range(indptr.shape[0] - 1):
+        start, end = indptr[i], indptr[i + 1]
+        h, h2 = np.uint64(y_bits[i]), _GOLDEN
+        k = start
         while k + 1 < end:
             h = (h ^ _fold(value_bits[k])) * _ODD + np.uint64(indices[k])
             h2 = (h2 ^ _fold(value_bits[k + 1])) * _ODD + np.uint64(indices[k + 1])
             k += 2
         if k < end:
             h = (h ^ _fold(value_bits[k])) * _ODD + np.uint64(indices[k])
-        hashes[i] = _mix(h ^ _mix(h2))
-    distinct = 0
-    for i in range(n):
-        h = hashes[i]
-        slot = h & mask
-        while True:
-            k = table_row[slot]
-            if k == _EMPTY:
-                table_row[slot], table_hash[slot] = i, h
-                group[i], first[distinct], weights[distinct] = distinct, i, c[i]
-                distinct += 1
-                break
-            if table_hash[slot] == h and _equal_rows(indices, indptr, value_bits, y_bits, k, i):
-                g = group[k]
-                group[i] = g
-                weights[g] += c[i]
-                break
-            slot = (slot + np.uint64(1)) & mask
-    return distinct
+        counts[i] = end - start
+        hashes[i] = _mix(h ^ _mix(h2) ^ _mix(np.uint64(end - start)))
+
+
+@njit(cache=True, nogil=True)
+def _verify_rows(indices, indptr, value_bits, y_bits, rep):
+    """Rows that differ from their candidate (a collision of hashes) get rep[i] = i."""
+    for i in range(rep.shape[0]):
+        if rep[i] != i and not _equal_rows(indices, indptr, value_bits, y_bits, rep[i], i):
+            rep[i] = i
 
 
 @njit(cache=True, nogil=True)
@@ -259,7 +236,7 @@ def _candidates(hashes, counts, y_bits, rep):
 
 
 @njit(cache=True, nogil=True)
-def _verify(value_bits, indices, indptr, dense, rep):
+def _verify_columns(value_bits, indices, indptr, dense, rep):
     """Rows whose values differ from their candidate's somewhere (a collision of hashes) get
     rep[i] = i. Column by column, each row's value there is noted (with the column, so that a
     row absent from it is told apart), then each row's value is compared with its candidate's;
@@ -331,18 +308,11 @@ def distinct_rows_of_columns(columns: Matrix, y, c, min_share=MIN_SHARE):
     _column_signatures(value_bits, indices, indptr, dense, probes, y_bits, hashes)
     if _count_distinct(hashes) > most:
         return None
-    counts, rep = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    counts = np.empty(n, dtype=np.int64)
     _column_hashes(value_bits, indices, indptr, dense, y_bits, hashes, counts)
-    _candidates(hashes, counts, y_bits, rep)
-    if np.count_nonzero(rep == np.arange(n)) > most:
-        return None
-    _verify(value_bits, indices, indptr, dense, rep)
-    group, first, weights = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n)
-    n_distinct = int(_number(rep, np.ascontiguousarray(c, dtype=np.float64), group, first, weights))
-    if n_distinct > most:
-        return None
-    first = first[:n_distinct].copy()
-    return DistinctRows(first, np.asarray(y)[first], weights[:n_distinct].copy(), group)
+    return _grouped(
+        hashes, counts, y, y_bits, c, most, lambda rep: _verify_columns(value_bits, indices, indptr, dense, rep)
+    )
 
 
 def distinct_rows(rows: Matrix, y, c, min_share=MIN_SHARE):
@@ -368,10 +338,25 @@ def distinct_rows(rows: Matrix, y, c, min_share=MIN_SHARE):
     _signatures(indices, indptr, value_bits, y_bits, hashes)
     if _count_distinct(hashes) > most:
         return None
-    group, first = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-    weights = np.empty(n)
-    c = np.ascontiguousarray(c, dtype=np.float64)
-    n_distinct = int(_groups(indices, indptr, value_bits, y_bits, c, group, first, weights))
+    counts = np.empty(n, dtype=np.int64)
+    _row_hashes(indices, indptr, value_bits, y_bits, hashes, counts)
+    return _grouped(
+        hashes, counts, y, y_bits, c, most, lambda rep: _verify_rows(indices, indptr, value_bits, y_bits, rep)
+    )
+
+
+def _grouped(hashes, counts, y, y_bits, c, most, verify):
+    """The groups of rows of equal hash, number of values and label, once ``verify(rep)`` has
+    kept apart the rows that differ from their candidate ``rep[i]`` (the first row of equal hash,
+    number and label); None when there are more than ``most``."""
+    n = hashes.shape[0]
+    rep = np.empty(n, dtype=np.int64)
+    _candidates(hashes, counts, y_bits, rep)
+    if np.count_nonzero(rep == np.arange(n)) > most:
+        return None
+    verify(rep)
+    group, first, weights = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n)
+    n_distinct = int(_number(rep, np.ascontiguousarray(c, dtype=np.float64), group, first, weights))
     if n_distinct > most:
         return None
     first = first[:n_distinct].copy()
