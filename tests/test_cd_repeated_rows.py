@@ -136,10 +136,11 @@ def test_the_solve_over_the_distinct_rows_is_the_solve_over_every_row(loss, fit_
         )
 
 
-@pytest.mark.parametrize("loss", ["logistic", "squared"])
-def test_a_path_over_the_distinct_rows_is_the_path_over_every_row(loss):
+@pytest.mark.parametrize("loss, l1_ratio", [("logistic", 1.0), ("squared", 0.8)])
+def test_a_path_over_the_distinct_rows_is_the_path_over_every_row(loss, l1_ratio):
+    # (The squared elastic net: the Lasso of these narrow data is solved on its covariances.)
     X, y = _categorical(loss, seed=4)
-    p = Problem(X, y, loss, lam=1.0)
+    p = Problem(X, y, loss, lam=1.0, l1_ratio=l1_ratio)
     lams = lam_grid(p.lam_max(), 12, 1e-3)
     merged = list(CoordinateDescent(tol=1e-10).solve_path(p, lams))
     every_row = list(CoordinateDescent(tol=1e-10, deduplicate=False).solve_path(p, lams))
@@ -153,6 +154,18 @@ def test_a_path_over_the_distinct_rows_is_the_path_over_every_row(loss):
             assert a.objective - q.dual_value(a.dual_point) <= 1e-10 * a.objective + 1e-15
     # Found once for the path: its seconds count at the first lam only.
     assert p.distinct_rows().seconds == 0.0 == p.distinct_rows().conversion_seconds
+
+
+def test_the_lasso_on_its_covariances_is_not_searched():
+    # S is built once and the rows are read by the certificates only: no search, no conversion.
+    X, y = _categorical("squared", seed=4)
+    p = Problem(X, y, "squared", lam_ratio=0.01)
+    result = CoordinateDescent(tol=1e-10).solve(p)
+    assert not p.has_derived("distinct_rows") and p.rows_only
+    assert result.converged and result.dual_point.shape == (p.n_samples,)
+    lams = lam_grid(p.lam_max(), 6, 1e-2)
+    list(CoordinateDescent(tol=1e-8).solve_path(p, lams))
+    assert not p.has_derived("distinct_rows") and not p.has_derived("distinct_rows_of_columns")
 
 
 def test_sample_weights_and_repeated_rows_fit_the_same_model():
@@ -245,7 +258,7 @@ def test_cross_validation_merges_each_fold(monkeypatch):
     monkeypatch.setattr(Problem, "distinct_rows", counted)
     a = SparseLogisticRegressionCV(n_lams=6, cv=3, tol=1e-8).fit(X, y)
     assert any(searched)  # the folds' paths (column layouts) were merged
-    monkeypatch.setattr(CoordinateDescent, "_distinct_rows", lambda self, problem, columns=False: None)
+    monkeypatch.setattr(CoordinateDescent, "_distinct_rows", lambda self, problem, **kw: None)
     b = SparseLogisticRegressionCV(n_lams=6, cv=3, tol=1e-8).fit(X, y)
     np.testing.assert_allclose(a.scores_, b.scores_, rtol=1e-6)
     np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), atol=1e-4)
