@@ -25,12 +25,15 @@ from numba import njit
 from .memory import Matrix, index_dtype
 
 __all__ = [
+    "COLUMNS_MAX",
     "MIN_SHARE",
     "PROBE_COLUMNS",
+    "ROW_VALUES_MAX",
     "DistinctRows",
     "distinct_columns",
     "distinct_rows",
     "distinct_rows_of_columns",
+    "warm_up",
 ]
 
 #: Rows are merged only when at least this share of them repeat another: below it, the pass that
@@ -377,3 +380,19 @@ def distinct_columns(rows: Matrix, first):
     matrix.data, matrix.indices, matrix.indptr = new_data, new_indices, new_indptr
     matrix.has_canonical_format = True
     return matrix
+
+
+def warm_up():
+    """Compile (or load from Numba's cache) the search's kernels on tiny inputs, both layouts."""
+    X = sp.csr_matrix(np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 2.0]]))
+    y, c = np.ones(4), np.full(4, 0.25)
+    rows = Matrix(X.data, X.indices, X.indptr, False, X.shape)
+    found = distinct_rows(rows, y, c, min_share=0.0)
+    distinct_columns(rows, found.first)
+    C = X.tocsc()
+    distinct_rows_of_columns(Matrix(C.data, C.indices, C.indptr, False, C.shape), y, c, min_share=0.0)
+    dense = np.asfortranarray(X.toarray())
+    indptr = np.arange(0, 9, 4, dtype=np.int32)
+    distinct_rows_of_columns(
+        Matrix(dense.ravel(order="F"), np.arange(4, dtype=np.int32), indptr, True, (4, 2)), y, c, 0.0
+    )

@@ -64,6 +64,7 @@ import copy
 import numpy as np
 
 from .. import checkpoint as checkpoints
+from ..data import repeated_rows
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
 from ..problems.base import Certificate
 from . import _cd_kernels as kernels
@@ -235,11 +236,12 @@ class CoordinateDescent(Solver):
         ``loss_gradient``, e.g. the last lam of a path), picks the first working set without
         a pass over the data (strong rules' role in glmnet); nothing is certified from it."""
         self.check_problem(problem)
+        compile_seconds = _warm_up()
         groups = self._distinct_rows(problem, on_covariances=gradient_init is None)
         if groups is not None:
             result = self.solve(groups.problem, coef_init, intercept_init, gradient_init=gradient_init)
+            result.timings["compile"] = result.timings.get("compile", 0.0) + compile_seconds
             return over_every_row(result, groups)
-        compile_seconds = _warm_up()
         converted = getattr(problem, "conversion_seconds", 0.0)
         gram_limit = np.inf
         if gradient_init is None and covariance.applies(problem, self):
@@ -327,13 +329,15 @@ class CoordinateDescent(Solver):
         coef_init, intercept_init : the start of the first solve (zero by default).
         """
         self.check_problem(problem)
+        compile_seconds = _warm_up()
         groups = self._distinct_rows(problem, columns=True, n_solves=len(lams))
         if groups is not None:
             for result in self.solve_path(groups.problem, lams, coef_init, intercept_init):
+                result.timings["compile"] = result.timings.get("compile", 0.0) + compile_seconds
                 yield over_every_row(result, groups)
-                groups = groups._replace(seconds=0.0, conversion_seconds=0.0)  # counted at the first lam
+                # counted at the first lam
+                compile_seconds, groups = 0.0, groups._replace(seconds=0.0, conversion_seconds=0.0)
             return
-        compile_seconds = _warm_up()
         converted = getattr(problem, "conversion_seconds", 0.0)
         if covariance.applies(problem, self, n_solves=len(lams)):
             # The Lasso on its covariances: each lam from the last one's weights, no pass over X
@@ -929,6 +933,7 @@ def _warm_up():
     covariance.warm_up()
     _dual.warm_up()
     local_model.warm_up()
+    repeated_rows.warm_up()
     v2 = np.ones(2)
     weighted_terms_along(0, v2, v2, v2, 1.0, v2, v2, v2.copy(), v2.copy(), v2.copy(), v2.copy())
     weighted_conjugate(0, v2, v2, v2, 1.0)  # certificates (Problem.certificate_from)
