@@ -206,7 +206,6 @@ def test_a_column_layout_finds_the_same_groups_as_the_rows(layout):
 def test_a_collision_of_hashes_keeps_its_rows_apart(layout, monkeypatch):
     # Every hash made equal: the value-by-value check must still tell the rows apart.
     X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 2.0], [1.0, 0.0, 2.0], [1.0, 0.0, 3.0]] * 5))
-    y = np.ones(20)
     columns = as_columns(X.tocsc() if layout == "csc" else X.toarray())
     data, indices, indptr, dense = columns.arrays
     bits = data.view(np.uint64)
@@ -221,7 +220,6 @@ def test_a_collision_of_hashes_keeps_its_rows_apart(layout, monkeypatch):
     equal = (X.toarray() == X.toarray()[0]).all(axis=1)
     assert (group[equal] == 0).all() and np.unique(group[~equal]).shape[0] == (~equal).sum()
     assert n == 1 + (~equal).sum()
-    del y
 
 
 @pytest.mark.parametrize("layout", ["csc", "dense"])

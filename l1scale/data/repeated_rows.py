@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from .memory import Matrix, index_dtype
+from .memory import Matrix, as_columns, as_rows, index_dtype
 
 __all__ = [
     "COLUMNS_MAX",
@@ -302,9 +302,7 @@ def distinct_rows_of_columns(columns: Matrix, y, c, min_share=MIN_SHARE):
     stored = int(indptr[-1])
     if n < 2 or d == 0 or d > COLUMNS_MAX or stored > ROW_VALUES_MAX * n:
         return None
-    value_bits = data.view(np.uint64) if data.dtype == np.float64 else data.astype(np.float64).view(np.uint64)
-    y_bits = (np.asarray(y, dtype=np.float64) + 0.0).view(np.uint64)
-    most = int(np.floor((1.0 - min_share) * n))
+    value_bits, y_bits, most = _bits(data, y, n, min_share)
     hashes = np.empty(n, dtype=np.uint64)
     sizes = np.diff(np.asarray(indptr))
     probes = np.argsort(sizes)[::-1][:PROBE_COLUMNS].astype(np.int64)
@@ -333,10 +331,7 @@ def distinct_rows(rows: Matrix, y, c, min_share=MIN_SHARE):
     n = indptr.shape[0] - 1
     if n < 2:
         return None
-    value_bits = data.view(np.uint64) if data.dtype == np.float64 else data.astype(np.float64).view(np.uint64)
-    # +0.0 and -0.0 are equal values with different bits: compare them as equal numbers.
-    y_bits = (np.asarray(y, dtype=np.float64) + 0.0).view(np.uint64)
-    most = int(np.floor((1.0 - min_share) * n))
+    value_bits, y_bits, most = _bits(data, y, n, min_share)
     hashes = np.empty(n, dtype=np.uint64)
     _signatures(indices, indptr, value_bits, y_bits, hashes)
     if _count_distinct(hashes) > most:
@@ -346,6 +341,14 @@ def distinct_rows(rows: Matrix, y, c, min_share=MIN_SHARE):
     return _grouped(
         hashes, counts, y, y_bits, c, most, lambda rep: _verify_rows(indices, indptr, value_bits, y_bits, rep)
     )
+
+
+def _bits(data, y, n, min_share):
+    """The values' and labels' bits (labels +0.0 and -0.0, equal numbers, given equal bits), and
+    the most distinct rows among ``n`` for which merging is still worth it."""
+    value_bits = data.view(np.uint64) if data.dtype == np.float64 else data.astype(np.float64).view(np.uint64)
+    y_bits = (np.asarray(y, dtype=np.float64) + 0.0).view(np.uint64)
+    return value_bits, y_bits, int(np.floor((1.0 - min_share) * n))
 
 
 def _grouped(hashes, counts, y, y_bits, c, most, verify):
@@ -386,13 +389,7 @@ def warm_up():
     """Compile (or load from Numba's cache) the search's kernels on tiny inputs, both layouts."""
     X = sp.csr_matrix(np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 2.0]]))
     y, c = np.ones(4), np.full(4, 0.25)
-    rows = Matrix(X.data, X.indices, X.indptr, False, X.shape)
-    found = distinct_rows(rows, y, c, min_share=0.0)
-    distinct_columns(rows, found.first)
-    C = X.tocsc()
-    distinct_rows_of_columns(Matrix(C.data, C.indices, C.indptr, False, C.shape), y, c, min_share=0.0)
-    dense = np.asfortranarray(X.toarray())
-    indptr = np.arange(0, 9, 4, dtype=np.int32)
-    distinct_rows_of_columns(
-        Matrix(dense.ravel(order="F"), np.arange(4, dtype=np.int32), indptr, True, (4, 2)), y, c, 0.0
-    )
+    rows = as_rows(X, checked=True)
+    distinct_columns(rows, distinct_rows(rows, y, c, min_share=0.0).first)
+    distinct_rows_of_columns(as_columns(X, checked=True), y, c, min_share=0.0)
+    distinct_rows_of_columns(as_columns(X.toarray()), y, c, min_share=0.0)
