@@ -628,10 +628,10 @@ def dual_scale(penalty, v) -> float:
     return min(1.0, penalty.l1 / max(_max_abs(np.asarray(v, dtype=np.float64).ravel()), 1e-300))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _max_abs(v):
     """max_i |v_i| (0 for none; NaN if any is), without the temporary of ``np.abs`` (solvers call it
-    several times a solve on d correlations). Holds the GIL, as a call of microseconds should."""
+    several times a solve on d correlations)."""
     top = 0.0
     for i in range(v.shape[0]):
         a = abs(v[i])

@@ -40,11 +40,10 @@ def seed(value):
     np.random.seed(value)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def changed_count(a, b):
-    """|a xor b| for two sorted arrays of distinct indices (two supports): one merge. Not nogil:
-    it takes microseconds, and a release of the GIL in a solve running in threads lets another
-    thread take it first (np.setxor1d, which it replaces, made temporaries and a sort)."""
+    """|a xor b| for two sorted arrays of distinct indices (two supports): one merge
+    (np.setxor1d, which it replaces, made temporaries and a sort)."""
     i, j, common = 0, 0, 0
     while i < a.shape[0] and j < b.shape[0]:
         if a[i] == b[j]:

@@ -239,7 +239,7 @@ def correlations_near(problem, kept, g_loss, r, u_c, w, margin=1e-3):
 # with the same operations as the expressions did, to the bit.
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sphere_screen_all(corr, scale, norms, radius, limit, w, out):
     """out[j] = scale corr_j + ||x_j|| radius < limit and w_j == 0 over every feature: gap-safe
     screening on the sphere of ``radius`` (contiguous: the loop vectorises, 10 us on earn against
@@ -248,21 +248,21 @@ def _sphere_screen_all(corr, scale, norms, radius, limit, w, out):
         out[j] = (scale * corr[j] + norms[j] * radius < limit) & (w[j] == 0.0)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _put_scaled_abs(cols, v, scale, out):
     """out[cols[q]] = scale |v_q|."""
     for q in range(cols.shape[0]):
         out[cols[q]] = scale * abs(v[q])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _add_scaled(corr, norms, shift):
     """corr += norms shift (Cauchy-Schwarz carried over a move of the residual)."""
     for j in range(corr.shape[0]):
         corr[j] += norms[j] * shift
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _lower_to_sphere(corr, norms, top, radius, scale):
     """corr = min(corr, (top + norms radius) / scale): the bound the sphere of the solution's gap
     gives, where it is the better one."""
@@ -299,13 +299,11 @@ def columns_nnz(columns, cols) -> int:
     return int(_columns_nnz(columns.indptr, cols))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _columns_nnz(indptr, cols):
-    """sum_j indptr[j + 1] - indptr[j] over ``cols``. Not nogil on purpose: it takes
-    microseconds, and in a solve running in threads (n_jobs) each release of the GIL lets
-    another thread take it, which this one must then wait for. The NumPy expression it
-    replaces (four calls, three temporaries of len(cols)) was 10% of the time earn's path held
-    the GIL (py-spy --gil), and the path held it 12% of its time."""
+    """sum_j indptr[j + 1] - indptr[j] over ``cols``. The NumPy expression it replaces (four
+    calls, three temporaries of len(cols)) was 10% of the time earn's path held the GIL (py-spy
+    --gil). nogil like every kernel of a solve, short ones included (``_threads``)."""
     total = 0
     for k in range(cols.shape[0]):
         j = cols[k]
