@@ -201,3 +201,28 @@ def test_column_matrix_rows_is_the_column_matrix_of_those_rows(X, fmt, rows):
         assert np.all(np.diff(sub.indptr) >= 0) and np.all(sub.indices < expected.shape[0])
     unchecked = column_matrix_rows(column_matrix(given), np.asarray(rows))
     assert not getattr(unchecked, CHECKED_MARK, False)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_column_matrix_rows_matches_scipy_on_random_folds(seed):
+    """The branch-free copy of a fold's rows (every value written, the next kept one
+    overwriting a dropped one) equals scipy's ``X[rows]`` array for array, also where the last
+    rows of X are dropped (the last column's last values then land past the kept ones), where
+    every row or only one is kept, and on columns with no value."""
+    rng = np.random.default_rng(seed)
+    A = sp.random(60, 40, density=0.2, random_state=seed, format="csc")
+    A[:, 3] = 0.0  # an empty column
+    A.eliminate_zeros()
+    M = column_matrix(A)
+    for rows in (
+        np.sort(rng.choice(60, size=48, replace=False)),
+        np.arange(59),  # the last row dropped
+        np.arange(1, 60),  # the first dropped
+        np.arange(60),
+        np.array([int(rng.integers(60))]),
+    ):
+        sub = column_matrix_rows(M, rows)
+        expected = sp.csc_matrix(A.toarray()[rows])
+        np.testing.assert_array_equal(sub.indptr, expected.indptr)
+        np.testing.assert_array_equal(sub.indices, expected.indices)
+        np.testing.assert_array_equal(sub.data, expected.data)

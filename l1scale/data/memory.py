@@ -225,26 +225,27 @@ def column_matrix_rows(X_columns, rows):
 def _rows_of_columns(data, indices, indptr, position):
     """CSC arrays (data, indices, indptr) of the rows i with ``position[i] >= 0``, renumbered
     ``position[i]`` (increasing with i, so each column stays sorted): one pass to count each
-    column's kept values, one to copy them."""
+    column's kept values, one to copy them. Both without a branch on the row (a CV fold keeps 80%
+    of them at random, and mispredicted branches doubled the time: earn 2.7 -> 1.4 ms, a9a 1.3 ->
+    0.6 ms, news20 25 -> 17 ms): every value is written, and the next kept one overwrites it."""
     d = indptr.shape[0] - 1
     new_indptr = np.zeros(d + 1, dtype=indptr.dtype)  # as X's: fewer values, the same type
+    total = 0
     for j in range(d):
-        kept = 0
         for p in range(np.uint64(indptr[j]), np.uint64(indptr[j + 1])):  # unsigned: no wrap-around checks
-            if position[np.uint64(indices[p])] >= 0:
-                kept += 1
-        new_indptr[j + 1] = new_indptr[j] + kept
-    new_data = np.empty(new_indptr[d], dtype=data.dtype)
-    new_indices = np.empty(new_indptr[d], dtype=indices.dtype)  # row numbers only fall
+            total += position[np.uint64(indices[p])] >= 0
+        new_indptr[j + 1] = total
+    # One slot more: the place a dropped value after the last kept one is written to.
+    new_data = np.empty(total + 1, dtype=data.dtype)
+    new_indices = np.empty(total + 1, dtype=indices.dtype)  # row numbers only fall
     q = np.uint64(0)
     for j in range(d):
         for p in range(np.uint64(indptr[j]), np.uint64(indptr[j + 1])):
             k = position[np.uint64(indices[p])]
-            if k >= 0:
-                new_data[q] = data[p]
-                new_indices[q] = k
-                q += np.uint64(1)
-    return new_data, new_indices, new_indptr
+            new_data[q] = data[p]
+            new_indices[q] = k
+            q += np.uint64(k >= 0)
+    return new_data[:total], new_indices[:total], new_indptr
 
 
 @njit(cache=True, nogil=True, inline="always")
