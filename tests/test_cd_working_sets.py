@@ -11,7 +11,7 @@ from _shared_data import load_svmlight_pm
 from l1scale.exceptions import ConvergenceWarning
 from l1scale.path import lam_grid, regularization_path
 from l1scale.problems import Problem
-from l1scale.solvers._dual import DualPoints, SequentialScreening
+from l1scale.solvers._dual import DualPoints, SequentialScreening, residual_distance
 from l1scale.solvers.cd import CoordinateDescent
 
 LOSSES = ["logistic", "squared", "squared_hinge", "probit"]
@@ -534,3 +534,21 @@ def test_changed_count_is_the_size_of_the_symmetric_difference():
         a = np.sort(rng.choice(60, rng.integers(0, 30), replace=False)).astype(np.int64)
         b = np.sort(rng.choice(60, rng.integers(0, 30), replace=False)).astype(np.int64)
         assert _cd_kernels.changed_count(a, b) == np.setxor1d(a, b, assume_unique=True).shape[0]
+
+
+@pytest.mark.parametrize("n", [1, 7, 1024, 5000])
+def test_residual_distance_is_the_weighted_norm_of_the_move(n):
+    """The Cauchy-Schwarz shift of the screening bounds, ||(r_new - r_old) / c||_c over the rows
+    of positive weight (a zero-weight row's residuals do not count), summed in blocks: equal to
+    NumPy's sum to a few ulps, and the bound it gives holds on every column."""
+    rng = np.random.default_rng(n)
+    r_new, r_old, c = rng.normal(size=n), rng.normal(size=n), rng.uniform(0.1, 3.0, size=n)
+    c[::3] = 0.0
+    rows = c > 0.0
+    expected = np.sqrt(np.sum((r_new[rows] - r_old[rows]) ** 2 / c[rows]))
+    got = residual_distance(r_new, r_old, c)
+    assert got == pytest.approx(expected, rel=1e-13, abs=0.0)
+    r_new[~rows] = r_old[~rows] = 0.0  # residuals are zero where the weight is
+    X = rng.normal(size=(n, 6))
+    norms = np.sqrt((c[:, None] * X**2).sum(axis=0))
+    assert np.all(np.abs(X.T @ (r_new - r_old)) <= norms * got * (1.0 + 1e-12))

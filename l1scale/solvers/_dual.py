@@ -199,10 +199,25 @@ def residual_distance(r_new, r_old, c) -> float:
     """||(r_new - r_old) / c||_c = sqrt(sum_i (r_new_i - r_old_i)^2 / c_i) over the rows of positive
     weight (the others have a zero residual), for c-weighted residuals r = c loss': by
     Cauchy-Schwarz, |x_j^T r_new - x_j^T r_old| <= ||x_j||_c times it."""
-    rows = c > 0.0
-    shift = r_new[rows] - r_old[rows]
-    # Summed by NumPy, not a BLAS dot (see ElasticNet.value: threaded dots stall on busy cores).
-    return float(np.sqrt((shift * shift / c[rows]).sum()))
+    return float(np.sqrt(_weighted_square_distance(r_new, r_old, c)))
+
+
+@njit(cache=True, nogil=True)
+def _weighted_square_distance(a, b, c):
+    """sum_{c_i > 0} (a_i - b_i)^2 / c_i in one pass (the NumPy expression it replaces made four
+    temporaries of n under the GIL: 50 us a call on earn, a few calls a lam of a path). Summed in
+    blocks of 1,024 terms and then the blocks: the rounding error stays below (1,024 + n / 1,024)
+    ulps of the sum, within the screening's margin (``_SCREEN_MARGIN``) for any n up to 10^9."""
+    total = 0.0
+    n = a.shape[0]
+    for start in range(0, n, 1024):
+        block = 0.0
+        for i in range(start, min(start + 1024, n)):
+            if c[i] > 0.0:
+                t = a[i] - b[i]
+                block += t * t / c[i]
+        total += block
+    return total
 
 
 def correlations_near(problem, kept, g_loss, r, u_c, w, margin=1e-3):
@@ -280,6 +295,7 @@ def warm_up():
     _add_scaled(v.copy(), v, 0.0)
     _lower_to_sphere(v.copy(), v, 1.0, 0.0, 1.0)
     dual_scale(SimpleNamespace(l1=1.0, l2=0.0), v)  # its max |v_j| loop
+    _weighted_square_distance(v, w, v)
 
 
 def loss_units(u_c, c):
