@@ -201,3 +201,45 @@ def test_run_in_threads_leaves_the_jobs_to_a_backend_the_caller_chose():
         out = run_in_threads((delayed(job)(k) for k in range(3)), 2)
     assert [k for k, _ in out] == [0, 1, 2]
     assert {ident for _, ident in out} == {threading.get_ident()}
+
+
+# The modules whose compiled kernels a CD solve, its path, its screening and dual points, and a
+# cross-validation's fold copies call from Python.
+_CD_KERNEL_MODULES = [
+    "l1scale._logistic_passes",
+    "l1scale.data._transpose",
+    "l1scale.data.memory",
+    "l1scale.data.repeated_rows",
+    "l1scale.data.rows",
+    "l1scale.losses",
+    "l1scale.problems.memory",
+    "l1scale.solvers._cd_kernels",
+    "l1scale.solvers._cg_kernels",
+    "l1scale.solvers._covariance",
+    "l1scale.solvers._dual",
+    "l1scale.solvers._gram_kernels",
+    "l1scale.solvers._local_model",
+    "l1scale.solvers._support_factor",
+    "l1scale.solvers._working_sets",
+]
+
+
+@pytest.mark.parametrize("module", _CD_KERNEL_MODULES)
+def test_every_kernel_of_a_cd_solve_releases_the_gil(module):
+    """In threads (n_jobs) a solve waits for the GIL as long as another holds it at a stretch, so
+    every kernel CD calls releases it, those of microseconds too (l1scale._threads): a kernel
+    added without nogil=True to these modules fails here. Helpers compiled inline into other
+    kernels are not called from Python and are left out."""
+    import importlib
+
+    from numba.core.registry import CPUDispatcher
+
+    mod = importlib.import_module(module)
+    kernels = {
+        name: k
+        for name, k in vars(mod).items()
+        if isinstance(k, CPUDispatcher) and k.py_func.__module__ == module and k.targetoptions.get("inline") != "always"
+    }
+    assert kernels, f"{module} defines no kernel: update the list"
+    holding = sorted(name for name, k in kernels.items() if not k.targetoptions.get("nogil", False))
+    assert not holding, f"{module}: {holding} hold the GIL"
