@@ -1,15 +1,15 @@
 """Solves in threads (``n_jobs``) without oversubscribing the cores with BLAS threads.
 
-The solvers' kernels are single-threaded and release the GIL, so ``n_jobs`` runs whole solves
-in joblib's threads. Every kernel a solve calls releases it, those of a few microseconds too:
-a thread waits for the GIL as long as the other holds it at a stretch, so what counts is how
-long the Python between two releases runs, not how many releases there are (measured on earn's
-5-fold CV, n_jobs=2 against 1, five alternated runs each: the solvers' short kernels holding
-the GIL 1.18-1.32x, as shipped before 1.23-1.51x, every kernel releasing it 1.39-1.57x). BLAS is called on the side (a dot over the samples, a dense product in
-an objective), and OpenBLAS or MKL would run each such call on every core: with the solves
-already holding the cores, waking those threads costs milliseconds per call. While more than
-one solve runs, BLAS is therefore held to one thread (as scikit-learn does around its own
-threaded sections), through threadpoolctl.
+The solvers' kernels are single-threaded and release the GIL, so ``n_jobs`` runs whole solves in
+joblib's threads. Every kernel a solve calls releases it, those of a few microseconds too: a
+thread waits for the GIL as long as the other holds it at a stretch, so what counts is how long
+the Python between two releases runs, not how many releases there are (measured on earn's 5-fold
+CV, n_jobs=2 against 1, three to five alternated runs each: the solvers' short kernels holding the GIL
+1.18-1.32x, as shipped before 1.23-1.51x, every kernel releasing it 1.39-1.57x). BLAS is called
+on the side (a dot over the samples, a dense product in an objective), and OpenBLAS or MKL would
+run each such call on every core: with the solves already holding the cores, waking those
+threads costs milliseconds per call. While more than one solve runs, BLAS is therefore held to
+one thread (as scikit-learn does around its own threaded sections), through threadpoolctl.
 
 :func:`run_in_threads` runs the solves. Under joblib's threading backend (the one
 ``prefer="threads"`` picks unless the caller chose another) it runs them on a
