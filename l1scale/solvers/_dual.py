@@ -249,9 +249,9 @@ def correlations_near(problem, kept, g_loss, r, u_c, w, margin=1e-3):
 
 # The bookkeeping of bounds over the features, as loops: each NumPy expression it replaces made
 # temporaries of d floats (four to six per call; earn's 50-lam path called them 1,500 times) and,
-# in threads, released and took back the GIL for each. They hold the GIL (microseconds on earn:
-# a release would let the other thread take it, as ``_columns_nnz`` says) and compute each entry
-# with the same operations as the expressions did, to the bit.
+# in threads, released and took back the GIL for each. They release it once, as every kernel of a
+# solve does (``l1scale._threads``), and compute each entry with the same operations as the
+# expressions did, to the bit.
 
 
 @njit(cache=True, nogil=True)
