@@ -600,7 +600,8 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         The paths of every (fold, class) run in threads over n_jobs. X is converted to the
         column layout once, and each fold's training rows are taken from it once for all
         classes (``column_matrix_rows``: no conversion per fold; as the folds are reached, so
-        that only a few are held at a time). The refits then follow, each down to its
+        that only a few are held at a time; for a single problem by the job that solves the
+        fold, :class:`_Fold`). The refits then follow, each down to its
         chosen lam, in threads. With fewer classes than threads (a binary problem on 2 cores),
         threads would idle while the last folds and then the refits run: the refits start
         first instead, alongside the folds, over the whole grid, and are cut at the chosen lam
@@ -653,7 +654,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
 
         def fold_jobs():  # fold by fold, so that a fold's matrices are dropped once its paths are done
             for i, (train, test) in enumerate(folds):
-                X_train, X_test = column_matrix_rows(X_columns, train), X[test]
+                fold = _Fold(X_columns, X, train, test, shared=n > 1)
                 for y, lams in zip(targets, grids):
                     if loss == "multinomial" and np.unique(y[train]).shape[0] != evaluate.classes.shape[0]:
                         missing = np.setdiff1d(evaluate.classes, y[train])
@@ -662,10 +663,9 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
                             "every class in every training fold (fewer folds, or stratified ones)"
                         )
                     yield delayed(_fold_scores)(
-                        X_train,
+                        fold,
                         y[train],
                         sample_weight[train],
-                        X_test,
                         y[test],
                         lams,
                         loss,
@@ -764,9 +764,32 @@ def _refit_path(X, y, loss, sigma, **kw):
     return path if sigma is None else path.rescaled(sigma)
 
 
-def _fold_scores(X_train, y_train, sample_weight, X_test, y_test, lams, loss, evaluate, kw):
+class _Fold:
+    """A cross-validation fold's rows: the column matrix of its training rows, taken from X's
+    (:func:`~l1scale.data.memory.column_matrix_rows`), and X's held-out rows.
+
+    ``shared`` (one-vs-rest: every class's job reads the same rows): made at once, by the thread
+    that builds the jobs, and kept for them all. Otherwise made by the job that uses them and
+    dropped with it: with n_jobs threads a CV holds the running folds' copies only, not also the
+    copies of the jobs queued behind them (up to twice as many), and the main thread does not
+    copy while the other folds solve."""
+
+    def __init__(self, X_columns, X, train, test, shared):
+        self.X_columns, self.X, self.train, self.test = X_columns, X, train, test
+        self._made = self._make() if shared else None
+
+    def _make(self):
+        return column_matrix_rows(self.X_columns, self.train), self.X[self.test]
+
+    def matrices(self):
+        """(X_train, X_test)."""
+        return self._made if self._made is not None else self._make()
+
+
+def _fold_scores(fold, y_train, sample_weight, y_test, lams, loss, evaluate, kw):
     """The path on one training fold of one problem (standardised, with ``kw["standardize"]``,
     by the fold's training rows alone), and the held-out score of every lam."""
+    X_train, X_test = fold.matrices()
     path = regularization_path(X_train, y_train, loss, lams=lams, sample_weight=sample_weight, **kw)
     return evaluate(path, X_test, y_test)
 

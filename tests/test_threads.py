@@ -243,3 +243,36 @@ def test_every_kernel_of_a_cd_solve_releases_the_gil(module):
     assert kernels, f"{module} defines no kernel: update the list"
     holding = sorted(name for name, k in kernels.items() if not k.targetoptions.get("nogil", False))
     assert not holding, f"{module}: {holding} hold the GIL"
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_cv_holds_the_running_folds_copies_only(monkeypatch, n_classes):
+    """A binary CV's fold copies are made by the jobs that solve them and dropped with them: with
+    n_jobs=2 at most two are alive at once (the jobs queued behind the running ones hold none).
+    One-vs-rest makes each fold's copy once for all its classes."""
+    import gc
+    import weakref
+
+    from l1scale import path as path_module
+
+    made, alive, most = [], set(), [0]
+    original = path_module.column_matrix_rows
+
+    def tracked(X_columns, rows):
+        gc.collect()  # copies dropped in cycles count as dropped
+        M = original(X_columns, rows)
+        key = len(made)
+        made.append(key)
+        alive.add(key)
+        weakref.finalize(M, alive.discard, key)
+        most[0] = max(most[0], len(alive))
+        return M
+
+    monkeypatch.setattr(path_module, "column_matrix_rows", tracked)
+    X, y = make_classification(
+        n_samples=600, n_features=30, n_informative=6, n_classes=n_classes, n_clusters_per_class=1, random_state=0
+    )
+    SparseLogisticRegressionCV(cv=5, n_lams=6, n_jobs=2, multi_class="ovr").fit(X, y)
+    assert len(made) == 5  # one copy a fold, for every class
+    if n_classes == 2:
+        assert most[0] <= 2
