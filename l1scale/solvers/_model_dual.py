@@ -24,8 +24,9 @@ rows moved into the conjugate's domain (``_cd_kernels.model_dual_point``) and it
 read over the columns whose Cauchy-Schwarz bound from the residual's could reach lam1
 (``_dual.correlations_near``; the others' bounds stand in). It is tried only once the model
 predicts a decrease of P within ``0.1 min(sqrt(tol), 0.1) P`` (the gap after the step falls about
-as that decrease squared), and only for a model over every feature in play (a working set's
-leaves out features that may violate at its point).
+as that decrease squared), for a model over every feature in play, and for a working set's only at
+a tight tol where it holds most of the features in play (it leaves out features that may violate
+at its point: ``CoordinateDescent._model_dual_over``).
 """
 
 from __future__ import annotations
