@@ -202,6 +202,32 @@ def test_a_bordered_gram_matrix_is_the_grown_models_own(layout, fit_intercept):
     assert reads >= sum(per_new)  # the entering columns read, and the model's once per entering one
 
 
+@pytest.mark.parametrize("layout", ["dense", "csc"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_system_columns_are_the_support_systems_columns(layout, fit_intercept):
+    """system_columns: the columns of the support's Newton system for a few of its weights (what a
+    stale factorisation borders on for the weights new to it), against the dense system
+    X_S^T diag(D) X_S + ridge I bordered by the intercept's row."""
+    X, _, _ = _one_hot(seed=5)
+    X[np.random.default_rng(6).random(X.shape) < 0.1] = 0.0
+    arrays = as_columns(X if layout == "dense" else sp.csc_matrix(X)).arrays
+    n = X.shape[0]
+    D = np.random.default_rng(7).uniform(0.0, 1.0, size=n)
+    support = np.array([0, 2, 5, 9, 11, 14, 20, 27, 28], dtype=np.int64)
+    positions = np.array([7, 1, 4], dtype=np.int64)
+    ridge = 0.3
+    XS = X[:, support]
+    M = XS.T @ (D[:, None] * XS) + ridge * np.eye(support.shape[0])
+    if fit_intercept:
+        M = np.vstack([M, D @ XS])
+    t, out = np.zeros(n), np.full((M.shape[0], positions.shape[0]), np.nan)
+    reads = gram_kernels.system_columns(*arrays, support, positions, D, ridge, fit_intercept, t, out)
+    np.testing.assert_allclose(out, M[:, positions], rtol=1e-12, atol=1e-13)
+    np.testing.assert_array_equal(t, 0.0)  # the scratch is left as it came
+    support_nnz = n * support.shape[0] if layout == "dense" else int(np.count_nonzero(XS))
+    assert reads >= positions.shape[0] * support_nnz  # the support's columns read once a column
+
+
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_a_model_returns_its_gram_matrix_in_its_order_and_takes_one_given(fit_intercept):
     """newton_direction returns the Gram matrix it solved on, permuted as its shrinking permuted

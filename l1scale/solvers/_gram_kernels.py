@@ -448,6 +448,33 @@ def border_gram(data, indices, indptr, dense, active, m_old, m_new, D, Q_old, fi
 
 
 @njit(cache=True, nogil=True)
+def system_columns(data, indices, indptr, dense, support, positions, D, ridge, fit_intercept, t, out):
+    """out[:, q] = M e_p, p = positions[q] (each < k: a weight of the support), for the support's
+    Newton system M = X_S^T diag(D) X_S + ridge I, bordered by the intercept's row when it is
+    fitted (as ``_cg_kernels.support_cg`` writes it): for each such weight j, x_j scattered into
+    ``t`` and its weighted dot with every column of the support, as :func:`border_gram` does for a
+    model's rows, in one call without the GIL where a system product per weight read the support's
+    columns twice, with NumPy calls between. ``t`` (n,): scratch, zero on entry and on return.
+    Shapes: support (k,), out (k [+ 1], len(positions)). Returns the nonzeros of X read."""
+    k = support.shape[0]
+    reads = 0
+    for q in range(positions.shape[0]):
+        p = positions[q]
+        j = support[p]
+        reads += column_axpy(data, indices, indptr, dense, j, 1.0, t)  # t = x_j
+        for s in range(k):
+            c = support[s]
+            out[s, q] = column_weighted_dot(data, indices, indptr, dense, c, D, t, 0.0)
+            reads += indptr[c + 1] - indptr[c]
+        out[p, q] += ridge
+        if fit_intercept:
+            out[k, q] = column_dot(data, indices, indptr, dense, j, D)
+            reads += indptr[j + 1] - indptr[j]
+        column_axpy(data, indices, indptr, dense, j, -1.0, t)  # back to zero, exactly
+    return reads
+
+
+@njit(cache=True, nogil=True)
 def curvature_term_gram(active, local, m, w, wpd, Qd, d_b):
     """:func:`_curvature_term` from Qd = Q (d, d_b) of the Gram matrix (its last row: the
     intercept's, when d_b moves)."""
@@ -462,3 +489,16 @@ def warm_up():
     warm-up does not reach."""
     data, idx, ptr = np.ones(2), np.arange(2, dtype=np.int64), np.array([0, 2], dtype=np.int64)
     border_gram(data, idx, ptr, False, np.zeros(2, dtype=np.int64), 1, 2, np.ones(2), np.eye(2), True, np.zeros(2))
+    system_columns(
+        data,
+        idx,
+        ptr,
+        False,
+        np.zeros(1, dtype=np.int64),
+        np.zeros(1, dtype=np.int64),
+        np.ones(2),
+        1.0,
+        True,
+        np.zeros(2),
+        np.empty((2, 1)),
+    )

@@ -223,14 +223,22 @@ class SupportFactor:
             return x[rows_own]
 
         if fresh.shape[0]:
-            columns = np.empty((rows_new.shape[0] + fresh.shape[0], fresh.shape[0]))
-            unit, product, margins = np.zeros(k + int(fit_b)), np.empty(k + int(fit_b)), np.empty(pt.problem.n_samples)
-            for q, j in enumerate(fresh):
-                unit[j] = 1.0
-                setup += system_product(pt, support, unit, product, margins)
-                unit[j] = 0.0
-                columns[:, q] = np.concatenate([product[rows_new], product[fresh]])
-            B, C = columns[: rows_new.shape[0]], columns[rows_new.shape[0] :]
+            # The new system's columns of the fresh weights: one kernel without the GIL, one read of
+            # the support's columns each (then a vector solve each, also without it: one blocked
+            # solve through SciPy would hold the GIL for all of them).
+            problem = pt.problem
+            columns = np.empty((k + int(fit_b), fresh.shape[0]))
+            setup += gram_kernels.system_columns(
+                *problem.columns.arrays,
+                support,
+                fresh,
+                pt.D,
+                problem.penalty.l2 + NU,
+                fit_b,
+                np.zeros(problem.n_samples),
+                columns,
+            )
+            B, C = columns[rows_new], columns[fresh]
             W = np.column_stack([base(B[:, q]) for q in range(fresh.shape[0])])
             schur = cholesky_factor(np.ascontiguousarray(C - B.T @ W))
             if schur.shape[0] == 0:  # not positive definite: the new columns lie nearly in the old
