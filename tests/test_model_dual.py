@@ -308,7 +308,7 @@ def test_violators_are_the_features_outside_the_model_past_lam1_by_more_than_its
     np.testing.assert_array_equal(ModelDual(tol).violators(pt, corr, cols, active, 2), [3, 5])
 
 
-def _solves(data, loss, lam_ratio, tol, shares):
+def _solves(data, loss, lam_ratio, tol, shares, gram_max=CoordinateDescent.gram_max):
     from _shared_data import load_svmlight_pm
 
     from l1scale.data.synthetic import make_sparse_text
@@ -322,7 +322,7 @@ def _solves(data, loss, lam_ratio, tol, shares):
     results = []
     for share in shares:
         solver = CoordinateDescent(tol=tol)
-        solver.ws_model_dual_share = share
+        solver.ws_model_dual_share, solver.gram_max = share, gram_max
         results.append(solver.solve(problem))
     return problem, results
 
@@ -342,21 +342,24 @@ def test_a_working_sets_model_is_solved_on_for_its_dual_point_at_a_tight_tol():
 
 
 @pytest.mark.parametrize(
-    ("data", "loss", "lam_ratio", "tol", "share"),
+    ("data", "loss", "lam_ratio", "tol", "share", "gram_max"),
     [
-        ("a9a", "logistic", 0.01, 1e-2, 0.0),
-        ("earn", "squared", 0.001, 1e-4, 0.0),
-        ("text", "logistic", 0.01, 1e-6, CoordinateDescent.ws_model_dual_share),
+        ("a9a", "logistic", 0.01, 1e-2, 0.0, CoordinateDescent.gram_max),
+        ("earn", "squared", 0.001, 1e-4, 0.0, CoordinateDescent.gram_max),
+        ("text", "logistic", 0.01, 1e-6, CoordinateDescent.ws_model_dual_share, CoordinateDescent.gram_max),
+        ("a9a", "logistic", 0.01, 1e-6, 0.0, 50),
     ],
 )
-def test_a_working_sets_model_is_not_solved_on_where_it_does_not_pay(data, loss, lam_ratio, tol, share):
+def test_a_working_sets_model_is_not_solved_on_where_it_does_not_pay(data, loss, lam_ratio, tol, share, gram_max):
     # At a loose tol the tries would come early (each a tight solve and a pass over every feature);
     # the squared loss's model is the problem on the working set, whose point the step reaches
     # (the Lasso on earn at 0.001 lam_max took 137 -> 191 ms with it); on generated text the
     # working sets hold half the values in play but few of the features (counted in values, the
-    # tight solves of their frequent words made this fit 40 -> 90 ms). The rule then changes
-    # nothing (at any share for the first two): the same iterates to the bit.
-    _, (on, off) = _solves(data, loss, lam_ratio, tol, (share, 2.0))
+    # tight solves of their frequent words made this fit 40 -> 90 ms); a working set larger than
+    # gram_max (a9a's 100 columns against a cap of 50 here; the hashed clicks' 15,000) is solved
+    # tight by CD sweeps alone. The rule then changes nothing (at any share for the first two and
+    # the last): the same iterates to the bit.
+    _, (on, off) = _solves(data, loss, lam_ratio, tol, (share, 2.0), gram_max)
     assert on.converged and off.converged
     assert on.n_iter == off.n_iter
     np.testing.assert_array_equal(on.coef, off.coef)
