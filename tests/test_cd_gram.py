@@ -175,16 +175,22 @@ def test_the_model_solved_on_its_gram_matrix_has_the_same_minimiser(fit_intercep
         np.testing.assert_allclose(xTd, X @ (wpd - w) + d_b, rtol=0, atol=1e-12)
 
 
+def _thinned_one_hot(layout, seed):
+    """One-hot blocks with a tenth of their ones removed, in ``layout``, and curvatures D:
+    (X dense, the layout's arrays, D)."""
+    X, _, _ = _one_hot(seed=seed)
+    X[np.random.default_rng(seed + 1).random(X.shape) < 0.1] = 0.0
+    arrays = as_columns(X if layout == "dense" else sp.csc_matrix(X)).arrays
+    return X, arrays, np.random.default_rng(seed + 2).uniform(0.0, 1.0, size=X.shape[0])
+
+
 @pytest.mark.parametrize("layout", ["dense", "csc"])
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_a_bordered_gram_matrix_is_the_grown_models_own(layout, fit_intercept):
     """border_gram: the Gram matrix of a model grown by a few coordinates, from the old one and one
     read of the model's columns per coordinate that entered, is model_gram's for the grown model."""
-    X, _, _ = _one_hot(seed=7)
-    X[np.random.default_rng(8).random(X.shape) < 0.1] = 0.0
-    arrays = as_columns(X if layout == "dense" else sp.csc_matrix(X)).arrays
+    X, arrays, D = _thinned_one_hot(layout, seed=7)
     n = X.shape[0]
-    D = np.random.default_rng(9).uniform(0.0, 1.0, size=n)
     active = np.array([9, 2, 0, 27, 14, 5, 28, 11, 20], dtype=np.int64)
     m_old, m_new = 6, active.shape[0]
     counts = np.empty(n, dtype=np.int64)
@@ -208,11 +214,8 @@ def test_system_columns_are_the_support_systems_columns(layout, fit_intercept):
     """system_columns: the columns of the support's Newton system for a few of its weights (what a
     stale factorisation borders on for the weights new to it), against the dense system
     X_S^T diag(D) X_S + ridge I bordered by the intercept's row."""
-    X, _, _ = _one_hot(seed=5)
-    X[np.random.default_rng(6).random(X.shape) < 0.1] = 0.0
-    arrays = as_columns(X if layout == "dense" else sp.csc_matrix(X)).arrays
+    X, arrays, D = _thinned_one_hot(layout, seed=5)
     n = X.shape[0]
-    D = np.random.default_rng(7).uniform(0.0, 1.0, size=n)
     support = np.array([0, 2, 5, 9, 11, 14, 20, 27, 28], dtype=np.int64)
     positions = np.array([7, 1, 4], dtype=np.int64)
     ridge = 0.3

@@ -395,6 +395,15 @@ def test_a_stale_factorisation_is_used_at_later_points_and_replaced_when_it_stop
     assert solve.factor is not None and far.factor is solve.factor and solve.factor is not first.factor
 
 
+def _news20_split(loss, lam_ratio):
+    """The benchmark's news20 training split (a seeded 75% of the rows), without intercept."""
+    from _shared_data import load_svmlight_pm
+
+    X, y = load_svmlight_pm("news20", "news20/news20_bydate_binary.svm.bz2", 588_937)
+    rows = np.sort(np.random.default_rng(0).permutation(X.shape[0])[: int(0.75 * X.shape[0])])
+    return Problem(X[rows], y[rows], loss, lam_ratio=lam_ratio, fit_intercept=False)
+
+
 def _recorded_solves(monkeypatch):
     """Each support-Newton solve from now on, as (solved by a new factorisation, preconditioned by
     an earlier one), in a list that fills as the solves run."""
@@ -471,13 +480,9 @@ def test_a_support_cg_cannot_solve_is_factorised_on_news20(monkeypatch):
     an exact one's progress while the certificate waited (to tol 1e-6: 6.2G nonzeros read, 9 s).
     Factorised once CG has read what the factorisation costs (rent or buy), and the later steps' CG
     preconditioned by it: 2.0G and 3 s when measured, the same optimum."""
-    from _shared_data import load_svmlight_pm
-
     from l1scale.solvers.cd import CoordinateDescent
 
-    X, y = load_svmlight_pm("news20", "news20/news20_bydate_binary.svm.bz2", 588_937)
-    rows = np.sort(np.random.default_rng(0).permutation(X.shape[0])[: int(0.75 * X.shape[0])])
-    problem = Problem(X[rows], y[rows], "logistic", lam_ratio=0.001, fit_intercept=False)
+    problem = _news20_split("logistic", 0.001)
     factorised = CoordinateDescent(tol=1e-6).solve(problem)
     monkeypatch.setattr(SupportFactor, "of", classmethod(lambda cls, pt, support, gram=None: (None, 0)))
     by_cg = CoordinateDescent(tol=1e-6).solve(problem)
@@ -495,13 +500,9 @@ def test_rent_or_buy_factorises_before_the_capped_solves_cost_a_factorisation_on
     end in also gives the Newton dual point that certifies. Bought once those solves have read a
     fifth of its cost (``factorise_after``), not all of it: fewer nonzeros read to tol 1e-6 (1,842M
     -> 1,469M when measured), the same certified optimum."""
-    from _shared_data import load_svmlight_pm
-
     from l1scale.solvers.cd import CoordinateDescent
 
-    X, y = load_svmlight_pm("news20", "news20/news20_bydate_binary.svm.bz2", 588_937)
-    rows = np.sort(np.random.default_rng(0).permutation(X.shape[0])[: int(0.75 * X.shape[0])])
-    problem = Problem(X[rows], y[rows], "logistic", lam_ratio=0.001, fit_intercept=False)
+    problem = _news20_split("logistic", 0.001)
     results = {}
     for after in (CoordinateDescent.factorise_after, 1.0):
         solver = CoordinateDescent(tol=1e-6)
@@ -523,13 +524,9 @@ def test_the_lasso_factorises_its_support_system_at_once_on_news20():
     the Lasso on news20 at 0.01 lam_max (2,279 bigrams) factorises it at once where rent or buy first
     spent a CG solve of 147 products, then 59 more and a factorisation after all (1,201M nonzeros
     read against 720M when measured), for the same certified optimum."""
-    from _shared_data import load_svmlight_pm
-
     from l1scale.solvers.cd import CoordinateDescent
 
-    X, y = load_svmlight_pm("news20", "news20/news20_bydate_binary.svm.bz2", 588_937)
-    rows = np.sort(np.random.default_rng(0).permutation(X.shape[0])[: int(0.75 * X.shape[0])])
-    problem = Problem(X[rows], y[rows], "squared", lam_ratio=0.01, fit_intercept=False)
+    problem = _news20_split("squared", 0.01)
     results = {}
     for within in (CoordinateDescent.factorise_within, 0):
         solver = CoordinateDescent(tol=1e-6)
