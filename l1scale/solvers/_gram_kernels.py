@@ -416,7 +416,7 @@ def border_gram(data, indices, indptr, dense, active, m_old, m_new, D, Q_old, fi
     """The Gram matrix of a model over active[:m_new] (bordered by the intercept's row, as
     :func:`model_gram` makes it) from ``Q_old``, the one over active[:m_old] at the same curvatures
     D: the old block copied, and for each coordinate that entered its row x_j^T diag(D) X_A, one
-    read of the model's columns, where :func:`model_gram` sums every row's outer product anew
+    read of the model's columns (:func:`_weighted_dots_with`), where :func:`model_gram` sums every row's outer product anew
     (mnist10k at 0.001 lam_max, 322 coordinates: 50 ms). ``t`` (n,): scratch, zero on entry and
     on return. Returns (the Gram matrix, nonzeros read)."""
     size = m_new + 1 if fit_intercept else m_new
@@ -430,47 +430,55 @@ def border_gram(data, indices, indptr, dense, active, m_old, m_new, D, Q_old, fi
             Q[m_new, a] = Q_old[m_old, a]
         Q[m_new, m_new] = Q_old[m_old, m_old]
     reads = 0
+    row = np.empty(m_new)
     for p in range(m_old, m_new):
         j = active[p]
-        reads += column_axpy(data, indices, indptr, dense, j, 1.0, t)  # t = x_j
+        reads += _weighted_dots_with(data, indices, indptr, dense, j, active, p + 1, D, t, row)
         for s in range(p + 1):
-            q = active[s]
-            value = column_weighted_dot(data, indices, indptr, dense, q, D, t, 0.0)
-            Q[s, p] = value
-            Q[p, s] = value
-            reads += indptr[q + 1] - indptr[q]
+            Q[s, p] = row[s]
+            Q[p, s] = row[s]
         if fit_intercept:
             value = column_dot(data, indices, indptr, dense, j, D)
             Q[p, m_new] = value
             Q[m_new, p] = value
-        column_axpy(data, indices, indptr, dense, j, -1.0, t)  # back to zero, exactly
     return Q, reads
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _weighted_dots_with(data, indices, indptr, dense, j, cols, count, D, t, out):
+    """out[s] = x_c^T diag(D) x_j for c = cols[s], s < count: x_j scattered into ``t`` (zero on
+    entry and on return, exactly), then one read of each column. Returns the nonzeros read."""
+    reads = column_axpy(data, indices, indptr, dense, j, 1.0, t)  # t = x_j
+    for s in range(count):
+        c = cols[s]
+        out[s] = column_weighted_dot(data, indices, indptr, dense, c, D, t, 0.0)
+        reads += indptr[c + 1] - indptr[c]
+    column_axpy(data, indices, indptr, dense, j, -1.0, t)  # back to zero, exactly
+    return reads
 
 
 @njit(cache=True, nogil=True)
 def system_columns(data, indices, indptr, dense, support, positions, D, ridge, fit_intercept, t, out):
     """out[:, q] = M e_p, p = positions[q] (each < k: a weight of the support), for the support's
     Newton system M = X_S^T diag(D) X_S + ridge I, bordered by the intercept's row when it is
-    fitted (as ``_cg_kernels.support_cg`` writes it): for each such weight j, x_j scattered into
-    ``t`` and its weighted dot with every column of the support, as :func:`border_gram` does for a
-    model's rows, in one call without the GIL where a system product per weight read the support's
+    fitted (as ``_cg_kernels.support_cg`` writes it): for each such weight j, its weighted dots
+    with every column of the support (:func:`_weighted_dots_with`, as for :func:`border_gram`'s
+    rows), in one call without the GIL, where a system product per weight read the support's
     columns twice, with NumPy calls between. ``t`` (n,): scratch, zero on entry and on return.
     Shapes: support (k,), out (k [+ 1], len(positions)). Returns the nonzeros of X read."""
     k = support.shape[0]
     reads = 0
+    column = np.empty(k)
     for q in range(positions.shape[0]):
         p = positions[q]
         j = support[p]
-        reads += column_axpy(data, indices, indptr, dense, j, 1.0, t)  # t = x_j
+        reads += _weighted_dots_with(data, indices, indptr, dense, j, support, k, D, t, column)
         for s in range(k):
-            c = support[s]
-            out[s, q] = column_weighted_dot(data, indices, indptr, dense, c, D, t, 0.0)
-            reads += indptr[c + 1] - indptr[c]
+            out[s, q] = column[s]
         out[p, q] += ridge
         if fit_intercept:
             out[k, q] = column_dot(data, indices, indptr, dense, j, D)
             reads += indptr[j + 1] - indptr[j]
-        column_axpy(data, indices, indptr, dense, j, -1.0, t)  # back to zero, exactly
     return reads
 
 
