@@ -269,9 +269,13 @@ def test_the_returned_dual_point_proves_the_certificate(loss, fit_intercept, lay
 def test_newton_dual_point_certifies_sooner(loss, fit_intercept, monkeypatch):
     """Once the support has settled, the dual point of its Newton step certifies what the primal
     already has (the rescaled residual's gap falls only as the square root of the suboptimality):
-    fewer nonzeros read to the same tol, on every tol, and the model is as good."""
+    fewer nonzeros read to the same tol, on every tol, and the model is as good. (CG's steps are
+    kept from factorising the Gram matrix they buy, ``factorise_gram_after``: that rule alone takes
+    the solve without the Newton dual point from 17.8M to 14.1M nonzeros read, with intercept.)"""
     from l1scale.solvers._support_newton import NewtonDual
+    from l1scale.solvers.cd import CoordinateDescent
 
+    monkeypatch.setattr(CoordinateDescent, "factorise_gram_after", None)
     X, y = _data(loss, n=600, d=800, seed=4)
     p = Problem(sp.csc_matrix(X), y, loss, lam_ratio=0.02, fit_intercept=fit_intercept)
     p_star = _solve(p).objective

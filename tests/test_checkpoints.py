@@ -5,6 +5,7 @@ parameters is refused; and the divergence checks of defect 2 (an entry of 1e300 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -129,6 +130,29 @@ def test_checkpoint_of_another_run_is_refused(tmp_path, name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         resumed.solve(problem(name))
+
+
+def test_a_cd_checkpoint_without_an_entry_added_since_resumes(tmp_path):
+    """A CD checkpoint written before an entry of its loop state existed (``gram_factorised``,
+    added 2026-12-01; ``_cd_state._LOOP_ADDED``) resumes with that entry's default: the same model
+    as the run that wrote it. Any other missing entry is refused by name."""
+    path = tmp_path / "run.ckpt"
+    fresh = solve("cd", checkpoint=path)
+    with np.load(path, allow_pickle=False) as saved:
+        entries = {name: saved[name] for name in saved.files}
+    for dropped, refused in (("gram_factorised", False), ("newton_spent", True)):
+        older = tmp_path / f"without_{dropped}.ckpt"
+        kept = {name: value for name, value in entries.items() if name != dropped}
+        manifest = json.loads(bytes(kept["manifest"]).decode())
+        del manifest[dropped]  # as the older solver wrote it: the manifest lists its members
+        kept["manifest"] = np.frombuffer(json.dumps(manifest, sort_keys=True).encode(), dtype=np.uint8)
+        with open(older, "wb") as f:
+            np.savez(f, **kept)
+        if refused:
+            with pytest.raises(CheckpointError, match=dropped):
+                solver("cd", checkpoint=older).solve(problem("cd"))
+            continue
+        np.testing.assert_array_equal(solver("cd", checkpoint=older).solve(problem("cd")).coef, fresh.coef)
 
 
 def test_the_fingerprint_does_not_depend_on_the_index_type():

@@ -94,6 +94,9 @@ class Iterate:
 # The loop state's index arrays (entry -> may be None) and the lower bounds of its counters.
 _LOOP_INDICES = {"kept": False, "ws": True, "last_support": True}
 _LOOP_LOW = {"ws_size": 1, "it": 0, "recorded": -1, "certified_reads": 0, "newton_spent": 0}
+# Entries added after checkpoints of this format were first written: a checkpoint without one
+# resumes with its default (what the solver that wrote it did).
+_LOOP_ADDED = {"gram_factorised"}
 
 
 @dataclass
@@ -121,6 +124,7 @@ class Loop:
     gram_first: float = 0.0  # the price of the last model's Gram matrix, when it was solved on one
     cg_capped: bool = False  # the last support-Newton CG solve stopped at its cap of products
     direct: bool = False  # support-Newton systems are factorised (a CG solve stopped at its whole cap)
+    gram_factorised: bool = False  # and so since a CG solve factorised the Gram matrix it had built
     newton_spent: int = 0  # nonzeros read by support-Newton solves since the support last moved far
     newton_below: float = np.inf  # support-Newton steps wait until the largest violation is below this
     certified_reads: int = 0  # nonzeros read by the end of the last certificate
@@ -133,7 +137,9 @@ class Loop:
         """Every entry of a checkpoint, checked (index ranges, types, bounds)."""
         for f in fields(self):
             name, kind = f.name, type(f.default) if f.default is not MISSING else np.ndarray
-            if name in _LOOP_INDICES:
+            if name in _LOOP_ADDED and name not in saved:
+                value = f.default
+            elif name in _LOOP_INDICES:
                 value = saved.optional_indices(name, d) if _LOOP_INDICES[name] else saved.indices(name, d)
             elif name == "vsum_init":
                 value = saved.optional_scalar(name)

@@ -64,6 +64,7 @@ def support_cg(
     gram_max,
     w_s,
     max_crossings,
+    gram_products=-1,
 ):
     """Jacobi-preconditioned conjugate gradients for the Newton system on the support,
 
@@ -72,7 +73,9 @@ def support_cg(
     from x = 0. Each product reads the support's columns twice, until those reads reach the
     cost of the system's Gram matrix (:func:`model_gram`, when k <= gram_max and a product
     with it, (k + 1)^2, costs less); the products are then taken on it (rent-or-buy, as in
-    :func:`newton_direction`).
+    :func:`newton_direction`). With ``gram_products`` >= 0 it stops, not converged, after that many
+    products on the Gram matrix: the caller then factorises the matrix it returns (rent or buy once
+    more, ``_support_newton.support_newton_direction``).
     Off the Gram matrix, when ``max_crossings`` >= 0, it also stops once its iterate would carry
     more than ``max_crossings`` of the weights ``w_s`` (the support's, (k,)) across zero: a step
     the line search's projection will cut short whatever products follow (CG's iterates grow in
@@ -80,7 +83,8 @@ def support_cg(
     Shapes: support (k,); D, t (n,) (t: workspace); rhs, diag, x (k [+ 1],).
     Returns (products with the matrix, work: nonzeros of X read plus the Gram matrix's
     multiply-adds, the Gram matrix when it was built, else an empty (0, 0) array: the system at
-    this point without its ridge, for a re-solve on some of its rows, :func:`gram_cg`).
+    this point without its ridge, for a re-solve on some of its rows, :func:`gram_cg`; whether
+    the residual reached ``rtol``).
     """
     m = rhs.shape[0]
     k = support.shape[0]
@@ -94,7 +98,10 @@ def support_cg(
     nnz_cols, build_at, gram_work = -1, np.inf, 0.0
     Q = np.empty((0, 0))
     use_gram = False
+    on_gram = 0
     while products < max_iter and np.sqrt(dot(res, res)) > stop:
+        if use_gram and 0 <= gram_products <= on_gram:
+            break
         if not use_gram and products >= 2 and 0 < k <= gram_max and m * m < 2 * nnz_support:
             if nnz_cols < 0:
                 counts = np.empty(t.shape[0], dtype=np.int64)
@@ -108,6 +115,7 @@ def support_cg(
         if use_gram:
             gram_product(Q, k, ridge, nu, direction, product)
             reads += m * m
+            on_gram += 1
         else:
             _support_times(data, indices, indptr, dense, support, direction, fit_intercept, t)
             t *= D
@@ -128,7 +136,7 @@ def support_cg(
             if crossings > max_crossings:
                 break
         direction, rz = _cg_next(res, diag, direction, rz)
-    return products, reads, Q
+    return products, reads, Q, np.sqrt(dot(res, res)) <= stop
 
 
 @njit(cache=True, nogil=True)

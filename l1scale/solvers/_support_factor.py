@@ -42,6 +42,7 @@ __all__ = [
     "STALE_MAX_PRODUCTS",
     "Preconditioner",
     "SupportFactor",
+    "cholesky_work",
     "preconditioned_cg",
     "system_product",
     "warm_up",
@@ -85,6 +86,8 @@ class SupportFactor:
         # ridge lam2 + nu. The same three at a later solve: the factorisation is that system's.
         self.support, self.moves, self.ridge = support, moves, ridge
         self.D = D  # the curvatures it was made from (a checkpoint rebuilds it from them: :meth:`at`)
+        # Made from the Gram matrix a CG solve had built and not converged on (``_support_newton``).
+        self.after_cg = False
 
     def is_exact_for(self, pt, support) -> bool:
         """Whether this is the factorisation of ``pt``'s system on ``support`` (made at this point)."""
@@ -138,7 +141,7 @@ class SupportFactor:
     @staticmethod
     def least_work(problem, support) -> int:
         """A lower bound of :meth:`estimated_work` that reads nothing: the factorisation alone."""
-        return int(_cholesky_work(support.shape[0] + int(problem.fit_intercept)))
+        return int(cholesky_work(support.shape[0] + int(problem.fit_intercept)))
 
     def solve(self, rhs):
         """M^-1 rhs (rhs: (size,) or (size, q)). One right-hand side (each Newton step, each
@@ -300,10 +303,10 @@ def warm_up():
 def _factorisation_work(nnz_cols, gram_work, size) -> int:
     """:meth:`SupportFactor.of`'s work: the columns read twice (counting, then the Gram matrix), the
     Gram matrix's multiply-adds, and the factorisation's."""
-    return 2 * nnz_cols + int(gram_work + _cholesky_work(size))
+    return 2 * nnz_cols + int(gram_work + cholesky_work(size))
 
 
-def _cholesky_work(size) -> float:
+def cholesky_work(size) -> float:
     """A Cholesky factorisation's size^3 / 6 multiply-adds, in the scalar loops' units (measured at
     2,862 of news20's columns: Gram matrix and factorisation 0.68 s, a CG product over the same
     columns 2.2 ms: 310 products; this count with the Gram matrix's gives 300)."""

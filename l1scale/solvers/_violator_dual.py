@@ -109,7 +109,7 @@ class ViolatorDual:
             rhs[k] = float(pt.r.sum())
             diag[k] = float(pt.D.sum()) + NU
         a, t = np.empty(k + int(fit_b)), np.empty(problem.n_samples)
-        _, reads, _ = cg_kernels.support_cg(
+        _, reads, _, _ = cg_kernels.support_cg(
             *arrays,
             violators,
             pt.D,
