@@ -157,6 +157,15 @@ DATASETS = {
         1_000_000,
         "generated hashed clicks: 20,000 rows of 50 random features of 1,000,000, a 200-feature logistic truth",
     ),
+    # Generated (:func:`genotypes`): dense, wide and correlated, the shape of genomics data.
+    "genotypes": (
+        None,
+        20_000,
+        (
+            "generated genotypes: 2,000 rows of 20,000 SNP-like columns (0 / 1 / 2, about 30% nonzero) in linkage"
+            " blocks of 50 correlated columns, a 30-SNP logistic truth"
+        ),
+    ),
 }
 DATASET_ALIASES = {"mnist": "mnist10k"}
 # Data sets used through a seeded training split of their rows: name -> fraction kept.
@@ -200,6 +209,34 @@ def hashed_clicks(n_features, n_samples=20_000, per_row=50, n_true=200, seed=0):
     return X, y
 
 
+def genotypes(n_features, n_samples=2_000, block=50, n_true=30, seed=0):
+    """``(X, y)``: SNP-like columns coded 0 / 1 / 2 (a latent Gaussian per linkage block of ``block``
+    columns, 0.8 of it shared in the block, thresholded at 0.5 and 1.5: about 30% of the entries are
+    nonzero, neighbouring columns correlated about 0.5), labels from a logistic model on ``n_true``
+    columns of weights N(0, 1), its margins scaled to standard deviation 2. Dense and wide (n < d):
+    the shape of genome-wide association data, whose correlated columns make the support's Newton
+    systems ill-conditioned. Seeded: the same data on every machine; X as CSR, as every set here."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    latent = np.repeat(rng.standard_normal((n_samples, n_features // block)), block, axis=1)
+    latent = 0.8 * latent + 0.6 * rng.standard_normal((n_samples, n_features))
+    dense = (latent > 0.5).astype(np.float64) + (latent > 1.5)
+    truth = np.zeros(n_features)
+    truth[rng.choice(n_features, n_true, replace=False)] = rng.standard_normal(n_true)
+    z = dense @ truth
+    z = 2.0 * (z - z.mean()) / z.std()
+    y = np.where(rng.random(n_samples) < 1.0 / (1.0 + np.exp(-z)), 1.0, -1.0)
+    X = sp.csr_matrix(dense)
+    X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
+    return X, y
+
+
+# Generated data sets: name -> generator of (X, y) from the width.
+GENERATED = {"clicks": hashed_clicks, "genotypes": genotypes}
+
+
 def load_dataset(name: str, data_dir, cache_dir):
     """``(X, y)`` of a :data:`DATASETS` entry: X CSR float64 with int32 indices (scikit-learn's
     liblinear and saga reject int64 ones), sorted; y in {-1., +1.}. news20 is its seeded 75%
@@ -210,7 +247,7 @@ def load_dataset(name: str, data_dir, cache_dir):
     name = dataset_name(name)
     path, d, _ = DATASETS[name]
     if path is None:
-        return hashed_clicks(d)
+        return GENERATED[name](d)
     X, y = load_svmlight_cached(Path(data_dir) / path, d, cache_dir, name)
     X = sp.csr_matrix((X.data.astype(np.float64), X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
     y = np.where(np.asarray(y) > 0, 1.0, -1.0)
