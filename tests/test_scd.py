@@ -15,7 +15,15 @@ from l1scale.exceptions import ConvergenceWarning
 from l1scale.losses import get_loss
 from l1scale.problems import Problem
 from l1scale.solvers.cd import CoordinateDescent
-from l1scale.solvers.scd import GreedyCD, StochasticCD, _column_curvatures, _greedy_epoch, _residuals, _scd_epoch
+from l1scale.solvers.scd import (
+    GreedyCD,
+    StochasticCD,
+    _column_curvatures,
+    _extrapolated,
+    _greedy_epoch,
+    _residuals,
+    _scd_epoch,
+)
 
 SOLVERS = [StochasticCD, GreedyCD]
 
@@ -438,6 +446,83 @@ def test_detcd_newton_steps_choose_as_the_paper_and_go_further():
         res = _run(GreedyCD(tol=1e-15, max_iter=10, curvature=curvature), p)
         gaps[curvature] = _rel(res.objective, ref.objective)
     assert gaps["newton"] < 0.05 * gaps["column"]  # measured: 2.4e-3 against 0.16
+
+
+def _collinear(n=300, d=30, offset=50.0, seed=3):
+    """Columns sharing a large common offset (each x_j = offset + a little noise): single-coordinate
+    steps zig-zag along the narrow valley they make, without an intercept to take the offset."""
+    rng = np.random.default_rng(seed)
+    X = offset + rng.normal(size=(n, d))
+    y = np.where(X[:, :4] @ np.array([1.0, -1.0, 0.5, -0.5]) + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+    return Problem(np.asfortranarray(X), y, "logistic", lam_ratio=0.01, fit_intercept=False)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_an_extrapolated_epoch_lowers_p_or_leaves_the_iterate_as_it_was(fit_intercept):
+    """``_extrapolated``: along an epoch's move (here from a DetCD epoch), the point it takes has a
+    lower P than the epoch's end, its duplicated weights stay >= 0 and its margins are X w + b; along
+    the move reversed (uphill from the epoch's end) it takes nothing and changes nothing."""
+    problem = _collinear()
+    if fit_intercept:
+        problem = Problem(problem.X, problem.y, "logistic", lam_ratio=0.01, fit_intercept=True)
+    d, kind = problem.n_features, problem.loss.kernel_id
+    solver = GreedyCD(tol=1e-15, max_iter=3)
+    solver.extrapolate = False
+    end = _run(solver, problem)
+    solver.max_iter = 2
+    before = _run(solver, problem)
+    lam1 = problem.penalty.l1
+
+    def duplicated(res):
+        v = np.concatenate([np.maximum(res.coef, 0.0), np.maximum(-res.coef, 0.0)])
+        return np.append(v, res.intercept) if fit_intercept else v
+
+    def margins(res):
+        return problem.X @ res.coef + res.intercept
+
+    v, z = duplicated(end), margins(end)
+    t = _extrapolated(kind, problem.y, problem.c, v, duplicated(before), z, margins(before), lam1, 0.0, d)
+    assert t > 0.0 and (v[: 2 * d] >= 0.0).all()
+    w, b = v[:d] - v[d : 2 * d], (v[2 * d] if fit_intercept else 0.0)
+    np.testing.assert_allclose(z, problem.X @ w + b, rtol=1e-10, atol=1e-9)
+    assert problem.objective(w, b) < problem.objective(end.coef, end.intercept)
+
+    back, z_back = duplicated(end), margins(end)
+    kept, z_kept = back.copy(), z_back.copy()
+    t = _extrapolated(
+        kind,
+        problem.y,
+        problem.c,
+        back,
+        2 * back - duplicated(before),
+        z_back,
+        2 * z_back - margins(before),
+        lam1,
+        0.0,
+        d,
+    )
+    assert t == 0.0
+    np.testing.assert_array_equal(back, kept)
+    np.testing.assert_array_equal(z_back, z_kept)
+
+
+def test_detcd_extrapolated_epochs_go_further_on_collinear_columns():
+    """DetCD's default extrapolates each epoch along its move: on columns sharing a large offset,
+    without an intercept, 50 epochs end far closer to the optimum than without it (measured 6.6e-3
+    against 0.12); Algorithm 2's steps (curvature="column", the reproductions') are not
+    extrapolated, bit for bit."""
+    problem = _collinear(offset=200.0)
+    ref = _reference(problem)
+    gaps = {}
+    for extrapolate in (True, False):
+        solver = GreedyCD(tol=1e-15, max_iter=50)
+        solver.extrapolate = extrapolate
+        gaps[extrapolate] = _rel(_run(solver, problem).objective, ref.objective)
+        column = GreedyCD(tol=1e-15, max_iter=5, curvature="column")
+        column.extrapolate = extrapolate
+        gaps[("column", extrapolate)] = _run(column, problem).coef
+    assert gaps[True] < 0.2 * gaps[False]
+    np.testing.assert_array_equal(gaps[("column", True)], gaps[("column", False)])
 
 
 def test_drawing_by_violation_beats_uniform_draws_over_the_active_coordinates(monkeypatch):

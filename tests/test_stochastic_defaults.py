@@ -564,6 +564,28 @@ def test_scd_centring_reaches_1e3_on_madelon(monkeypatch):
     assert centred <= 1e-3 < _scd_suboptimality(X, y, 0.01)
 
 
+@pytest.mark.slow
+def test_detcd_extrapolated_epochs_reach_1e3_on_madelon_without_intercept(monkeypatch):
+    """madelon at 0.01 lam_max without intercept (its 500 columns of mean about 480 cannot be
+    centred: that would change the problem), DetCD's defaults, 50 epochs: each epoch extrapolated
+    along its move reaches the target (measured 4.7e-4), where the same epochs alone end at 2.1e-2."""
+    from l1scale.solvers.scd import GreedyCD
+
+    X, y = load_svmlight_pm("madelon", "madelon/madelon.bz2", 500)
+    problem = Problem(X, y, "logistic", lam_ratio=0.01, fit_intercept=False)
+    p_star = CoordinateDescent(tol=1e-10, max_iter=1000).solve(problem).objective
+
+    def suboptimality():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res = GreedyCD(max_iter=50, tol=0.0).solve(problem)
+        return (problem.objective(res.coef, res.intercept) - p_star) / p_star
+
+    extrapolated = suboptimality()
+    monkeypatch.setattr(GreedyCD, "extrapolate", False)
+    assert extrapolated <= 1e-3 < suboptimality()
+
+
 def _scd_suboptimality(X, y, ratio, epochs=50):
     """SCD's defaults for ``epochs`` epochs at ``ratio`` lam_max with intercept: (P - P*) / P*."""
     from l1scale.solvers.scd import StochasticCD
