@@ -929,7 +929,8 @@ class CoordinateDescent(Solver):
 
     def _direct(self, problem, support, st):
         """Whether the support's Newton system is factorised (``_support_factor``): from a CG solve
-        that stopped at its whole cap on (``st.direct``), and also, rent or buy, while the
+        that stopped at its whole cap on (``st.direct``), or one that factorised the Gram matrix it had
+        bought (``st.gram_factorised``, ``factorise_gram_after``), and also, rent or buy, while the
         support-Newton solves since the support last moved farther than a factorisation's reach as a
         preconditioner have read (``st.newton_spent``) at least ``factorise_after`` times
         what factorising its system would cost (supports of at most ``gram_max`` weights; news20 at
