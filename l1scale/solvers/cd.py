@@ -478,7 +478,7 @@ class CoordinateDescent(Solver):
                 if cert.relative > self.tol and newton_dual.pays(pt, dual, vzero, nnz, g_loss, H, st.kept, objective):
                     support = st.kept[w[st.kept] != 0.0]
                     cap = self._newton_products(problem, support, pt, st)
-                    before, factor = pt.reads, pt.factor
+                    before = pt.reads
                     cert, newton = newton_dual.certificate(
                         pt,
                         dual,
@@ -492,7 +492,7 @@ class CoordinateDescent(Solver):
                         self.factorise_gram_after,
                     )
                     st.newton_spent += pt.reads - before
-                    st.gram_factorised = st.gram_factorised or self._factorised_after_cg(pt, factor)
+                    st.gram_factorised = st.gram_factorised or self._factorised_after_cg(pt)
                     if newton[1].capped and cap < CG_MAX_PRODUCTS:  # stopped by its budget
                         st.newton_least *= self.newton_escalation
                         newton = newton if cert.relative <= self.tol else None
@@ -577,7 +577,6 @@ class CoordinateDescent(Solver):
                 # (Otherwise, should the certificate's dual point have been factorised at this very
                 # point, pt.factor solves the same system again: support_newton_direction.)
                 cap = CG_MAX_PRODUCTS if direction is not None else self._newton_products(problem, support, pt, st)
-                factor = pt.factor
                 # A step that would carry at most as many weights across zero as a settled support
                 # may change re-solves the rest with them at zero (_support_newton.orthant_refined).
                 step, reads, capped = support_newton_step(
@@ -600,7 +599,7 @@ class CoordinateDescent(Solver):
                 # 0.001 lam_max: 2,862 bigrams; each capped step made 15-25% of an exact step's
                 # progress, and the certificate waited for the last of them).
                 st.direct = st.direct or (st.cg_capped and support.shape[0] <= self.gram_max)
-                st.gram_factorised = st.gram_factorised or self._factorised_after_cg(pt, factor)
+                st.gram_factorised = st.gram_factorised or self._factorised_after_cg(pt)
                 st.newton_spent += reads
                 budget_stopped = capped and cap < CG_MAX_PRODUCTS
                 st.newton_least = (
@@ -921,11 +920,12 @@ class CoordinateDescent(Solver):
         return self.ws_model_dual_share * st.kept.shape[0] <= cols.shape[0] <= self.gram_max
 
     @staticmethod
-    def _factorised_after_cg(pt, before):
-        """Whether a support-Newton solve made a new factorisation from the Gram matrix its CG had
-        built (``support_newton_direction``'s rent or buy): the next systems are then factorised
-        too, each new one preconditioned by the last (``_direct``), as once CG stops at its cap."""
-        return pt.factor is not before and pt.factor is not None and pt.factor.after_cg
+    def _factorised_after_cg(pt):
+        """Whether the iterate's factorisation was made from the Gram matrix a CG solve had built
+        (``support_newton_direction``'s rent or buy): the next systems are then factorised too, each
+        new one preconditioned by the last (``_direct``), as once CG stops at its cap. (One carried
+        from a path's last lam made that lam's solves factorise, and so this one's: ``pt.factorise``.)"""
+        return pt.factor is not None and pt.factor.after_cg
 
     def _direct(self, problem, support, st):
         """Whether the support's Newton system is factorised (``_support_factor``): from a CG solve
