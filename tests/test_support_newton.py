@@ -439,6 +439,33 @@ def test_a_factorisation_too_far_from_the_support_preconditions_nothing():
             setattr(_support_factor, name, limit)
     far = _moved(problem, pt, rng, 0.2)
     assert factor.preconditioner(far, np.sort(np.concatenate([support[2:], others[:2]]))) is None
+    # reaches: the counts alone (what any point's preconditioner needs first)
+    assert not factor.reaches(np.sort(np.concatenate([support[: k // 2 - 1], others[: k // 2 + 1]])))
+    assert factor.reaches(support[:70]) and factor.reaches(np.sort(np.concatenate([support, others[:3]])))
+    assert not factor.reaches(np.sort(np.concatenate([support, others[:17]])))  # STALE_MAX_FRESH = 16 come
+    assert not factor.reaches(support[:0])
+
+
+def test_a_factorisation_after_cg_makes_later_systems_direct_only_while_it_reaches_their_support():
+    """Once a CG solve has factorised the Gram matrix it bought (``Loop.gram_factorised``), the next
+    systems are factorised while that factorisation can precondition them; a support out of its reach
+    (a working set that doubled: 800 weights become 1,600 on generated data with 1% positives, whose
+    fits then factorised every later support, 2-2.5x slower than CG) goes back to rent or buy."""
+    from l1scale.solvers._cd_state import Loop
+    from l1scale.solvers.cd import CoordinateDescent
+
+    problem, support, pt, _ = _correlated_case(True)
+    factor, _ = SupportFactor.of(pt, support)
+    others = np.setdiff1d(np.arange(problem.n_features), support)
+    solver = CoordinateDescent()
+    near = Loop(kept=np.arange(problem.n_features), ws_size=100, gram_factorised=True)
+    assert solver._direct(problem, np.sort(np.concatenate([support[2:], others[:3]])), near, factor)
+    assert near.gram_factorised
+    grown = Loop(kept=np.arange(problem.n_features), ws_size=100, gram_factorised=True)
+    assert not solver._direct(problem, np.sort(np.concatenate([support, others[:40]])), grown, factor)
+    assert not grown.gram_factorised  # and stays so: rent or buy counts afresh
+    assert not solver._direct(problem, support, grown, factor)
+    assert not solver._direct(problem, support, Loop(kept=support, ws_size=100, gram_factorised=True), None)
 
 
 def test_a_stale_factorisation_is_used_at_later_points_and_replaced_when_it_stops_helping():

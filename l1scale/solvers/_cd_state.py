@@ -124,7 +124,7 @@ class Loop:
     gram_first: float = 0.0  # the price of the last model's Gram matrix, when it was solved on one
     cg_capped: bool = False  # the last support-Newton CG solve stopped at its cap of products
     direct: bool = False  # support-Newton systems are factorised (a CG solve stopped at its whole cap)
-    gram_factorised: bool = False  # and so since a CG solve factorised the Gram matrix it had built
+    gram_factorised: bool = False  # and so since a CG solve factorised its Gram matrix, while that reaches
     newton_spent: int = 0  # nonzeros read by support-Newton solves since the support last moved far
     newton_below: float = np.inf  # support-Newton steps wait until the largest violation is below this
     certified_reads: int = 0  # nonzeros read by the end of the last certificate

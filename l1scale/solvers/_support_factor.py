@@ -179,6 +179,24 @@ class SupportFactor:
         E[held, np.arange(held.shape[0])] = 1.0
         return self.solve(E)
 
+    def _overlap(self, support):
+        """For each weight of ``support`` (sorted), its position in this factorisation's support
+        (clipped) and whether it is there."""
+        own = self.support
+        at = np.minimum(np.searchsorted(own, support), own.shape[0] - 1)
+        return at, own[at] == support
+
+    def reaches(self, support) -> bool:
+        """Whether this factorisation can precondition a system on ``support`` (sorted;
+        :meth:`preconditioner`): at most ``STALE_MAX_HELD`` of its weights have left it, at most
+        ``STALE_MAX_FRESH`` have come, and at least half of ``support`` is its own."""
+        if self.support is None or self.support.shape[0] == 0 or support.shape[0] == 0:
+            return False
+        _, shared = self._overlap(support)
+        n_shared = int(shared.sum())
+        fresh, held = support.shape[0] - n_shared, self.support.shape[0] - n_shared
+        return held <= STALE_MAX_HELD and fresh <= STALE_MAX_FRESH and 2 * n_shared >= support.shape[0]
+
     def preconditioner(self, pt, support):
         """An approximate inverse of the system at ``pt`` on ``support`` (sorted; another point's,
         or another support's): on the weights this factorisation has, its solve, with those that
@@ -187,17 +205,16 @@ class SupportFactor:
         complement of this factorisation's block). Returns a :class:`Preconditioner`, or None
         when more than ``STALE_MAX_HELD`` weights have left, more than ``STALE_MAX_FRESH`` have
         come, or fewer than half of ``support`` are its own."""
+        if not self.reaches(support):
+            return None
         own = self.support
         k, k_own = support.shape[0], own.shape[0]
         fit_b = self.size > k_own
-        at = np.minimum(np.searchsorted(own, support), k_own - 1)
-        shared = own[at] == support
+        at, shared = self._overlap(support)
         kept = np.zeros(k_own, dtype=bool)
         kept[at[shared]] = True
         held = np.flatnonzero(~kept)
         fresh = np.flatnonzero(~shared)
-        if held.shape[0] > STALE_MAX_HELD or fresh.shape[0] > STALE_MAX_FRESH or 2 * int(shared.sum()) < k:
-            return None
         rows_new = np.flatnonzero(shared)  # positions in the new system ...
         rows_own = at[shared]  # ... and in this one
         if fit_b:
