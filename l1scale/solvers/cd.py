@@ -488,7 +488,8 @@ class CoordinateDescent(Solver):
                         vmax / lam1,
                         objective,
                         cap,
-                        self._direct(problem, support, st, pt.factor) or factorisation_pays(problem, support, self.gram_max),
+                        self._direct(problem, support, st, pt.factor)
+                        or factorisation_pays(problem, support, self.gram_max),
                         self.factorise_gram_after,
                     )
                     st.newton_spent += pt.reads - before
@@ -729,7 +730,9 @@ class CoordinateDescent(Solver):
         if cert.name == "duality_gap" and dual.best_point is not None:
             result.dual_point = dual.best_point.copy()
         # A path's next lam starts factorising if this one ended so (by CG's cap, or rent or buy).
-        pt.factorise = st.direct or (st.last_support is not None and self._direct(problem, st.last_support, st, pt.factor))
+        pt.factorise = st.direct or (
+            st.last_support is not None and self._direct(problem, st.last_support, st, pt.factor)
+        )
         return result, st.kept, residual_dual
 
     def _covariance_solve(self, problem, coef_init, compile_seconds, converted, before=None):
