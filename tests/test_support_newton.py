@@ -640,9 +640,11 @@ def test_the_lasso_factorises_its_support_system_at_once_on_news20():
 
 def test_a_path_carries_the_factorisation_to_its_next_lams(monkeypatch):
     """Once a lam's solve has found its support's system too hard for CG (here a cap of 3 products),
-    the next lam's support, nearly the same, starts factorised: no lam after the first factorised
-    one spends a capped CG solve (news20's 50-lam path to tol 1e-4: one capped solve per lam on its
-    last 21 lams, 34 s -> 18 s when measured), and every lam is still certified."""
+    the next lam's support, nearly the same, starts factorised: no lam after the first with a capped
+    CG solve spends another (news20's 50-lam path to tol 1e-4: one capped solve per lam on its last
+    21 lams, 34 s -> 18 s when measured), and every lam is still certified. (A factorisation made
+    for another reason, small supports' Newton dual points here, serves the next lams only while it
+    reaches their supports: ``test_a_paths_next_lam_factorises_for_good_only_after_cgs_cap``.)"""
     from l1scale.data.synthetic import make_sparse_text
     from l1scale.path import lam_grid
     from l1scale.solvers import _support_newton
@@ -666,7 +668,7 @@ def test_a_path_carries_the_factorisation_to_its_next_lams(monkeypatch):
         results.append(result)
         lam[0] += 1
     assert all(r.converged for r in results)
-    first = min(k for k, factorised, _ in calls if factorised)
+    first = min(k for k, _, capped in calls if capped)
     later = [(k, factorised, capped) for k, factorised, capped in calls if k > first]
     assert {k for k, _, _ in later} and all(factorised and not capped for _, factorised, capped in later)
 
@@ -698,3 +700,34 @@ def test_the_factorisation_kernels_solve_and_refuse_what_is_not_positive_definit
     not_finite[0, 1] = not_finite[1, 0] = np.nan
     for bad in (indefinite, -M, not_finite):
         assert cholesky_factor(bad).shape == (0, 0)
+
+
+def test_a_paths_next_lam_factorises_for_good_only_after_cgs_cap(monkeypatch):
+    """A lam whose systems were factorised by rent or buy hands the next lam a factorisation that
+    serves while it reaches the support (``Loop.gram_factorised``), not for good (``Loop.direct``,
+    kept for a lam whose CG stopped at its cap): a path's supports move by more than a stale
+    factorisation can precondition, and CG converges on many of them before rent or buy pays."""
+    from l1scale.solvers import cd as cd_module
+    from l1scale.solvers.cd import CoordinateDescent
+
+    problem, _, _, _ = _correlated_case(True)
+    loops = []
+    real = cd_module.Loop
+
+    class recorded(real):
+        def __init__(self, **kw):
+            loops.append((kw.get("direct", False), kw.get("gram_factorised", False)))
+            super().__init__(**kw)
+
+    monkeypatch.setattr(cd_module, "Loop", recorded)
+    solver = CoordinateDescent(tol=1e-8)
+    solver.factorise_after = 0.0  # rent or buy factorises every support-Newton system
+    lams = problem.lam_max() * np.array([0.05, 0.04, 0.03])
+    results = list(solver.solve_path(problem, lams))
+    assert all(r.converged for r in results)
+    assert loops[0] == (False, False)
+    assert any(near for _, near in loops[1:]) and not any(direct for direct, _ in loops[1:])
+    # and the same optima as lams solved from zero
+    for lam, result in zip(lams, results):
+        alone = CoordinateDescent(tol=1e-10).solve(problem.with_lam(float(lam)))
+        assert result.objective == pytest.approx(alone.objective, rel=1e-7)

@@ -32,7 +32,9 @@ class Iterate:
         self.r, self.D, self.xTd = np.empty(n), np.empty(n), np.zeros(n)
         self.loss_sum, self.pen, self.reads = 0.0, 0.0, 0
         self.moves = 0  # accepted moves: a quantity solved at the iterate holds while this stays
-        self.factorise = False  # the support's Newton systems are factorised (set by a solve, for the next)
+        # The support's Newton systems are factorised (set by a solve, for a path's next lam): for
+        # good (CG stopped at its cap), or while the last factorisation reaches the support.
+        self.factorise, self.factorise_near = False, False
         self.factor = None  # the last factorisation of such a system (_support_newton; it preconditions the next)
         self.gram_cache = None  # CD's models' Gram matrices, where the curvature does not move (_gram_cache)
         self.refresh()
