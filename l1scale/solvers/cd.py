@@ -421,7 +421,6 @@ class CoordinateDescent(Solver):
         history = History()
         if pt.gram_cache is None:
             pt.gram_cache = GramCache(problem, self.gram_max)
-        # A path's next lam starts factorising if the last one ended so: its support is nearly this one's.
         # A path's next lam factorises as the last one ended: for good where CG stopped at its cap
         # there, else while the last factorisation reaches the support (``_direct``).
         st = Loop(kept=kept, ws_size=self.first_working_set, direct=pt.factorise, gram_factorised=pt.factorise_near)
