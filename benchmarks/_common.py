@@ -157,6 +157,18 @@ DATASETS = {
         1_000_000,
         "generated hashed clicks: 20,000 rows of 50 random features of 1,000,000, a 200-feature logistic truth",
     ),
+    # Generated (:func:`tall_dense`): tabular, many rows and few features, X a dense array.
+    "tall": (
+        None,
+        40,
+        "generated tall dense: 200,000 rows of 40 standard normal columns (10 correlated pairs), a 20-column logistic truth",
+    ),
+    # Generated (:func:`rare_positives`): rare recorded events, nearly separable at small lam.
+    "rare": (
+        None,
+        5_000,
+        "generated rare positives: 50,000 rows of 25 binary features of 5,000, 1% of a logistic model's positives kept positive",
+    ),
     # Generated (:func:`genotypes`): dense, wide and correlated, the shape of genomics data.
     "genotypes": (
         None,
@@ -233,13 +245,61 @@ def genotypes(n_features, n_samples=2_000, block=50, n_true=30, seed=0):
     return X, y
 
 
+def tall_dense(n_features, n_samples=200_000, n_true=20, seed=0):
+    """``(X, y)``: tabular data, many rows and few features: X dense (an array, as such data is
+    passed), standard normal columns of which the first quarter each carries 0.9 of a column of the
+    second quarter (correlated pairs), labels from a logistic model on ``n_true`` columns of weights
+    3 N(0, 1), its margins scaled to standard deviation 2. Seeded: the same data on every machine."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n_samples, n_features))
+    q = n_features // 4
+    X[:, :q] += 0.9 * X[:, q : 2 * q]
+    truth = np.zeros(n_features)
+    truth[rng.choice(n_features, min(n_true, n_features), replace=False)] = 3.0 * rng.normal(
+        size=min(n_true, n_features)
+    )
+    z = X @ truth
+    z = 2.0 * (z - z.mean()) / z.std()
+    y = np.where(rng.random(n_samples) < 1.0 / (1.0 + np.exp(-z)), 1.0, -1.0)
+    return X, y
+
+
+def rare_positives(n_features, n_samples=50_000, per_row=25, kept=0.01, n_true=20, seed=0):
+    """``(X, y)``: binary rows of ``per_row`` features drawn uniformly (repeats merged) of
+    ``n_features``, labels from a logistic model on ``n_true`` features of weights 3 N(0, 1) (margins
+    scaled to standard deviation 2), of whose positives only a fraction ``kept`` stays positive: rare
+    recorded events, most of the model's positives unrecorded (fraud found, conversions tracked). A
+    few hundred positive rows that the features barely tell apart: nearly separable at small lam,
+    with supports of half the features. Seeded: the same data on every machine."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    cols = np.sort(rng.integers(0, n_features, size=(n_samples, per_row)), axis=1)
+    indptr = np.arange(0, n_samples * per_row + 1, per_row)
+    X = sp.csr_matrix((np.ones(n_samples * per_row), cols.ravel(), indptr), shape=(n_samples, n_features))
+    X.sum_duplicates()
+    X.data[:] = 1.0
+    truth = np.zeros(n_features)
+    truth[rng.choice(n_features, n_true, replace=False)] = 3.0 * rng.normal(size=n_true)
+    z = X @ truth
+    z = 2.0 * (z - z.mean()) / z.std()
+    y = np.where(rng.random(n_samples) < 1.0 / (1.0 + np.exp(-z)), 1.0, -1.0)
+    y[(y > 0) & (rng.random(n_samples) >= kept)] = -1.0
+    X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
+    return X, y
+
+
 # Generated data sets: name -> generator of (X, y) from the width.
-GENERATED = {"clicks": hashed_clicks, "genotypes": genotypes}
+GENERATED = {"clicks": hashed_clicks, "genotypes": genotypes, "tall": tall_dense, "rare": rare_positives}
 
 
 def load_dataset(name: str, data_dir, cache_dir):
     """``(X, y)`` of a :data:`DATASETS` entry: X CSR float64 with int32 indices (scikit-learn's
-    liblinear and saga reject int64 ones), sorted; y in {-1., +1.}. news20 is its seeded 75%
+    liblinear and saga reject int64 ones), sorted (the generated ``tall`` set: a dense array, as
+    tabular data is passed); y in {-1., +1.}. news20 is its seeded 75%
     training split (:func:`training_rows`: 14,134 of 18,846 rows, all 588,937 columns)."""
     import numpy as np
     import scipy.sparse as sp

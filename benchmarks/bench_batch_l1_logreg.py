@@ -1246,6 +1246,8 @@ def main(argv=None):
     for ds in datasets:
         t0 = time.perf_counter()
         X, y = load_dataset(ds, args.data_dir, args.cache_dir)
+        if not sp.issparse(X):  # a dense generated set: every solver gets the same CSR matrix here too
+            X = sp.csr_matrix(X)
         log(f"{ds}: n={X.shape[0]} d={X.shape[1]} nnz={X.nnz} (loaded in {time.perf_counter() - t0:.1f}s)")
         peers = Peers(X, y, args, spec)
         intercepts = {"protocol": [PROTOCOL.get(ds, True)], "both": [False, True], "no": [False], "yes": [True]}[

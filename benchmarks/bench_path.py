@@ -11,7 +11,9 @@ of ``Problem(X, y, lam=1.0, fit_intercept=...)``), the same grid given to
 (``--loss squared``: the Lasso path, ``regularization_path(X, y, "squared", ...)`` against
 ``glmnet.ElasticNet(alpha=1, ...)``, the labels as the target, into ``path_lasso.{md,json}``)
 each whole call timed in a forked child (median of 3 when under ``--repeat-below`` s), on
-earn (with intercept) and news20 (its seeded 75% training split, no intercept). A path's
+earn (with intercept), news20 (its seeded 75% training split, no intercept) and two generated
+sets, with intercept: ``tall`` (200,000 x 40 dense, as an array) and ``rare`` (50,000 x 5,000
+binary, 1% positive, nearly separable: ``_common.tall_dense``, ``_common.rare_positives``). A path's
 quality is its worst relative suboptimality over the 50 lams, against a reference path
 (l1scale at tol=1e-10, or any better solution found); each solver's tolerance comes from a
 ladder (loosest first), and the one reported for a target is the loosest whose path has
@@ -76,7 +78,7 @@ N_LAMS, LAM_MIN_RATIO = 50, 1e-3
 TARGETS = (1e-4, 1e-6)
 KEYS = tuple(f"{t:g}" for t in TARGETS)  # "0.0001", "1e-06"
 RATIO_GOAL = 0.5  # l1scale / glmnet at worst subopt 1e-4
-PROTOCOL = {"earn": True, "news20": False}  # dataset -> intercept
+PROTOCOL = {"earn": True, "news20": False, "tall": True, "rare": True}  # dataset -> intercept
 QUICK_DATASETS = ("earn",)
 LADDERS = {"l1scale": tuple(10.0**-k for k in range(2, 10)), "glmnet": tuple(10.0**-k for k in range(2, 13))}
 LABELS = {"l1scale": "l1scale regularization_path", "glmnet": "glmnet LogitNet"}
@@ -148,13 +150,14 @@ def run_dataset(name, args, log):
     intercept = PROTOCOL.get(name, True) if args.intercept == "protocol" else args.intercept == "yes"
     lam_max = Problem(X, y, args.loss, lam=1.0, fit_intercept=intercept).lam_max()
     grid = lam_grid(lam_max, N_LAMS, LAM_MIN_RATIO)
-    log(f"{name}: n={X.shape[0]} d={X.shape[1]} nnz={X.nnz} intercept={intercept} lam_max={lam_max:.4g}")
+    nnz = int(X.nnz) if sp.issparse(X) else int(np.count_nonzero(X))  # the tall set is a dense array
+    log(f"{name}: n={X.shape[0]} d={X.shape[1]} nnz={nnz} intercept={intercept} lam_max={lam_max:.4g}")
     objectives = PathObjectives(X, y, grid, intercept, args.loss)
     out = {
         "dataset": name,
         "n": X.shape[0],
         "d": X.shape[1],
-        "nnz": int(X.nnz),
+        "nnz": nnz,
         "intercept": intercept,
         "lam_max": lam_max,
         "grid": grid,
