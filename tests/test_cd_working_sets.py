@@ -584,3 +584,30 @@ def test_a_dense_paths_next_lam_buys_its_models_gram_matrix_at_once(monkeypatch)
     X_sparse = sp.csc_matrix(X)
     (a, reads_a), (b, reads_b) = path(X_sparse, True), path(X_sparse, False)
     assert reads_a == reads_b and np.array_equal(a, b)
+
+
+def test_a_paths_warm_round_offers_the_models_dual_point_at_a_loose_tol(monkeypatch):
+    """A path's lam starts from the last lam's gradient, its first round near the optimum: there
+    the model's dual point is offered at any tol (``CoordinateDescent.ws_model_dual_warm``), and
+    certifies lams in fewer Newton steps than the rescaled residual could at tol 1e-3 (where a
+    cold solve's working-set rounds do not offer it); every lam still certified, the same optima
+    to tol."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(20_000, 24))
+    X[:, :6] += 0.9 * X[:, 6:12]
+    w = np.zeros(24)
+    w[rng.choice(24, 10, replace=False)] = 3.0 * rng.normal(size=10)
+    z = X @ w
+    y = np.where(rng.random(20_000) < 1.0 / (1.0 + np.exp(-2.0 * z / z.std())), 1.0, -1.0)
+    problem = Problem(X, y, "logistic", lam=1.0)
+    lams = lam_grid(problem.lam_max(), 20, 0.001)
+
+    def path(warm):
+        monkeypatch.setattr(CoordinateDescent, "ws_model_dual_warm", warm)
+        results = list(CoordinateDescent(tol=1e-3).solve_path(problem, lams))
+        assert all(r.converged and r.relative_certificate <= 1e-3 for r in results)
+        return np.array([r.objective for r in results]), sum(r.n_iter for r in results)
+
+    (offered, steps_offered), (not_offered, steps_not) = path(True), path(False)
+    np.testing.assert_allclose(offered, not_offered, rtol=2e-3)
+    assert steps_offered < steps_not

@@ -99,7 +99,7 @@ _LOOP_INDICES = {"kept": False, "ws": True, "last_support": True}
 _LOOP_LOW = {"ws_size": 1, "it": 0, "recorded": -1, "certified_reads": 0, "newton_spent": 0}
 # Entries added after checkpoints of this format were first written: a checkpoint without one
 # resumes with its default (what the solver that wrote it did).
-_LOOP_ADDED = {"gram_factorised"}
+_LOOP_ADDED = {"gram_factorised", "warm_round"}
 
 
 @dataclass
@@ -128,6 +128,7 @@ class Loop:
     cg_capped: bool = False  # the last support-Newton CG solve stopped at its cap of products
     direct: bool = False  # support-Newton systems are factorised (a CG solve stopped at its whole cap)
     gram_factorised: bool = False  # and so since a CG solve factorised its Gram matrix, while that reaches
+    warm_round: bool = False  # the round is a warm start's first (a path's lam, from the last one's gradient)
     newton_spent: int = 0  # nonzeros read by support-Newton solves since the support last moved far
     newton_below: float = np.inf  # support-Newton steps wait until the largest violation is below this
     certified_reads: int = 0  # nonzeros read by the end of the last certificate
