@@ -35,7 +35,7 @@ class Iterate:
         # The support's Newton systems are factorised (set by a solve, for a path's next lam): for
         # good (CG stopped at its cap), or while the last factorisation reaches the support.
         self.factorise, self.factorise_near = False, False
-        self.gram_first = 0.0
+        self.gram_first = 0.0  # the last solve's model Gram-matrix price (a dense path's next lam starts there)
         self.factor = None  # the last factorisation of such a system (_support_newton; it preconditions the next)
         self.gram_cache = None  # CD's models' Gram matrices, where the curvature does not move (_gram_cache)
         self.refresh()

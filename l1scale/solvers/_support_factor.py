@@ -193,9 +193,12 @@ class SupportFactor:
         if self.support is None or self.support.shape[0] == 0 or support.shape[0] == 0:
             return False
         _, shared = self._overlap(support)
-        n_shared = int(shared.sum())
-        fresh, held = support.shape[0] - n_shared, self.support.shape[0] - n_shared
-        return held <= STALE_MAX_HELD and fresh <= STALE_MAX_FRESH and 2 * n_shared >= support.shape[0]
+        return self._within_reach(support.shape[0], int(shared.sum()))
+
+    def _within_reach(self, k, n_shared) -> bool:
+        """:meth:`reaches` from the counts: a support of ``k`` weights, ``n_shared`` of them this one's."""
+        fresh, held = k - n_shared, self.support.shape[0] - n_shared
+        return held <= STALE_MAX_HELD and fresh <= STALE_MAX_FRESH and 2 * n_shared >= k
 
     def preconditioner(self, pt, support):
         """An approximate inverse of the system at ``pt`` on ``support`` (sorted; another point's,
@@ -205,12 +208,12 @@ class SupportFactor:
         complement of this factorisation's block). Returns a :class:`Preconditioner`, or None
         when more than ``STALE_MAX_HELD`` weights have left, more than ``STALE_MAX_FRESH`` have
         come, or fewer than half of ``support`` are its own."""
-        if not self.reaches(support):
-            return None
         own = self.support
         k, k_own = support.shape[0], own.shape[0]
         fit_b = self.size > k_own
         at, shared = self._overlap(support)
+        if not self._within_reach(k, int(shared.sum())):
+            return None
         kept = np.zeros(k_own, dtype=bool)
         kept[at[shared]] = True
         held = np.flatnonzero(~kept)
