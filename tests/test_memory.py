@@ -7,11 +7,16 @@ from numba import njit
 
 from l1scale.data.memory import (
     CHECKED_MARK,
+    DENSE_AXPY_BLOCK_ROWS,
     as_columns,
     as_rows,
     column,
+    column_axpy,
+    column_dot,
+    column_dots,
     column_matrix,
     column_matrix_rows,
+    columns_axpy,
     index_dtype,
     row,
 )
@@ -226,3 +231,33 @@ def test_column_matrix_rows_matches_scipy_on_random_folds(seed):
         np.testing.assert_array_equal(sub.indptr, expected.indptr)
         np.testing.assert_array_equal(sub.indices, expected.indices)
         np.testing.assert_array_equal(sub.data, expected.data)
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csc", "csr"])
+@pytest.mark.parametrize("k", [0, 1, 5, 8])
+def test_many_column_products_are_one_column_products_to_the_bit(fmt, k):
+    # column_dots sums dense columns four at a time and columns_axpy updates a block of rows by
+    # every column before the next block: each column's sum and each z_i's terms keep the
+    # one-column kernels' order, so the results are theirs bit for bit (over several row
+    # blocks and a short last one, and a column count that is not a multiple of four).
+    rng = np.random.default_rng(k)
+    n, d = 2 * DENSE_AXPY_BLOCK_ROWS + 37, 11
+    X = rng.normal(size=(n, d))
+    X[rng.random(X.shape) < 0.3] = 0.0
+    given = {"dense": X, "csc": sp.csc_matrix(X), "csr": sp.csr_matrix(X)}[fmt]
+    arrays = as_columns(given).arrays
+    cols = rng.permutation(d)[:k].astype(np.int64)
+    r, a = rng.normal(size=n), rng.normal(size=k)
+    dots = np.full(k, np.nan)
+    column_dots(*arrays, cols, r, dots)
+    expected = np.array([column_dot(*arrays, j, r) for j in cols])
+    np.testing.assert_array_equal(dots, expected)
+    np.testing.assert_allclose(dots, X[:, cols].T @ r, rtol=1e-12, atol=1e-12)
+    z0 = rng.normal(size=n)
+    z, z_one = z0.copy(), z0.copy()
+    reads = columns_axpy(*arrays, cols, a, z)
+    for j, aj in zip(cols, a):
+        column_axpy(*arrays, j, aj, z_one)
+    np.testing.assert_array_equal(z, z_one)
+    np.testing.assert_allclose(z, z0 + X[:, cols] @ a, rtol=1e-12, atol=1e-12)
+    assert reads == (n * k if fmt == "dense" else np.count_nonzero(X[:, cols]))

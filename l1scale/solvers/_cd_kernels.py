@@ -20,7 +20,14 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..data.memory import column_axpy, column_dot, column_moments, column_weighted_dot, column_weighted_dot_and_sum
+from ..data.memory import (
+    column_axpy,
+    column_dots,
+    column_moments,
+    column_weighted_dot,
+    column_weighted_dot_and_sum,
+    columns_axpy,
+)
 from ..losses import conjugate_domain_clip
 from ._gram_kernels import (
     FACE_AFTER,
@@ -97,10 +104,12 @@ def check_pass(data, indices, indptr, dense, cols, r, w, lam1, lam2, g):
     Returns (largest violation, sum of violations, nnz(w) over cols, largest violation of a zero weight).
     """
     vmax, vsum, nnz, vzero = 0.0, 0.0, 0, 0.0
+    dots = np.empty(cols.shape[0])
+    column_dots(data, indices, indptr, dense, cols, r, dots)
     for k in range(cols.shape[0]):
         j = cols[k]
         wj = w[j]
-        gj = column_dot(data, indices, indptr, dense, j, r) + lam2 * wj
+        gj = dots[k] + lam2 * wj
         g[j] = gj
         if wj == 0.0:
             viol = max(abs(gj) - lam1, 0.0)
@@ -126,12 +135,8 @@ def support_margins(data, indices, indptr, dense, w, b, z):
 
     Shapes: w (d,), z (n,). Returns the number of nonzeros read."""
     z[:] = b
-    reads = 0
-    for j in range(w.shape[0]):
-        wj = w[j]
-        if wj != 0.0:
-            reads += column_axpy(data, indices, indptr, dense, j, wj, z)
-    return reads
+    support = np.flatnonzero(w)
+    return columns_axpy(data, indices, indptr, dense, support, w[support], z)
 
 
 @njit(cache=True, nogil=True)
@@ -435,11 +440,15 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     gram_out = np.empty((0, 0))
     if use_gram:  # X d + d_b for the line search, from the moved coordinates
         xTd[:] = d_b
+        moved = np.empty(m_outer, dtype=active.dtype)
+        step = np.empty(m_outer)
+        k = 0
         for s in range(m_outer):
             j = active[s]
-            dj = wpd[j] - w[j]
-            if dj != 0.0:
-                reads += column_axpy(data, indices, indptr, dense, j, dj, xTd)
+            if wpd[j] != w[j]:
+                moved[k], step[k] = j, wpd[j] - w[j]
+                k += 1
+        reads += columns_axpy(data, indices, indptr, dense, moved[:k], step[:k], xTd)
         # The Gram matrix in the order active[:m_outer] has now (the sweeps permuted it with local).
         gram_out = np.empty((size, size))
         for a in range(size):

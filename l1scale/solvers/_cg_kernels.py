@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..data.memory import column_axpy, column_dot
+from ..data.memory import column_dots, columns_axpy
 from ._gram_kernels import gram_cost, model_gram
 
 
@@ -18,16 +18,14 @@ def _support_times(data, indices, indptr, dense, support, x, fit_intercept, t):
     """t = X_S x[:k] (+ x[k], the intercept). Shapes: support (k,), x (k [+ 1],), t (n,)."""
     k = support.shape[0]
     t[:] = x[k] if fit_intercept else 0.0
-    for q in range(k):
-        column_axpy(data, indices, indptr, dense, support[q], x[q], t)
+    columns_axpy(data, indices, indptr, dense, support, x[:k], t)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _support_transpose_times(data, indices, indptr, dense, support, t, fit_intercept, out):
     """out[:k] = X_S^T t (and out[k] = sum(t)). Shapes: t (n,), out (k [+ 1],)."""
     k = support.shape[0]
-    for q in range(k):
-        out[q] = column_dot(data, indices, indptr, dense, support[q], t)
+    column_dots(data, indices, indptr, dense, support, t, out[:k])
     if fit_intercept:
         out[k] = t.sum()
 

@@ -30,8 +30,9 @@ GRAM_BLOCK_ENTRIES = 32768
 # rows' outer products land in it.
 GRAM_BAND_BYTES = 524288
 # Bytes of a dense Gram matrix's block of scaled rows (``_dense_gram``): BLAS multiplies it while
-# it is in cache, and the one scratch block is reused for the next.
-DENSE_GRAM_BLOCK_BYTES = 1048576
+# it is in the second-level cache, and the one scratch block is reused for the next (200,000 x 22
+# with intercept: blocks of 1 MB 14.4 ms, of 256 kB 7.3 ms, with the copy written by position).
+DENSE_GRAM_BLOCK_BYTES = 262144
 # ... and of at least this many rows: a product over fewer is BLAS at a fraction of its speed
 # (2,000 x 500, blocks of 261 rows: the fit at 0.01 lam_max 5-10% slower than unblocked).
 DENSE_GRAM_BLOCK_ROWS = 1024
@@ -91,16 +92,21 @@ def _dense_gram(data, indptr, active, m, D, fit_intercept):
         return Q
     rows = min(n, max(DENSE_GRAM_BLOCK_ROWS, DENSE_GRAM_BLOCK_BYTES // (8 * size)))
     scratch = np.empty(size * rows)
+    root = np.empty(rows)
     for first in range(0, n, rows):
         b = min(rows, n - first)
-        C = scratch[: size * b].reshape((size, b))
-        root = C[size - 1] if fit_intercept else np.empty(b)
         for i in range(b):
             root[i] = np.sqrt(max(D[first + i], 0.0))  # a rounding below zero must not become a NaN
+        # Rows of C written through one-dimensional slices: C[s, i] indexed in two dimensions
+        # did not vectorise, and the copy cost as much as BLAS's product.
         for s in range(m):
             start = indptr[active[s]] + first
+            source, row = data[start : start + b], scratch[s * b : (s + 1) * b]
             for i in range(b):
-                C[s, i] = data[start + i] * root[i]
+                row[i] = source[i] * root[i]
+        if fit_intercept:
+            scratch[m * b : size * b] = root[:b]
+        C = scratch[: size * b].reshape((size, b))
         Q += np.dot(C, C.T)
     for a in range(size):
         for c in range(a + 1, size):
