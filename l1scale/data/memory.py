@@ -283,15 +283,35 @@ def column_moments(data, indices, indptr, dense, j, r, D):
     return _sparse_moments(data, indices, indptr, j, r, D)
 
 
+# The sums a CD sweep takes over one dense column at a time (the moments, the weighted dots) are
+# summed in four interleaved partial sums, rows i = 0, 1, 2, 3 (mod 4), added pairwise at the end:
+# four independent chains of additions where one chain made the loop wait on each addition, in an
+# order fixed by the column's length alone (the same sums on every machine and every call).
+# 200,000 x 40 dense: the moments over all columns 7.0 -> 4.6 ms.
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _dense_moments(data, indptr, j, r, D):
-    start = indptr[j]
-    acc_g, acc_h = 0.0, 0.0
-    for i in range(indptr[j + 1] - start):
-        v = data[start + i]
-        acc_g += r[i] * v
-        acc_h += D[i] * v * v
-    return acc_g, acc_h
+    x = data[indptr[j] : indptr[j + 1]]
+    n = x.shape[0]
+    g0 = g1 = g2 = g3 = h0 = h1 = h2 = h3 = 0.0
+    i = 0
+    while i + 4 <= n:
+        v0, v1, v2, v3 = x[i], x[i + 1], x[i + 2], x[i + 3]
+        g0 += r[i] * v0
+        g1 += r[i + 1] * v1
+        g2 += r[i + 2] * v2
+        g3 += r[i + 3] * v3
+        h0 += D[i] * v0 * v0
+        h1 += D[i + 1] * v1 * v1
+        h2 += D[i + 2] * v2 * v2
+        h3 += D[i + 3] * v3 * v3
+        i += 4
+    while i < n:
+        g0 += r[i] * x[i]
+        h0 += D[i] * x[i] * x[i]
+        i += 1
+    return (g0 + g1) + (g2 + g3), (h0 + h1) + (h2 + h3)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -331,7 +351,8 @@ def _sparse_dot(data, indices, indptr, j, r):
 
 @njit(cache=True, nogil=True, inline="always")
 def column_weighted_dot(data, indices, indptr, dense, j, D, v, acc):
-    """acc + sum_i x_ij D_i v_i over column j, summed onto acc in the column's order."""
+    """acc + sum_i x_ij D_i v_i over column j (a sparse column's summed onto acc in its order, a
+    dense one's in four partial sums, then added to acc)."""
     if dense:
         return _dense_weighted_dot(data, indptr, j, D, v, acc)
     return _sparse_weighted_dot(data, indices, indptr, j, D, v, acc)
@@ -339,10 +360,20 @@ def column_weighted_dot(data, indices, indptr, dense, j, D, v, acc):
 
 @njit(cache=True, nogil=True, inline="always")
 def _dense_weighted_dot(data, indptr, j, D, v, acc):
-    start = indptr[j]
-    for i in range(indptr[j + 1] - start):
-        acc += data[start + i] * D[i] * v[i]
-    return acc
+    x = data[indptr[j] : indptr[j + 1]]
+    n = x.shape[0]
+    a0 = a1 = a2 = a3 = 0.0
+    i = 0
+    while i + 4 <= n:
+        a0 += x[i] * D[i] * v[i]
+        a1 += x[i + 1] * D[i + 1] * v[i + 1]
+        a2 += x[i + 2] * D[i + 2] * v[i + 2]
+        a3 += x[i + 3] * D[i + 3] * v[i + 3]
+        i += 4
+    while i < n:
+        a0 += x[i] * D[i] * v[i]
+        i += 1
+    return acc + ((a0 + a1) + (a2 + a3))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -357,12 +388,28 @@ def _sparse_weighted_dot(data, indices, indptr, j, D, v, acc):
 def column_weighted_dot_and_sum(data, indices, indptr, dense, j, D, v):
     """(sum_i x_ij D_i v_i, sum_i x_ij D_i) over column j, in one read of it."""
     acc, total = 0.0, 0.0
-    if dense:
-        start = indptr[j]
-        for i in range(indptr[j + 1] - start):
-            xd = data[start + i] * D[i]
-            acc += xd * v[i]
-            total += xd
+    if dense:  # in four partial sums each (see _dense_moments)
+        x = data[indptr[j] : indptr[j + 1]]
+        n = x.shape[0]
+        a0 = a1 = a2 = a3 = t0 = t1 = t2 = t3 = 0.0
+        i = 0
+        while i + 4 <= n:
+            d0, d1, d2, d3 = x[i] * D[i], x[i + 1] * D[i + 1], x[i + 2] * D[i + 2], x[i + 3] * D[i + 3]
+            a0 += d0 * v[i]
+            a1 += d1 * v[i + 1]
+            a2 += d2 * v[i + 2]
+            a3 += d3 * v[i + 3]
+            t0 += d0
+            t1 += d1
+            t2 += d2
+            t3 += d3
+            i += 4
+        while i < n:
+            xd = x[i] * D[i]
+            a0 += xd * v[i]
+            t0 += xd
+            i += 1
+        acc, total = (a0 + a1) + (a2 + a3), (t0 + t1) + (t2 + t3)
     else:
         for p in range(np.uint64(indptr[j]), np.uint64(indptr[j + 1])):
             i = np.uint64(indices[p])
