@@ -16,6 +16,9 @@ from l1scale.data.memory import (
     column_dots,
     column_matrix,
     column_matrix_rows,
+    column_moments,
+    column_weighted_dot,
+    column_weighted_dot_and_sum,
     columns_axpy,
     index_dtype,
     row,
@@ -261,3 +264,25 @@ def test_many_column_products_are_one_column_products_to_the_bit(fmt, k):
     np.testing.assert_array_equal(z, z_one)
     np.testing.assert_allclose(z, z0 + X[:, cols] @ a, rtol=1e-12, atol=1e-12)
     assert reads == (n * k if fmt == "dense" else np.count_nonzero(X[:, cols]))
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 7, 4 * 37 + 2])
+def test_a_dense_columns_sums_in_partial_sums_are_the_columns_sums(n):
+    # A CD sweep's one-column sums over a dense column run in four interleaved partial sums
+    # (rows 0, 1, 2, 3 mod 4, and a tail of n mod 4 rows): they are the column's sums to rounding,
+    # whatever n, and the same as a sparse layout of the same column gives (summed in row order).
+    rng = np.random.default_rng(n)
+    X = rng.normal(size=(n, 3))
+    r, D, v = rng.normal(size=n), rng.uniform(0.0, 0.25, size=n), rng.normal(size=n)
+    dense, sparse = as_columns(X).arrays, as_columns(sp.csc_matrix(X)).arrays
+    for j in range(3):
+        x = X[:, j]
+        expected = (x @ r, D @ (x * x), 0.5 + x @ (D * v), (x @ (D * v), x @ D))
+        for arrays in (dense, sparse):
+            got = (
+                *column_moments(*arrays, j, r, D),
+                column_weighted_dot(*arrays, j, D, v, 0.5),
+                column_weighted_dot_and_sum(*arrays, j, D, v),
+            )
+            np.testing.assert_allclose(got[:3], expected[:3], rtol=1e-13, atol=1e-14)
+            np.testing.assert_allclose(got[3], expected[3], rtol=1e-13, atol=1e-14)
