@@ -368,14 +368,17 @@ def test_the_solver_with_gram_models_reaches_the_plain_solvers_optimum(loss, fit
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
-def test_dense_gram_summed_over_blocks_of_rows_is_the_weighted_gram_matrix(fit_intercept):
-    # Dense columns go to BLAS a block of rows at a time (at least DENSE_GRAM_BLOCK_ROWS rows, the
-    # last one shorter): the sum over the blocks is the whole matrix, exactly symmetric, and a
-    # curvature rounded below zero counts as zero (no NaN from its square root).
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 13, 200])
+def test_dense_gram_summed_over_blocks_of_rows_is_the_weighted_gram_matrix(m, fit_intercept):
+    # Dense columns are multiplied a block of rows at a time (at least DENSE_GRAM_BLOCK_ROWS rows,
+    # the last one shorter), in 4 x 4 tiles over the columns padded with zeros to a multiple of 4
+    # (every size mod 4 here, with and without the intercept's column): the sum over the blocks
+    # is the whole matrix, exactly symmetric, and a curvature rounded below zero counts as zero
+    # (no NaN from its square root).
     rng = np.random.default_rng(11)
-    m = 200
     n = 2 * gram_kernels.DENSE_GRAM_BLOCK_ROWS + 452
-    assert gram_kernels.DENSE_GRAM_BLOCK_BYTES // (8 * (m + 1)) < gram_kernels.DENSE_GRAM_BLOCK_ROWS  # three blocks
+    if m == 200:  # three blocks
+        assert gram_kernels.DENSE_GRAM_BLOCK_BYTES // (8 * (m + 4)) < gram_kernels.DENSE_GRAM_BLOCK_ROWS
     X = rng.normal(size=(n, m + 7))
     D = rng.uniform(0.0, 0.25, size=n)
     D[5] = -1e-18

@@ -15,11 +15,13 @@ from numba import njit
 from ..data.memory import column, column_axpy, column_dot, column_weighted_dot
 from ._quadratic_step import NU, coordinate_step, intercept_eliminated
 
-# A dense Gram matrix by BLAS against the scalar loops, per multiply-add, and the copy of each of
-# its columns' values into the scaled block (``_dense_gram``), in reads: the rent-or-buy choices
-# weigh its work in the scalar loops' units. Measured against a model sweep over the same dense
-# columns (0.68-0.81 ns a value read): 0.09-0.13 ns a multiply-add at 80-400 columns (0.29 at 20,
-# where the copy dominates), and the copy about 1.5 ns a value.
+# A dense Gram matrix against the scalar loops, per multiply-add, and the copy of each of its
+# columns' values into the scaled block (``_dense_gram``), in reads: the rent-or-buy choices
+# weigh its work in the scalar loops' units (the factorisations and CG products on a Gram
+# matrix are priced with the same speed-up, ``_support_factor`` and ``_support_newton``).
+# Measured with BLAS's product against a model sweep over the same dense columns (0.68-0.81 ns
+# a value read): 0.09-0.13 ns a multiply-add at 80-400 columns (0.29 at 20, where the copy
+# dominates), and the copy about 1.5 ns a value.
 DENSE_GRAM_SPEEDUP = 8.0
 DENSE_GRAM_COPY = 2.0
 # Entries of a sparse Gram matrix's block of rows (``model_gram``): 32768 x 16 bytes, within
@@ -29,12 +31,13 @@ GRAM_BLOCK_ENTRIES = 32768
 # this is built a band of its rows at a time, so that the band stays in cache while a block of
 # rows' outer products land in it.
 GRAM_BAND_BYTES = 524288
-# Bytes of a dense Gram matrix's block of scaled rows (``_dense_gram``): BLAS multiplies it while
-# it is in the second-level cache, and the one scratch block is reused for the next (200,000 x 22
-# with intercept: blocks of 1 MB 14.4 ms, of 256 kB 7.3 ms, with the copy written by position).
+# Bytes of a dense Gram matrix's block of scaled rows (``_dense_gram``): multiplied while it is in
+# the second-level cache, and the one scratch block is reused for the next (with BLAS's product,
+# 200,000 x 22 with intercept: blocks of 1 MB 14.4 ms, of 256 kB 7.3 ms; with the tiles, 64 kB to
+# 1 MB and at least 256 or 1,024 rows measured level on 200,000 x 10-40 and 5,000 x 50-500).
 DENSE_GRAM_BLOCK_BYTES = 262144
-# ... and of at least this many rows: a product over fewer is BLAS at a fraction of its speed
-# (2,000 x 500, blocks of 261 rows: the fit at 0.01 lam_max 5-10% slower than unblocked).
+# ... and of at least this many rows (with BLAS's product, blocks of 261 rows of 2,000 x 500 made
+# the fit at 0.01 lam_max 5-10% slower than unblocked).
 DENSE_GRAM_BLOCK_ROWS = 1024
 
 # On its Gram matrix, a model CD has not solved in this many sweeps gets active-set descents on
@@ -54,7 +57,7 @@ def gram_cost(data, indices, indptr, dense, active, m, counts):
 
     The Gram matrix sums, over the rows, the outer product of each row's entries in those
     columns: sum_i k_i (k_i + 1) / 2 for k_i entries in row i. counts (n,) is scratch, left
-    holding k_i. Dense columns are multiplied by BLAS (:func:`model_gram`): their work is the
+    holding k_i. Dense columns are multiplied in tiles (:func:`_dense_gram`): their work is the
     multiply-adds over ``DENSE_GRAM_SPEEDUP`` and the copy of their values, ``DENSE_GRAM_COPY``
     reads each, in the units of the scalar loops it is weighed against."""
     if dense:
@@ -75,30 +78,89 @@ def gram_cost(data, indices, indptr, dense, active, m, counts):
     return nnz, float(pairs)
 
 
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _upper_products(C, size, b, Q):
+    """Q[a, c] += C_a . C_c for every pair of rows a <= c of the block C (``size`` rows of ``b``
+    values each, row a in C[a b : (a + 1) b]; ``size`` a multiple of 4), in 4 x 4 tiles: each
+    pass over the block's values feeds sixteen sums from eight rows, half of the products of
+    ``C C^T`` (the tiles on the diagonal are computed whole, their lower halves unused).
+
+    ``reassoc`` lets the compiler sum each of the sixteen in vector lanes (a fixed order for a
+    given build, not the row order): without it the sums are chains of dependent additions
+    and the kernel ran 2-3x slower than BLAS's product; with it, 1.5-3x faster (blocks of
+    1,024-2,730 rows of 12-40 columns, one thread: OpenBLAS's dgemm on C C^T, whose syrk
+    cannot be called from cached compiled code, took 15-126 us, these tiles 11-40 us, ~22 G
+    multiply-adds a second)."""
+    for a0 in range(0, size, 4):
+        A0, A1 = C[a0 * b : (a0 + 1) * b], C[(a0 + 1) * b : (a0 + 2) * b]
+        A2, A3 = C[(a0 + 2) * b : (a0 + 3) * b], C[(a0 + 3) * b : (a0 + 4) * b]
+        for c0 in range(a0, size, 4):
+            B0, B1 = C[c0 * b : (c0 + 1) * b], C[(c0 + 1) * b : (c0 + 2) * b]
+            B2, B3 = C[(c0 + 2) * b : (c0 + 3) * b], C[(c0 + 3) * b : (c0 + 4) * b]
+            s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = 0.0
+            s20 = s21 = s22 = s23 = s30 = s31 = s32 = s33 = 0.0
+            for i in range(b):
+                x0, x1, x2, x3 = A0[i], A1[i], A2[i], A3[i]
+                y0, y1, y2, y3 = B0[i], B1[i], B2[i], B3[i]
+                s00 += x0 * y0
+                s01 += x0 * y1
+                s02 += x0 * y2
+                s03 += x0 * y3
+                s10 += x1 * y0
+                s11 += x1 * y1
+                s12 += x1 * y2
+                s13 += x1 * y3
+                s20 += x2 * y0
+                s21 += x2 * y1
+                s22 += x2 * y2
+                s23 += x2 * y3
+                s30 += x3 * y0
+                s31 += x3 * y1
+                s32 += x3 * y2
+                s33 += x3 * y3
+            Q[a0, c0] += s00
+            Q[a0, c0 + 1] += s01
+            Q[a0, c0 + 2] += s02
+            Q[a0, c0 + 3] += s03
+            Q[a0 + 1, c0] += s10
+            Q[a0 + 1, c0 + 1] += s11
+            Q[a0 + 1, c0 + 2] += s12
+            Q[a0 + 1, c0 + 3] += s13
+            Q[a0 + 2, c0] += s20
+            Q[a0 + 2, c0 + 1] += s21
+            Q[a0 + 2, c0 + 2] += s22
+            Q[a0 + 2, c0 + 3] += s23
+            Q[a0 + 3, c0] += s30
+            Q[a0 + 3, c0 + 1] += s31
+            Q[a0 + 3, c0 + 2] += s32
+            Q[a0 + 3, c0 + 3] += s33
+
+
 @njit(cache=True, nogil=True)
 def _dense_gram(data, indptr, active, m, D, fit_intercept):
-    """:func:`model_gram` of dense columns by BLAS, a block of rows at a time: the block's
-    columns scaled by sqrt(D) (D >= 0: the loss is convex), and sqrt(D) itself for the
-    intercept's column of ones, as the rows of a (size, b) array C, and Q += C C^T; then made
-    exactly symmetric, the intercept's corner sum_i D_i. One scratch block of about
+    """:func:`model_gram` of dense columns, a block of rows at a time: the block's columns
+    scaled by sqrt(D) (D >= 0: the loss is convex), and sqrt(D) itself for the intercept's
+    column of ones, as the rows of a (size, b) array C, padded with rows of zeros to a multiple
+    of 4, and the upper triangle of Q += C C^T by :func:`_upper_products`; then made exactly
+    symmetric, the intercept's corner sum_i D_i. One scratch block of about
     ``DENSE_GRAM_BLOCK_BYTES``, reused: a copy of all n rows of the columns was a fresh
-    allocation of m n floats per model, whose first touch (page faults) cost more than BLAS's
-    product (100,000 x 84 with intercept: 89 -> 47 ms). (BLAS's syrk, half the product, is not
-    reachable from cached compiled code.)"""
+    allocation of m n floats per model, whose first touch (page faults) cost more than the
+    product (100,000 x 84 with intercept: 89 -> 47 ms)."""
     n = D.shape[0]
     size = m + 1 if fit_intercept else m
-    Q = np.zeros((size, size))
     if size == 0:
-        return Q
-    rows = min(n, max(DENSE_GRAM_BLOCK_ROWS, DENSE_GRAM_BLOCK_BYTES // (8 * size)))
-    scratch = np.empty(size * rows)
+        return np.zeros((0, 0))
+    padded = (size + 3) // 4 * 4
+    Q = np.zeros((padded, padded))
+    rows = min(n, max(DENSE_GRAM_BLOCK_ROWS, DENSE_GRAM_BLOCK_BYTES // (8 * padded)))
+    scratch = np.empty(padded * rows)
     root = np.empty(rows)
     for first in range(0, n, rows):
         b = min(rows, n - first)
         for i in range(b):
             root[i] = np.sqrt(max(D[first + i], 0.0))  # a rounding below zero must not become a NaN
         # Rows of C written through one-dimensional slices: C[s, i] indexed in two dimensions
-        # did not vectorise, and the copy cost as much as BLAS's product.
+        # did not vectorise, and the copy cost as much as the product.
         for s in range(m):
             start = indptr[active[s]] + first
             source, row = data[start : start + b], scratch[s * b : (s + 1) * b]
@@ -106,14 +168,16 @@ def _dense_gram(data, indptr, active, m, D, fit_intercept):
                 row[i] = source[i] * root[i]
         if fit_intercept:
             scratch[m * b : size * b] = root[:b]
-        C = scratch[: size * b].reshape((size, b))
-        Q += np.dot(C, C.T)
+        scratch[size * b : padded * b] = 0.0
+        _upper_products(scratch, padded, b, Q)
+    out = np.empty((size, size))
     for a in range(size):
-        for c in range(a + 1, size):
-            Q[c, a] = Q[a, c]
+        for c in range(a, size):
+            out[a, c] = Q[a, c]
+            out[c, a] = Q[a, c]
     if fit_intercept:
-        Q[m, m] = D.sum()
-    return Q
+        out[m, m] = D.sum()
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -127,8 +191,8 @@ def model_gram(data, indices, indptr, dense, active, m, D, counts, fit_intercept
     (one miss each), a block's stay in cache and its outer products follow while they are
     there (a9a, all 123 columns: 21 -> 6.5 ms; mnist10k, 300 columns: 62 -> 26 ms; the same
     sums in the same order). A column's rows are read in increasing order, as every layout
-    of ``data.memory`` stores them (canonical). Dense columns are copied out and multiplied
-    by BLAS instead. Shape (m [+ 1], m [+ 1])."""
+    of ``data.memory`` stores them (canonical). Dense columns are copied out, a block of rows at
+    a time, and multiplied in tiles instead (:func:`_dense_gram`). Shape (m [+ 1], m [+ 1])."""
     if dense:
         return _dense_gram(data, indptr, active, m, D, fit_intercept)
     n = counts.shape[0]
