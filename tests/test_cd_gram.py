@@ -49,10 +49,16 @@ def test_model_gram_is_the_weighted_gram_matrix_bordered_by_the_intercept(layout
     XA = X[:, active]
     assert nnz == (X.shape[0] * active.shape[0] if layout == "dense" else np.count_nonzero(XA))
     per_row = counts if layout != "dense" else np.full(X.shape[0], active.shape[0])
-    # Dense columns go to BLAS: their multiply-adds weigh less, in the scalar loop's units.
-    speedup = gram_kernels.DENSE_GRAM_SPEEDUP if layout == "dense" else 1.0
-    copy = gram_kernels.DENSE_GRAM_COPY * X.shape[0] * active.shape[0] if layout == "dense" else 0.0
-    assert work == pytest.approx(copy + 0.5 * float(per_row @ (per_row + 1)) / speedup)
+    # Dense columns are multiplied in tiles: their multiply-adds weigh less, in the scalar loop's
+    # units. Sparse ones cost their rows' pairs, even where they are multiplied in tiles (here:
+    # about six entries a row in seven columns, 21 pairs a row against 3.2 tile products' worth).
+    pairs = 0.5 * float(per_row @ (per_row + 1))
+    if layout == "dense":
+        copy = gram_kernels.DENSE_GRAM_COPY * X.shape[0] * active.shape[0]
+        assert work == pytest.approx(copy + pairs / gram_kernels.DENSE_GRAM_SPEEDUP)
+    else:
+        assert work == pytest.approx(pairs)
+        assert gram_kernels._densify_pays(X.shape[0], active.shape[0], fit_intercept, counts)
     Q = gram_kernels.model_gram(*arrays, active, active.shape[0], D, counts, fit_intercept)
     B = np.column_stack([XA, np.ones(X.shape[0])]) if fit_intercept else XA
     np.testing.assert_allclose(Q, B.T @ (D[:, None] * B), rtol=1e-13, atol=1e-13)
@@ -92,6 +98,23 @@ def test_model_gram_of_many_row_blocks_is_the_weighted_gram_matrix(fit_intercept
     X = sp.csc_matrix(X.toarray() * (np.arange(d) != 7))  # column 7 empty
     assert X.nnz > 3 * gram_kernels.GRAM_BLOCK_ENTRIES
     _check_gram(X, rng, fit_intercept, zero_every=5, atol=1e-10)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("density", [0.05, 0.5])
+def test_sparse_columns_dense_enough_are_multiplied_in_dense_tiles_to_the_same_matrix(density, fit_intercept):
+    # Where a row's entries pair up more often than SPARSE_PAIR_TILES times the dense tiles' products,
+    # the rows are scattered a block at a time into a dense block (three blocks here, the last
+    # shorter; an empty column; rows without curvature) and multiplied in tiles: the same matrix as
+    # the rows' outer products give, which the sparser columns still take.
+    rng = np.random.default_rng(8)
+    n, d = 2 * gram_kernels.DENSE_GRAM_BLOCK_ROWS + 300, 30
+    X = sp.random(n, d, density=density, format="csc", random_state=9)
+    X = sp.csc_matrix(X.toarray() * (np.arange(d) != 4))
+    counts = np.empty(n, dtype=np.int64)
+    gram_kernels.gram_cost(*as_columns(X).arrays, np.arange(d, dtype=np.int64), d, counts)
+    assert gram_kernels._densify_pays(n, d, fit_intercept, counts) == (density == 0.5)
+    _check_gram(X, rng, fit_intercept, zero_every=7, atol=1e-10)
 
 
 def _check_gram(X, rng, fit_intercept, zero_every, atol):
