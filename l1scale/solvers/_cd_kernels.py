@@ -572,6 +572,15 @@ def take_step(active, m, w, wpd, step):
         w[j] = wpd[j]
 
 
+@njit(cache=True, nogil=True)
+def largest_magnitude(v):
+    """max_i |v_i| (0 for an empty v), without the temporary that np.abs(v).max() allocates."""
+    peak = 0.0
+    for i in range(v.shape[0]):
+        peak = max(peak, abs(v[i]))
+    return peak
+
+
 def warm_up():
     """Compile (or load from Numba's cache) every kernel on tiny inputs."""
     data, idx, ptr = np.ones(2), np.arange(2, dtype=np.int64), np.array([0, 2], dtype=np.int64)
@@ -598,4 +607,5 @@ def warm_up():
     model_dual_point(0, v2, v2, v2, v2, v2, True, v2.copy())
     penalty_change(ws, 1, v1, v1, 1.0, 0.1, 0.0)
     take_step(ws, 1, v1.copy(), v1.copy(), 0.5)
+    largest_magnitude(v2)
     seed(0)
