@@ -209,6 +209,40 @@ def test_a_path_hands_the_carried_screening_the_dual_value_it_would_compute(l1_r
         np.testing.assert_array_equal(a.coef, b.coef)
 
 
+def test_a_path_stops_screening_after_screening_patience_fruitless_lams(monkeypatch):
+    """Screening proofs only get rarer as lam decreases: once ``screening_patience`` lams in a row
+    left no feature out, the rest of the path is not screened (nor its bounds updated), and every
+    lam's solution is the one of the path that screens to the end."""
+    rng = np.random.default_rng(4)
+    n, d = 400, 12  # few features, all of them in the model soon: nothing to screen after a few lams
+    X = rng.normal(size=(n, d))
+    y = np.where(X @ rng.normal(size=d) + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    base = Problem(X, y, "logistic", lam=1.0)
+    grid = lam_grid(base.lam_max(), 30, 0.001)
+    found, screen = [], SequentialScreening.screen
+
+    def counted(self, *args):
+        out = screen(self, *args)
+        found.append(-1 if out is None else int(out.sum()))
+        return out
+
+    monkeypatch.setattr(SequentialScreening, "screen", counted)
+    patience = CoordinateDescent.screening_patience
+    patient = list(CoordinateDescent(tol=1e-6).solve_path(base, grid))
+    stopped = list(found)
+    found.clear()
+    monkeypatch.setattr(CoordinateDescent, "screening_patience", len(grid) + 1)
+    to_the_end = list(CoordinateDescent(tol=1e-6).solve_path(base, grid))
+    assert len(found) == len(grid) - 1  # every lam after the first screens
+    assert stopped == found[: len(stopped)] and len(stopped) < len(found)
+    # It stopped at the first run of `patience` fruitless lams, and there.
+    runs = [k for k in range(len(stopped) - patience + 1) if stopped[k : k + patience] == [0] * patience]
+    assert runs == [len(stopped) - patience]
+    assert max(found[len(stopped) :]) == 0  # the screens left out would have found nothing
+    for a, b in zip(patient, to_the_end, strict=True):
+        np.testing.assert_array_equal(a.coef, b.coef)
+
+
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_solve_path_gives_each_lams_cold_optimum(loss, fit_intercept):
