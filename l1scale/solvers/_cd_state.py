@@ -34,8 +34,8 @@ class Iterate:
         self.r, self.D, self.xTd = np.empty(n), np.empty(n), np.zeros(n)
         self.loss_sum, self.pen, self.reads = 0.0, 0.0, 0
         self.moves = 0  # accepted moves: a quantity solved at the iterate holds while this stays
-        # Moves since the margins were last summed from scratch, and the largest |z_i| since: what
-        # bounds the maintained margins' rounding (``objective_within``).
+        # Moves since the margins were last summed from scratch, and the largest max|z| + |b| since:
+        # what bounds the maintained margins' rounding (``rounding_bound``).
         self.rounded, self.z_peak = 0, 0.0
         # The support's Newton systems are factorised (set by a solve, for a path's next lam): for
         # good (CG stopped at its cap), or while the last factorisation reaches the support.
@@ -57,7 +57,7 @@ class Iterate:
     def refresh(self):
         """Margins from scratch (from the nonzero weights), then :meth:`recenter`."""
         self.reads += kernels.support_margins(*self.problem.columns.arrays, self.w, self.b, self.z)
-        self.rounded, self.z_peak = 0, kernels.largest_magnitude(self.z)
+        self.rounded, self.z_peak = 0, kernels.largest_magnitude(self.z) + abs(self.b)
         self.pen = self.problem.penalty.value(self.w)
         self.recenter()
 
@@ -92,7 +92,7 @@ class Iterate:
         self.z, self.z_new, self.lv, self.lv_new = self.z_new, self.z, self.lv_new, self.lv
         self.moves += 1
         self.rounded += 1
-        self.z_peak = max(self.z_peak, kernels.largest_magnitude(self.z))
+        self.z_peak = max(self.z_peak, kernels.largest_magnitude(self.z) + abs(self.b))
 
     def objective_within(self, rtol) -> float:
         """P(w, b) to within rtol |P| of :meth:`exact_objective`'s, without its pass where
@@ -112,9 +112,9 @@ class Iterate:
         no bound).
 
         Each accepted move forms z + t dz (a product and a sum) or, recentring, (z - b) + b': at
-        most 3 eps max|z| a margin, so after k moves |dz_i| <= delta = 3 k eps max|z| (the largest
-        |z_i| met since). With the loss's curvature at most beta, the loss moves by at most
-        sum_i |r_i| delta + beta / 2 sum_i c_i delta^2."""
+        most 3 eps (max|z| + |b|) a margin (|z - b| can exceed both), so after k moves |dz_i| <=
+        delta = 3 k eps peak, peak the largest max|z| + |b| met since. With the loss's curvature at
+        most beta, the loss moves by at most sum_i |r_i| delta + beta / 2 sum_i c_i delta^2."""
         beta = self.problem.loss.curvature_bound
         if beta is None:
             return np.inf
