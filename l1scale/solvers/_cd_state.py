@@ -102,9 +102,9 @@ class Iterate:
         margins are summed afresh, as before."""
         self.pen = self.problem.penalty.value(self.w)
         loss = float(self.problem.c @ self.lv)
-        if self.rounding_bound() <= rtol * abs(loss + self.pen):
-            return loss + self.pen
-        return self.exact_objective()
+        if self.rounding_bound() > rtol * abs(loss + self.pen):
+            loss = self._loss_from_scratch()
+        return loss + self.pen
 
     def rounding_bound(self) -> float:
         """A bound on how far the rounding of the maintained margins since they were last summed
@@ -124,11 +124,15 @@ class Iterate:
     def exact_objective(self) -> float:
         """P(w, b) from margins recomputed from scratch (the maintained ones drift by rounding), and
         the penalty too (``pen``, a running sum of changes, is set to it)."""
+        self.pen = self.problem.penalty.value(self.w)
+        return self._loss_from_scratch() + self.pen
+
+    def _loss_from_scratch(self) -> float:
+        """sum_i c_i loss(y_i, z_i) at margins summed afresh from the support's columns."""
         problem = self.problem
         z = np.empty(problem.n_samples)
         kernels.support_margins(*problem.columns.arrays, self.w, self.b, z)
-        self.pen = problem.penalty.value(self.w)
-        return float(weighted_value(problem.loss.kernel_id, problem.y, z, problem.c)) + self.pen
+        return float(weighted_value(problem.loss.kernel_id, problem.y, z, problem.c))
 
 
 # The loop state's index arrays (entry -> may be None) and the lower bounds of its counters.
