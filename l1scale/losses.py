@@ -8,10 +8,9 @@ exposed to Python drivers as cached NumPy ufuncs built from those same scalars,
 so the formulas cannot drift apart. The solvers' passes over the margins
 (``weighted_terms_along``, ``weighted_value``, ``weighted_derivatives``,
 ``weighted_conjugate``, ``weighted_conjugate_at``) run those scalars in Numba loops,
-except for the logistic loss, whose exps and logs NumPy's vectorised ufuncs take
-(``_logistic_passes``: the same formulas around them, 2-4x faster a pass). The
-kernels are ``nogil`` (and NumPy runs the ufuncs' loops without the GIL), so solves
-in threads (``n_jobs``) run in parallel.
+except for the logistic loss, whose passes run as vectorised loops with exps and logs
+written for them (``_logistic_passes``, ``_vector_math``: the same formulas, 2-4x faster
+a pass). The kernels are ``nogil``, so solves in threads (``n_jobs``) run in parallel.
 
 Conventions (ALGORITHMS.md section 1):
 
@@ -490,8 +489,7 @@ def weighted_value_along(kind, y, z, dz, step, c):
 
 # --------------------------------------------------------------------------- passes over the margins
 # The solvers' passes over the n margins, for every loss: the scalar kernels above, except for the
-# logistic loss, whose exps and logs run vectorised (``_logistic_passes``: 2-4x faster a pass on a
-# CPU with AVX-512).
+# logistic loss, whose passes run vectorised (``_logistic_passes``: 2-4x faster a pass).
 
 
 def weighted_terms_along(kind, y, z, dz, step, c, lv, z_new, lv_new, r, D):
