@@ -22,7 +22,9 @@ overflow: ``exp_nonpositive`` takes x <= 0, ``log1p_unit`` and ``log_unit`` take
 
 The kernels that inline these need ``error_model="numpy"``: under Numba's default (Python's),
 every float division checks its divisor for zero to raise ZeroDivisionError, and that branch
-keeps the loop scalar.
+keeps the loop scalar. Numba's on-disk cache of a kernel is keyed on its own module's source, not on
+the inlined functions': after an edit here, delete the ``__pycache__/*.nbi`` and ``*.nbc`` files of
+the modules that inline them (an installed release's files are all new, so its caches are too).
 """
 
 from __future__ import annotations
