@@ -655,3 +655,30 @@ def test_an_uninformative_calibration_is_done_again_on_the_loss_alone(monkeypatc
         solver.solve(StreamProblem(Stream.from_arrays(X, y), "logistic", batch.lam))
         rates[fallback] = solver.state_.rate
     assert rates[True] == rates[False]
+
+
+@pytest.mark.parametrize("p", [None, 3.0])
+def test_row_norms_are_the_same_to_the_bit_on_csr_and_dense(p):
+    """The calibration's reference rate comes from the rows' norms, so a CSR X and its dense twin
+    must give the same bits (NumPy's einsum summed a dense row in lanes of the host's vector width:
+    an AVX2 host's rates differed in the last place). Values over ten decades, empty rows, an
+    unsorted CSR."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(3)
+    dense = rng.standard_normal((60, 97)) * 10.0 ** rng.uniform(-5, 5, size=(60, 97))
+    dense[rng.random(dense.shape) < 0.7] = 0.0
+    dense[[4, 17]] = 0.0
+    csr = sp.csr_matrix(dense)
+    shuffled = csr.copy()
+    for i in range(shuffled.shape[0]):  # the same rows, their entries stored out of order
+        lo, hi = shuffled.indptr[i], shuffled.indptr[i + 1]
+        order = rng.permutation(hi - lo) + lo
+        shuffled.indices[lo:hi], shuffled.data[lo:hi] = shuffled.indices[order], shuffled.data[order]
+    shuffled.has_sorted_indices = False
+    expected = online_base._row_norms(dense, p)
+    for X in (csr, shuffled, np.asfortranarray(dense)):
+        got = online_base._row_norms(X, p)
+        for a, b in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert expected[0][4] == 0.0 and expected[0].max() > 0.0
