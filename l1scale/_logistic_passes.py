@@ -49,20 +49,17 @@ def _slope_and_curvature(yi, zi, e):
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def _row_terms(yi, zi):
-    """(loss, loss', loss'') of the logistic loss at margin zi, label yi: the loss is
-    log1p(e) - min(m, 0), m = yi zi, e = exp(-|m|)."""
+def _value_and_exp(yi, zi):
+    """(loss(yi, zi), e): the logistic loss log1p(e) - min(m, 0), m = yi zi, e = exp(-|m|)."""
     m = yi * zi
     e = exp_nonpositive(-abs(m))
-    slope, curvature = _slope_and_curvature(yi, zi, e)
-    return log1p_unit(e) - min(m, 0.0), slope, curvature
+    return log1p_unit(e) - min(m, 0.0), e
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def _row_value(yi, zi):
-    """The logistic loss at margin zi, label yi: log1p(exp(-|m|)) - min(m, 0), m = yi zi."""
-    m = yi * zi
-    return log1p_unit(exp_nonpositive(-abs(m))) - min(m, 0.0)
+def _slope_and_curvature_at(yi, zi):
+    """(loss', loss'') of the logistic loss at margin zi, label yi."""
+    return _slope_and_curvature(yi, zi, exp_nonpositive(-abs(yi * zi)))
 
 
 @njit(cache=True, nogil=True)
@@ -76,14 +73,6 @@ def _weighted_sum(c, v, baseline):
         for i in range(v.shape[0]):
             total += c[i] * v[i]
     return total
-
-
-@njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def _value_and_exp(yi, zi):
-    """(loss(yi, zi), exp(-|yi zi|))."""
-    m = yi * zi
-    e = exp_nonpositive(-abs(m))
-    return log1p_unit(e) - min(m, 0.0), e
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -126,7 +115,7 @@ def logistic_terms_at(y, zw, b, c, z, lv, r, D):
 def _slopes(y, z, b, c, scratch):
     """scratch[0] = c loss'(y, z + b), scratch[1] = c loss''(y, z + b)."""
     for i in range(z.shape[0]):
-        _, slope, curvature = _row_terms(y[i], z[i] + b)
+        slope, curvature = _slope_and_curvature_at(y[i], z[i] + b)
         scratch[0, i] = c[i] * slope
         scratch[1, i] = c[i] * curvature
 
@@ -151,7 +140,7 @@ def logistic_derivatives(y, z, b, c):
 def _values(y, z, b, out):
     """out = loss(y, z + b)."""
     for i in range(z.shape[0]):
-        out[i] = _row_value(y[i], z[i] + b)
+        out[i], _ = _value_and_exp(y[i], z[i] + b)
 
 
 def logistic_value_sum(y, z, c):
@@ -205,7 +194,7 @@ def logistic_conjugate_sum(y, u, c, scale, weighted):
 def _derivatives(y, z, out):
     """out = loss'(y, z)."""
     for i in range(z.shape[0]):
-        _, slope, _ = _row_terms(y[i], z[i])
+        slope, _ = _slope_and_curvature_at(y[i], z[i])
         out[i] = slope
 
 
