@@ -238,9 +238,10 @@ class InnerSettings(NamedTuple):
     the largest model solved on it), and when
     to solve the model on to ``dual_tol`` for its dual point: once the model predicts a
     decrease of P of at most ``dual_decrease`` (0: never), until its largest violation is
-    at most ``dual_tol``. ``gram_limit``: a Gram matrix of a higher price is not bought; the
-    solve stops instead and says so (its caller buys something better: the Lasso's
-    covariances, ``_covariance``)."""
+    at most ``dual_tol`` (with ``dual_on_gram``, only a model solved on its Gram matrix, whose
+    further sweeps cost O(m^2), not the columns' nonzeros). ``gram_limit``: a Gram matrix of a
+    higher price is not bought; the solve stops instead and says so (its caller buys something
+    better: the Lasso's covariances, ``_covariance``)."""
 
     lam1: float
     lam2: float
@@ -252,6 +253,7 @@ class InnerSettings(NamedTuple):
     dual_decrease: float = 0.0
     dual_tol: float = 0.0
     gram_limit: float = np.inf
+    dual_on_gram: bool = False
 
 
 # A model solved on for its dual point gets at most 20 + 2 times the sweeps it took: the tries
@@ -305,9 +307,19 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     (0, 0) array).
     """
     g, H, w, wpd, xTd, D, g_b, d_b = model
-    lam1, lam2, fit_intercept, inner_tol, max_inner, gram_first, gram_max, dual_decrease, dual_tol, gram_limit = (
-        settings
-    )
+    (
+        lam1,
+        lam2,
+        fit_intercept,
+        inner_tol,
+        max_inner,
+        gram_first,
+        gram_max,
+        dual_decrease,
+        dual_tol,
+        gram_limit,
+        dual_on_gram,
+    ) = settings
     tight = False  # solved on to dual_tol: the model's minimiser gives a dual point
     solves, tight_from = 0, 0  # linear solves on the model's support (tight, on the Gram matrix)
     n = xTd.shape[0]
@@ -418,7 +430,7 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
                 reads += work
         if vsum <= inner_tol:
             if m == m_outer:
-                if tight or dual_decrease <= 0.0:
+                if tight or dual_decrease <= 0.0 or (dual_on_gram and not use_gram):
                     break
                 # Close to the optimum (the model predicts a small decrease): solve on, so that
                 # the residual it predicts at its minimiser meets the KKT conditions to dual_tol.

@@ -71,11 +71,12 @@ class ModelDual:
     def __init__(self, tol, enabled=True):
         self.tol, self.enabled = tol, enabled
 
-    def inner_settings(self, problem, has_dual, objective):
-        """(dual_decrease, dual_tol) for ``_cd_kernels.InnerSettings``: (0, 0) when not offered."""
-        if not (self.enabled and has_dual):
+    def inner_settings(self, problem, has_dual, objective, most=np.inf):
+        """(dual_decrease, dual_tol) for ``_cd_kernels.InnerSettings``: (0, 0) when not offered.
+        ``most``: the predicted decrease is at most this much of |P| too (0: not offered)."""
+        if not (self.enabled and has_dual) or most <= 0.0:
             return 0.0, 0.0
-        decrease = self.reach * min(np.sqrt(self.tol), self.cap) * abs(objective)
+        decrease = min(self.reach * min(np.sqrt(self.tol), self.cap), most) * abs(objective)
         return decrease, 0.1 * self.tol * problem.penalty.l1
 
     def grown_point(self, pt, dual, model, inner, active, m, cols, kept, d_b, gram_price, gram, objective, verbose=0):
@@ -127,7 +128,7 @@ class ModelDual:
                 active,
                 m,
                 model._replace(d_b=d_b),
-                inner._replace(gram_first=gram_price, dual_decrease=np.inf, gram_limit=np.inf),
+                inner._replace(gram_first=gram_price, dual_decrease=np.inf, gram_limit=np.inf, dual_on_gram=False),
                 grown_gram,
             )
             pt.reads += reads

@@ -60,6 +60,7 @@ ORTHANT_ROUNDS = 3
 STOP_AT_CROSSINGS = True
 _SIGMA = 0.01
 _MAX_HALVINGS = 30
+POLISH_HALVINGS = 3
 
 
 class NewtonSolve(NamedTuple):
@@ -413,6 +414,7 @@ def support_newton_step(
     settled=0.0,
     direct=False,
     factorise_after=None,
+    max_halvings=_MAX_HALVINGS,
 ):
     """One projected Newton step on the support of ``pt.w``; updates ``pt`` when it is accepted.
 
@@ -443,6 +445,8 @@ def support_newton_step(
     factorise_after : float, optional
         CG factorises the Gram matrix it built once its products there cost this many
         factorisations (:func:`support_newton_direction`).
+    max_halvings : int
+        Trials of the line search (t = 1, 1/2, ...) before the step is rejected.
 
     Returns (the step length taken, 0.0 when rejected; nonzeros of X read; whether CG stopped
     at ``max_products``, i.e. the system is too ill-conditioned to solve in that many).
@@ -498,7 +502,7 @@ def support_newton_step(
     slack = 8 * _EPS * abs(objective)
     move = np.empty(size)
     t = 1.0
-    for _ in range(_MAX_HALVINGS):
+    for _ in range(max_halvings):
         trial = wS + t * d_w
         trial[np.sign(trial) != sign] = 0.0  # projected onto the orthant of w
         delta = trial - wS
@@ -664,7 +668,14 @@ class NewtonDual:
         problem = pt.problem
         r_before = pt.r.copy()
         t, reads, _ = support_newton_step(
-            pt, support, H, violation, verbose=self.verbose, gram_max=self.gram_max, direction=solve
+            pt,
+            support,
+            H,
+            violation,
+            verbose=self.verbose,
+            gram_max=self.gram_max,
+            direction=solve,
+            max_halvings=POLISH_HALVINGS,
         )
         pt.reads += reads
         if t == 0.0:

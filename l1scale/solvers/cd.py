@@ -247,6 +247,10 @@ class CoordinateDescent(Solver):
     # steps at 1e-3), a9a's to 1e-3 0.92x; earn's, mnist10k's, news20's and the rare-positives
     # set's level (0.96-1.03x).
     ws_model_dual_warm = True
+    # ... and at a looser tol, once the working set's model, solved on its Gram matrix, predicts a
+    # decrease of P within ws_model_dual_near * tol |P| (the step after it then nearly certifies;
+    # ``_model_dual_over``).
+    ws_model_dual_near = 0.5
     # Offer the residual corrected along its violators (``_violator_dual``).
     violator_dual = True
 
@@ -661,6 +665,7 @@ class CoordinateDescent(Solver):
             # Newton direction on the shrunk working set, then the line search along it.
             pt.xTd[:] = 0.0  # the model's iterate starts at d = 0
             model = kernels.QuadraticModel(g, H, w, wpd, pt.xTd, pt.D, g_b)
+            most, on_gram = self._model_dual_over(problem, cols, st, everything)
             inner = kernels.InnerSettings(
                 lam1,
                 lam2,
@@ -669,10 +674,9 @@ class CoordinateDescent(Solver):
                 self.max_inner,
                 st.gram_first,
                 self.gram_max,
-                *model_dual.inner_settings(
-                    problem, dual.has_dual and self._model_dual_over(problem, cols, st, everything), objective
-                ),
+                *model_dual.inner_settings(problem, dual.has_dual, objective, most),
                 gram_limit,
+                on_gram,
             )
             # Where the curvature does not move (the squared loss), the last model's Gram matrix serves
             # this one over the columns they share (``_gram_cache``).
@@ -931,39 +935,55 @@ class CoordinateDescent(Solver):
         return 0 <= changed <= min(STALE_MAX_FRESH, size // 2)
 
     def _model_dual_over(self, problem, cols, st, everything):
-        """Whether the model over ``cols`` is solved on for its dual point (``_model_dual``).
+        """(most, on_gram): how far the model over ``cols`` may predict P to fall and still be
+        solved on for its dual point (``_model_dual``), relative to |P| (``inf`` where
+        ``ModelDual``'s own reach applies, 0 where it is not offered), and whether only once the
+        model is solved on its Gram matrix.
 
         Always for a model over every feature in play (``everything``). A working set's leaves
         features out, which may violate at its point (the rescaling then pays for them), and its
-        correlations cost a pass over every feature in play: offered only at tol <=
-        ``ws_model_dual_tol`` (at 1e-2 the tries come early, each a tight model solve and that
-        pass: mnist10k at 0.01 lam_max to 1e-2 81 -> 142 ms) or in a warm start's first round
-        (``ws_model_dual_warm``: a path's lam, whose first round starts near the optimum), where the working set holds at least
-        ``ws_model_dual_share`` of the features in play and at most ``gram_max`` (a model the Gram
-        matrix can hold), and for a loss whose curvature moves. The hashed clicks of the benchmark
-        (20,000 x 1,000,000, models of 15,000-17,000 features) qualified without that cap, and
-        their tight solves by CD sweeps bought nothing: at 0.01 lam_max to 1e-4 4.5 -> 6.3 s.
-        Counted in features, not in values: on generated text (``make_sparse_text``) the working
-        sets of frequent words hold half the values in play, and their tight solves bought Gram
-        matrices that did not certify (5,000 x 50,000 at 0.01 lam_max to 1e-4: 65M -> 1,580M
-        nonzeros read and Gram work, 1,000 x 20,000 to 1e-6 40 -> 90 ms); counted in features,
-        those fits read what they read without it. The squared loss's model is the problem on
-        the working set, whose point is the residual the step then reaches: the tight solve only
-        adds sweeps (the Lasso on earn at 0.001 lam_max to 1e-4 137 -> 191 ms).
+        correlations cost a pass over every feature in play: offered only where the working set
+        holds at least ``ws_model_dual_share`` of the features in play and at most ``gram_max``
+        (a model the Gram matrix can hold), for a loss whose curvature moves, and then at tol <=
+        ``ws_model_dual_tol``, in a warm start's first round (``ws_model_dual_warm``: a path's
+        lam, whose first round starts near the optimum), or at a looser tol once the model
+        predicts a decrease within ``ws_model_dual_near * tol`` and is solved on its Gram matrix
+        (the step after it then nearly certifies, and the tight solve's sweeps cost O(m^2) each).
+        Without those two bounds, at 1e-2 the tries came early, each a tight model solve and that
+        pass (mnist10k at 0.01 lam_max to 1e-2 81 -> 142 ms); without the second, on dense
+        3,000 x 300 problems the tight solves bought Gram matrices of 200 coordinates for a
+        certificate one cheap step would have given (to 1e-1 and 1e-2, 17M -> 32M nonzeros read).
+        With both, nonzeros read at tol 1e-1 / 1e-2 / 1e-3 on the eleven batch points: a9a at
+        0.01 lam_max 11.4M / 19.0M / 23.1M -> 11.4M / 16.4M / 19.1M (a Newton step fewer at 1e-2
+        and 1e-3; the last round's model, 110 of 123 features, certified 1e-5), the other 31 fits
+        the same reads (mnist10k at 0.01 to 1e-3 would gain 165M -> 135M without the second
+        bound: its model is solved by sweeps there); the generated text sets the same. The hashed clicks of the
+        benchmark (20,000 x 1,000,000, models of 15,000-17,000 features) qualified without the
+        ``gram_max`` cap, and their tight solves by CD sweeps bought nothing: at 0.01 lam_max to
+        1e-4 4.5 -> 6.3 s. Counted in features, not in values: on generated text
+        (``make_sparse_text``) the working sets of frequent words hold half the values in play,
+        and their tight solves bought Gram matrices that did not certify (5,000 x 50,000 at 0.01
+        lam_max to 1e-4: 65M -> 1,580M nonzeros read and Gram work, 1,000 x 20,000 to 1e-6 40 ->
+        90 ms); counted in features, those fits read what they read without it. The squared
+        loss's model is the problem on the working set, whose point is the residual the step then
+        reaches: the tight solve only adds sweeps (the Lasso on earn at 0.001 lam_max to 1e-4 137
+        -> 191 ms).
 
-        Measured with the rule, whole fits in process (median of 7, against it off): a9a at
-        0.01 lam_max to 1e-6 43.1 -> 31.5 ms (a Newton step fewer), to 1e-4 32.2 -> 28.7 ms,
-        mnist10k at 0.01 to 1e-6 155 -> 131 ms (two fewer), news20 at 0.1 to 1e-6 7 -> 5 Newton
-        steps (the same time); a9a's 50-lam logistic path to 1e-4 / 1e-6 505 / 640 -> 456 / 535
-        ms, mnist10k's to 1e-4 3.61 -> 3.33 s; the other batch points, earn's path and the
+        Measured with the rule at tol <= 1e-4, whole fits in process (median of 7, against it
+        off): a9a at 0.01 lam_max to 1e-6 43.1 -> 31.5 ms (a Newton step fewer), to 1e-4 32.2 ->
+        28.7 ms, mnist10k at 0.01 to 1e-6 155 -> 131 ms (two fewer), news20 at 0.1 to 1e-6 7 -> 5
+        Newton steps (the same time); a9a's 50-lam logistic path to 1e-4 / 1e-6 505 / 640 -> 456
+        / 535 ms, mnist10k's to 1e-4 3.61 -> 3.33 s; the other batch points, earn's path and the
         generated text level."""
         if everything:
-            return True
+            return np.inf, False
         if problem.loss.constant_curvature:
-            return False
-        if self.tol > self.ws_model_dual_tol and not (st.warm_round and self.ws_model_dual_warm):
-            return False
-        return self.ws_model_dual_share * st.kept.shape[0] <= cols.shape[0] <= self.gram_max
+            return 0.0, False
+        if not self.ws_model_dual_share * st.kept.shape[0] <= cols.shape[0] <= self.gram_max:
+            return 0.0, False
+        if self.tol <= self.ws_model_dual_tol or (st.warm_round and self.ws_model_dual_warm):
+            return np.inf, False
+        return self.ws_model_dual_near * self.tol, True
 
     @staticmethod
     def _factorised_after_cg(pt):
