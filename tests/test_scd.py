@@ -608,12 +608,15 @@ def test_scd_pair_moves_reach_the_optimum_on_columns_of_large_offset_without_int
     lam_max 6.3e-5 against 6.9e-2 after 50)."""
     problem = _collinear(offset=200.0)
     ref = _reference(problem)
-    gaps = {}
-    for pairs in (True, False):
-        solver = StochasticCD(tol=1e-15, max_iter=30)
-        solver.pair_steps = pairs
-        gaps[pairs] = _rel(_run(solver, problem).objective, ref.objective)
-    assert gaps[True] < 1e-4 < 1e-2 < gaps[False]
+    with_pairs, without = (_run(_with(StochasticCD(tol=1e-15, max_iter=30), pair_steps=p), problem) for p in (1, 0))
+    assert _rel(with_pairs.objective, ref.objective) < 1e-4 < 1e-2 < _rel(without.objective, ref.objective)
+
+
+def _with(solver, **attributes):
+    """``solver`` with these attributes set (class-level switches, per instance)."""
+    for name, value in attributes.items():
+        setattr(solver, name, bool(value))
+    return solver
 
 
 @pytest.mark.parametrize("case", ["intercept", "no offsets", "column curvature"])
@@ -626,11 +629,9 @@ def test_scd_takes_no_pair_moves_where_they_do_not_apply(case):
         problem = Problem(problem.X, problem.y, "logistic", lam_ratio=0.01, fit_intercept=True)
     elif case == "no offsets":
         problem = Problem(problem.X - problem.X.mean(axis=0), problem.y, "logistic", lam_ratio=0.01)
-    results = []
-    for pairs in (True, False):
-        solver = StochasticCD(tol=1e-15, max_iter=5, curvature=curvature)
-        solver.pair_steps = pairs
-        results.append(_run(solver, problem))
+    results = [
+        _run(_with(StochasticCD(tol=1e-15, max_iter=5, curvature=curvature), pair_steps=p), problem) for p in (1, 0)
+    ]
     np.testing.assert_array_equal(results[0].coef, results[1].coef)
     assert results[0].history.data_accesses == results[1].history.data_accesses
 
