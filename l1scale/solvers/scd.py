@@ -374,6 +374,13 @@ def _scd_pair_epoch(
     return reads, reads
 
 
+@njit(cache=True, inline="always")
+def _pair_penalty(wj, wk, rho, t, lam1, lam2):
+    """The penalty of weights j and k after a pair move t (w_j + t, w_k - rho t)."""
+    a, b = wj + t, wk - rho * t
+    return lam1 * (abs(a) + abs(b)) + 0.5 * lam2 * (a * a + b * b)
+
+
 @njit(cache=True)
 def _pair_step(data, indices, indptr, dense, kind, y, c, z, r, D, lv, v, lam1, lam2, j, k, rho, a, trial):
     """The offset-free pair move of features j and k (:class:`StochasticCD`'s pair steps): w_j += t,
@@ -401,7 +408,7 @@ def _pair_step(data, indices, indptr, dense, kind, y, c, z, r, D, lv, v, lam1, l
         h += D[i] * a[i] * a[i]
     reads = size
     wj, wk = v[j] - v[j + d], v[k] - v[k + d]
-    base = lam1 * (abs(wj) + abs(wk)) + 0.5 * lam2 * (wj * wj + wk * wk)
+    base = _pair_penalty(wj, wk, rho, 0.0, lam1, lam2)
     # The model g t + h t^2 / 2 + the penalty's change is convex and piecewise quadratic: its
     # minimiser is the stationary point of one of the three pieces between the kinks, clipped to it.
     lo, hi = min(-wj, wk / rho), max(-wj, wk / rho)
@@ -415,8 +422,7 @@ def _pair_step(data, indices, indptr, dense, kind, y, c, z, r, D, lv, v, lam1, l
         inside = lo - 1.0 if piece == 0 else (0.5 * (lo + hi) if piece == 1 else hi + 1.0)
         slope = lam1 * (np.sign(wj + inside) - rho * np.sign(wk - rho * inside))
         t = min(max(-(g_all + slope) / h_all, left), right)
-        pen = lam1 * (abs(wj + t) + abs(wk - rho * t)) + 0.5 * lam2 * ((wj + t) ** 2 + (wk - rho * t) ** 2)
-        value = g * t + 0.5 * h * t * t + pen - base
+        value = g * t + 0.5 * h * t * t + _pair_penalty(wj, wk, rho, t, lam1, lam2) - base
         if value < best:
             best_t, best = t, value
     t = best_t
@@ -424,7 +430,7 @@ def _pair_step(data, indices, indptr, dense, kind, y, c, z, r, D, lv, v, lam1, l
         return reads
     accepted = False
     for _ in range(20):
-        pen = lam1 * (abs(wj + t) + abs(wk - rho * t)) + 0.5 * lam2 * ((wj + t) ** 2 + (wk - rho * t) ** 2)
+        pen = _pair_penalty(wj, wk, rho, t, lam1, lam2)
         change = pen - base
         for i in range(n):
             if a[i] != 0.0:
