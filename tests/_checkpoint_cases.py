@@ -36,6 +36,9 @@ def offset_data():
 # centred too, under its default Newton steps).
 CENTRED = "sgd_cumulative:centred"
 SCD_CENTRED = "scd:centred"
+# SCD on offset_data without an intercept: its steps on those columns are followed by pair moves
+# (partners drawn from the same generator as the coordinates).
+SCD_PAIRS = "scd:pairs"
 
 
 def problem(name):
@@ -45,6 +48,9 @@ def problem(name):
     if name == SCD_CENTRED:
         X, y = offset_data()
         return Problem(X, y, "logistic", lam_ratio=0.05)
+    if name == SCD_PAIRS:
+        X, y = offset_data()
+        return Problem(X, y, "logistic", lam_ratio=0.05, fit_intercept=False)
     X, y = data()
     if name in ("smidas", "truncated_gradient", "sgd_cumulative", "mp", "rmmp"):
         return StreamProblem(Stream.from_arrays(X, y, chunk_rows=50), "logistic", lam_ratio=0.05)

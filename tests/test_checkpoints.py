@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _checkpoint_cases import CENTRED, SCD_CENTRED, data, problem, solve, solver
+from _checkpoint_cases import CENTRED, SCD_CENTRED, SCD_PAIRS, data, problem, solve, solver
 
 from l1scale import SparseLogisticRegression
 from l1scale.checkpoint import Checkpoint, problem_fingerprint
@@ -55,7 +55,7 @@ def _temporaries(directory):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
-@pytest.mark.parametrize("name", IN_MEMORY + ONLINE + [CENTRED, SCD_CENTRED] + STREAMING)
+@pytest.mark.parametrize("name", IN_MEMORY + ONLINE + [CENTRED, SCD_CENTRED, SCD_PAIRS] + STREAMING)
 def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, name):
     """SIGKILL after a few iterations / passes; the resumed run ends where an uninterrupted one
     ends: the same coefficients, intercept, iteration count and History objective, bit for bit."""
