@@ -713,13 +713,18 @@ class _DuplicatedCD(Solver):
         )
 
     def _offsets(self, problem):
-        """The column offsets to learn centred (``Problem.column_offsets``), or None: only under
-        the Newton steps and with an intercept (Algorithm 2's steps, ``curvature="column"`` or
-        ``"paper"``, keep the raw columns, as the reproductions need)."""
-        if self.curvature != "newton" or not problem.fit_intercept or not hasattr(problem, "column_offsets"):
+        """The column offsets to learn centred, or None: with an intercept only (:meth:`_large_offsets`)."""
+        return self._large_offsets(problem) if problem.fit_intercept else None
+
+    def _large_offsets(self, problem, least=1):
+        """The offsets of the columns whose |mean| exceeds CENTRE_RATIO times their spread
+        (``Problem.column_offsets``; 0 for the others) when at least ``least`` have one, else None;
+        only under the Newton steps (Algorithm 2's steps, ``curvature="column"`` or ``"paper"``,
+        keep the raw columns, as the reproductions need)."""
+        if self.curvature != "newton" or not hasattr(problem, "column_offsets"):
             return None
         offsets = problem.column_offsets(CENTRE_RATIO)
-        return offsets if offsets.any() else None
+        return offsets if np.count_nonzero(offsets) >= least else None
 
     def _curvatures(self, problem, size, reads):
         """beta_j for every coordinate (module docstring), and the reads it cost."""
@@ -895,12 +900,9 @@ class StochasticCD(_DuplicatedCD):
         """The column offsets of the pair moves (``pair_steps``), or None where they are not taken:
         under the Newton steps, without an intercept (with one, such columns are learned centred),
         on columns whose |mean| exceeds CENTRE_RATIO times their spread, when at least two have."""
-        if not (self.pair_steps and self.curvature == "newton") or problem.fit_intercept:
+        if not self.pair_steps or problem.fit_intercept:
             return None
-        if not hasattr(problem, "column_offsets"):
-            return None
-        offsets = problem.column_offsets(CENTRE_RATIO)
-        return offsets if np.count_nonzero(offsets) >= 2 else None
+        return self._large_offsets(problem, least=2)
 
     def _active(self, v, lam1, lam2):
         """The coordinates an active epoch draws from, and their probabilities.
