@@ -407,3 +407,41 @@ def test_a_working_sets_model_is_not_solved_on_where_it_does_not_pay(data, loss,
     assert on.converged and off.converged
     assert on.n_iter == off.n_iter
     np.testing.assert_array_equal(on.coef, off.coef)
+
+
+def test_a_tight_solve_on_the_gram_matrix_sweeps_past_its_cap_within_a_pass():
+    """A model of 100 correlated columns (a common factor, correlation 0.9) and the intercept,
+    solved on for its dual point at lam1 = 0.01 max |g|: the sweep cap (``TIGHT_CAP_MIN`` +
+    ``TIGHT_CAP_FACTOR`` times its sweeps) stops it 4.4 lam1 from optimal, where the model needs
+    59 sweeps. On the Gram matrix the sweeps go on while their work is at most
+    ``pass_reads`` plus the Gram matrix's price: a budget below what they need stops it at the
+    cap as before, one above it solves the model to dual_tol, and its point then needs no rescaling."""
+    d, n, rho = 100, 200, 0.9
+    rng = np.random.default_rng(0)
+    X = np.sqrt(rho) * rng.normal(size=(n, 1)) + np.sqrt(1 - rho) * rng.normal(size=(n, d))
+    D = rng.uniform(0.05, 0.25, size=n) / n
+    r = rng.normal(size=n) / n
+    g, g_b = X.T @ r, float(r.sum())
+    H = (X * X).T @ D + NU
+    lam1 = 0.01 * float(np.abs(g).max())
+    dual_tol = 1e-9 * lam1
+    w, arrays = np.zeros(d), as_columns(X).arrays
+    loose = 0.3 * float(np.abs(g).sum())  # tight from the first solve on
+    out = {}
+    for pass_reads in (-np.inf, 0.0, 1e5, 1e8):
+        wpd, xTd = w.copy(), np.zeros(n)
+        kernels.seed(0)
+        model = kernels.QuadraticModel(g, H, w, wpd, xTd, D, g_b)
+        settings = kernels.InnerSettings(
+            lam1, 0.0, True, loose, 20_000, np.inf, 10_000, np.inf, dual_tol, np.inf, False, pass_reads
+        )
+        d_b, sweeps, _, price, tight, _ = kernels.newton_direction(
+            *arrays, np.arange(d), d, model, settings, np.empty((0, 0))
+        )
+        assert price > 0.0  # solved on its Gram matrix
+        out[pass_reads] = (tight, sweeps, _model_kkt(X, g, D, w, wpd, d_b, g_b, lam1, True))
+    capped = out[-np.inf]
+    assert not capped[0] and capped[2] > 1.0 * lam1
+    assert out[0.0] == capped and out[1e5] == capped  # the sweeps past the cap would cost more
+    tight, sweeps, kkt = out[1e8]
+    assert tight and sweeps > capped[1] and kkt <= 1.01 * dual_tol + 1e-15

@@ -677,6 +677,9 @@ class CoordinateDescent(Solver):
                 *model_dual.inner_settings(problem, dual.has_dual, objective, most),
                 gram_limit,
                 on_gram,
+                # A tight solve on the Gram matrix sweeps on past its cap within a pass over the
+                # features in play and the Gram matrix's price (what the next outer iteration reads).
+                float(columns_nnz(problem.columns, st.kept)) if most > 0.0 else -np.inf,
             )
             # Where the curvature does not move (the squared loss), the last model's Gram matrix serves
             # this one over the columns they share (``_gram_cache``).
