@@ -30,7 +30,7 @@ from joblib import Parallel, effective_n_jobs, parallel_config
 from joblib.parallel import ThreadingBackend, get_active_backend
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["check_n_jobs", "run_in_threads", "single_threaded_blas", "thread_count"]
+__all__ = ["check_n_jobs", "one_blas_thread", "run_in_threads", "single_threaded_blas", "thread_count"]
 
 
 def check_n_jobs(n_jobs):
@@ -62,7 +62,14 @@ def _blas_controller() -> ThreadpoolController:
 
 def single_threaded_blas(n_jobs):
     """A context in which BLAS uses one thread when ``n_jobs`` means more than one (a no-op otherwise)."""
-    return _blas_controller().limit(limits=1, user_api="blas") if thread_count(n_jobs) > 1 else nullcontext()
+    return one_blas_thread() if thread_count(n_jobs) > 1 else nullcontext()
+
+
+def one_blas_thread():
+    """A context in which BLAS uses one thread, whatever ``n_jobs``: for the calls whose results
+    must not depend on how many threads BLAS has (OpenBLAS's blocked triangular solves round
+    differently on one thread and on two, and ``n_jobs`` > 1 holds BLAS to one)."""
+    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 def run_in_threads(jobs, n_jobs):

@@ -213,6 +213,16 @@ def test_the_factorised_system_is_the_support_newton_system(fit_intercept, layou
     mask[held] = True
     np.testing.assert_array_equal(factor.solve_held(rhs, mask, values), x)
     np.testing.assert_array_equal(factor.solve_held(rhs, np.array([], dtype=int), np.array([])), factor.solve(rhs))
+    # Several right-hand sides at once (LAPACK's triangular solves), and most of the weights held.
+    B = np.random.default_rng(8).normal(size=(M.shape[0], 3))
+    np.testing.assert_allclose(factor.solve(B), np.linalg.solve(M, B), rtol=1e-10, atol=1e-12)
+    held = np.arange(0, M.shape[0], 2)[::-1]  # in no particular order
+    values = np.random.default_rng(9).normal(size=held.shape[0])
+    x = factor.solve_held(rhs, held, values)
+    np.testing.assert_array_equal(x[held], values)
+    free = np.setdiff1d(np.arange(M.shape[0]), held)
+    reduced = np.linalg.solve(M[np.ix_(free, free)], rhs[free] - M[np.ix_(free, held)] @ values)
+    np.testing.assert_allclose(x[free], reduced, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
