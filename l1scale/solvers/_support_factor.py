@@ -186,9 +186,7 @@ class SupportFactor:
 
     def _held_block(self, held):
         """E^T M^-1 E = Y^T Y, Y = L^-1 E (E the columns ``held`` of the identity): forward solves only."""
-        E = np.zeros((self.size, held.shape[0]))
-        E[held, np.arange(held.shape[0])] = 1.0
-        Y = self._forward(E)
+        Y = self._forward(self._unit_columns(held))
         return Y.T @ Y
 
     def _forward(self, rhs):
@@ -198,9 +196,13 @@ class SupportFactor:
 
     def _inverse_columns(self, held):
         """M^-1 E, E the columns ``held`` of the identity: what holding those coordinates needs."""
+        return self.solve(self._unit_columns(held))
+
+    def _unit_columns(self, held):
+        """E: the columns ``held`` of the size x size identity."""
         E = np.zeros((self.size, held.shape[0]))
         E[held, np.arange(held.shape[0])] = 1.0
-        return self.solve(E)
+        return E
 
     def _overlap(self, support):
         """For each weight of ``support`` (sorted), its position in this factorisation's support
