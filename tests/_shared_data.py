@@ -18,3 +18,10 @@ def load_svmlight_pm(name, path, n_features):
 
     X, y = load_svmlight_file(full, n_features=n_features)
     return X, np.where(y > 0, 1.0, -1.0)
+
+
+def news20_split():
+    """The batch benchmark's news20 training split (a seeded 75% of the rows): X (CSR), y in {-1, +1}."""
+    X, y = load_svmlight_pm("news20", "news20/news20_bydate_binary.svm.bz2", 588_937)
+    rows = np.sort(np.random.default_rng(0).permutation(X.shape[0])[: int(0.75 * X.shape[0])])
+    return X[rows], y[rows]

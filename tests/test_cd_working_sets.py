@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _shared_data import load_svmlight_pm
+from _shared_data import load_svmlight_pm, news20_split
 
 from l1scale.exceptions import ConvergenceWarning
 from l1scale.path import lam_grid, regularization_path
@@ -306,7 +306,7 @@ def test_newton_dual_point_certifies_sooner(loss, fit_intercept, monkeypatch):
     fewer nonzeros read to the same tol, on every tol, and the model is as good. (CG's steps are
     kept from factorising the Gram matrix they buy, ``factorise_gram_after``: that rule alone takes
     the solve without the Newton dual point from 17.8M to 14.1M nonzeros read, with intercept.)"""
-    from l1scale.solvers._support_newton import NewtonDual
+    from l1scale.solvers._newton_dual import NewtonDual
     from l1scale.solvers.cd import CoordinateDescent
 
     monkeypatch.setattr(CoordinateDescent, "factorise_gram_after", None)
@@ -334,8 +334,8 @@ def test_newton_dual_point_takes_in_a_feature_still_to_enter(fit_intercept, monk
     from l1scale.solvers import _cd_kernels as kernels
     from l1scale.solvers._cd_state import Iterate
     from l1scale.solvers._dual import DualPoints
+    from l1scale.solvers._newton_dual import NewtonDual
     from l1scale.solvers._quadratic_step import NU
-    from l1scale.solvers._support_newton import NewtonDual
 
     X, y = _data("logistic", n=600, d=800, seed=1)
     p = Problem(sp.csc_matrix(X), y, "logistic", lam_ratio=0.02, fit_intercept=fit_intercept)
@@ -395,8 +395,9 @@ def test_newton_dual_try_on_a_small_gram_matrix_is_factorised():
     CG's cap of products on it, keep CG."""
     from l1scale.solvers import _cd_kernels as kernels
     from l1scale.solvers._cd_state import Iterate
+    from l1scale.solvers._newton_dual import NewtonDual
     from l1scale.solvers._quadratic_step import NU
-    from l1scale.solvers._support_newton import CG_MAX_PRODUCTS, NewtonDual, factorisation_pays
+    from l1scale.solvers._support_newton import CG_MAX_PRODUCTS, factorisation_pays
 
     rng = np.random.default_rng(0)
     n, fields, levels = 3000, 12, 8
@@ -506,16 +507,16 @@ def test_a_certified_solves_polishing_step_gives_up_after_a_few_lengths(monkeypa
     (a direction of 1e8 along the blocks' null space); the polishing step gives up after
     POLISH_HALVINGS lengths instead of 30 passes over the support (a9a at tol 1e-1: 55 -> 35 ms when
     measured), with the same certified result."""
-    from l1scale.solvers import _support_newton
+    from l1scale.solvers import _newton_dual, _support_newton
 
     X, y = load_svmlight_pm("a9a", "a9a/a9a.bz2", 123)
     problem = Problem(X, y, "logistic", lam_ratio=0.01)
     along = _support_newton.weighted_terms_along
     results, trials = {}, {}
-    few_lengths, many_lengths = _support_newton.POLISH_HALVINGS, _support_newton._MAX_HALVINGS
+    few_lengths, many_lengths = _newton_dual.POLISH_HALVINGS, _support_newton._MAX_HALVINGS
     for halvings in (few_lengths, many_lengths):
         calls = []
-        monkeypatch.setattr(_support_newton, "POLISH_HALVINGS", halvings)
+        monkeypatch.setattr(_newton_dual, "POLISH_HALVINGS", halvings)
         monkeypatch.setattr(_support_newton, "weighted_terms_along", lambda *a: calls.append(1) or along(*a))
         results[halvings] = CoordinateDescent(tol=1e-1).solve(problem)
         trials[halvings] = len(calls)
@@ -537,9 +538,7 @@ def test_support_newton_cg_within_a_budget_reads_less_on_news20():
     text, where this test first measured 517M against 938M, the re-solved and early-stopped
     steps that came after it left a single point level: 491M against 458M; over 48 such problems
     the budget still reads 12-25% less.)"""
-    X, y = load_svmlight_pm("news20", "news20/news20_bydate_binary.svm.bz2", 588_937)
-    rows = np.sort(np.random.default_rng(0).permutation(X.shape[0])[: int(0.75 * X.shape[0])])
-    p = Problem(X[rows], y[rows], "logistic", lam_ratio=0.01, fit_intercept=False)
+    p = Problem(*news20_split(), "logistic", lam_ratio=0.01, fit_intercept=False)
     results = {}
     for budget in (CoordinateDescent.newton_budget, np.inf):
         solver = CoordinateDescent(tol=1e-4)

@@ -1,6 +1,6 @@
 """The dual point of a Newton step on the support, for the multinomial solver.
 
-The binary solver's ``_support_newton.NewtonDual``, for the softmax loss: when the certificate
+The binary solver's ``_newton_dual.NewtonDual``, for the softmax loss: when the certificate
 of the residual ``R = c (P - Y)`` misses tol while no zero weight violates optimality, the
 Newton system of the loss on the support S = {(j, k): W_jk != 0} (and the intercepts),
 

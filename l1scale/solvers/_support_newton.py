@@ -27,28 +27,26 @@ from typing import NamedTuple
 import numpy as np
 
 from ..losses import weighted_terms_along
-from . import _cd_kernels as kernels
 from . import _cg_kernels as cg_kernels
 from . import _gram_kernels as gram_kernels
-from ._dual import columns_nnz, correlations_near, loss_units, residual_distance
+from ._dual import columns_nnz
 from ._quadratic_step import NU
 from ._support_factor import STALE_MAX_PRODUCTS, SupportFactor, cholesky_work, preconditioned_cg, system_product
 
 __all__ = [
     "CG_MAX_PRODUCTS",
-    "NewtonDual",
     "NewtonSolve",
     "budgeted_products",
+    "clipped_rtol",
     "factorisation_pays",
     "gram_products_before_factorising",
-    "newton_dual_point",
     "product_reads",
     "support_newton_direction",
     "support_newton_step",
+    "system_gradient",
 ]
 
 _EPS = float(np.finfo(np.float64).eps)
-_NO_FEATURES = np.empty(0, dtype=np.int64)
 # CG's relative residual: the square of the largest relative KKT violation, within
 # [1e-10, 0.1] (an inexact Newton step whose forcing term falls with the gradient converges
 # superlinearly: loose and cheap far from the optimum, tight for the last steps), and its cap.
@@ -60,7 +58,6 @@ ORTHANT_ROUNDS = 3
 STOP_AT_CROSSINGS = True
 _SIGMA = 0.01
 _MAX_HALVINGS = 30
-POLISH_HALVINGS = 3
 
 
 class NewtonSolve(NamedTuple):
@@ -125,14 +122,12 @@ def support_newton_direction(
     nu = NU
     problem, w = pt.problem, pt.w
     k, fit_b = support.shape[0], problem.fit_intercept
-    lam1, lam2 = problem.penalty.l1, problem.penalty.l2
+    lam2 = problem.penalty.l2
     arrays = problem.columns.arrays
     size = k + int(fit_b)
-    grad = np.empty(size)
-    cg_kernels.support_gradient(*arrays, support, pt.r, fit_b, grad)
-    grad[:k] += lam2 * w[support] + lam1 * (np.sign(w[support]) if signs is None else signs)
+    grad = system_gradient(pt, support, signs)
     reads = 0
-    rtol = _clipped_rtol(violation * violation if rtol is None else rtol)
+    rtol = clipped_rtol(violation * violation if rtol is None else rtol)
     # Where the curvature does not move, the models' Gram matrix may hold the support's system.
     cached = None if pt.gram_cache is None else pt.gram_cache.over(pt, support)
     if direct and 0 < k <= gram_max:
@@ -201,13 +196,25 @@ def support_newton_direction(
     return NewtonSolve(grad, step, reads, products >= max_products, gram=gram if gram.shape[0] else None)
 
 
+def system_gradient(pt, support, signs=None):
+    """The gradient of P on ``support`` (and the intercept) at ``pt``, the Newton system's right
+    side negated: X_S^T r + lam2 w_S + lam1 ``signs`` (by default the weights' own signs; a zero
+    weight in the system takes the sign it would enter with)."""
+    problem, w = pt.problem, pt.w
+    k = support.shape[0]
+    grad = np.empty(k + int(problem.fit_intercept))
+    cg_kernels.support_gradient(*problem.columns.arrays, support, pt.r, problem.fit_intercept, grad)
+    grad[:k] += problem.penalty.l2 * w[support] + problem.penalty.l1 * (np.sign(w[support]) if signs is None else signs)
+    return grad
+
+
 def gram_products_before_factorising(size, factorise_after) -> int:
     """CG's products on a system's Gram matrix (size^2 multiply-adds each) after which factorising
     that matrix has cost ``factorise_after`` times its Cholesky factorisation (at least one)."""
     return max(1, int(np.ceil(factorise_after * cholesky_work(size) / (size * size))))
 
 
-def _clipped_rtol(rtol) -> float:
+def clipped_rtol(rtol) -> float:
     """CG's relative residual ``rtol`` within ``_CG_RTOL_RANGE`` (min / max: np.clip on a scalar
     costs ~10 us)."""
     return min(max(float(rtol), _CG_RTOL_RANGE[0]), _CG_RTOL_RANGE[1])
@@ -362,45 +369,6 @@ def _on_gram(problem, support, gram_max, per_product) -> bool:
     return support.shape[0] <= gram_max and m * m < per_product
 
 
-def newton_dual_point(pt, support, step, kept, g_loss):
-    """The dual point of a Newton step on the support: the residual the quadratic model
-    predicts at w + d, ``r + D (X_S d + d_b)``, and bounds on its correlations.
-
-    At that point the support's KKT conditions hold exactly (to CG's tolerance), where the
-    rescaled residual of w must shrink all of u until the most violated of them holds: once the
-    support is the optimum's, the gap of this point falls with the suboptimality itself, not
-    with the violations (a9a, earn: gap = suboptimality to two digits, where the residual's gap
-    is 1e2-1e5 times larger). The step is not taken; only its dual point is offered.
-
-    Parameters
-    ----------
-    pt : the solver's iterate (r, D at its margins; b optimal for w when it is fitted).
-    support, step : the support and the solution of its Newton system (:func:`support_newton_direction`).
-    kept : ndarray of int
-        The features not screened out: the correlations are bounded on these.
-    g_loss : ndarray (d,)
-        X^T r, exact on ``kept`` (the certifying pass at this point).
-
-    Returns (u in loss' units, upper bounds of |x_j^T (c u)| on ``kept``, nonzeros of X read).
-    The bounds are exact on the support and wherever Cauchy-Schwarz from the residual's
-    correlations could reach lam1; elsewhere |g_j| + ||x_j||_c ||u - r||_{1/c}
-    (``_dual.correlations_near``).
-    """
-    problem = pt.problem
-    fit_b = problem.fit_intercept
-    arrays, c = problem.columns.arrays, problem.c
-    dz = np.empty(problem.n_samples)
-    cg_kernels.support_margins_change(*arrays, support, step, fit_b, dz)
-    shift = pt.D * dz
-    if fit_b:  # sum(c u) = 0 exactly (the CG solve leaves a rounding-size sum)
-        total = pt.D.sum()
-        if total > 0.0:
-            shift -= (float((pt.r + shift).sum()) / total) * pt.D
-    u_c = pt.r + shift  # c * u
-    bound, reads = correlations_near(problem, kept, g_loss, pt.r, u_c, pt.w)
-    return loss_units(u_c, c), bound, columns_nnz(problem.columns, support) + reads
-
-
 def support_newton_step(
     pt,
     support,
@@ -484,7 +452,7 @@ def support_newton_step(
             grad,
             step,
             H,
-            _clipped_rtol(violation * violation),
+            clipped_rtol(violation * violation),
             max_products,
             gram_max=gram_max,
             settled=settled,
@@ -527,165 +495,3 @@ def support_newton_step(
         t *= 0.5
     # Rejected: r and D hold a trial's values; the caller makes them afresh.
     return 0.0, reads, capped
-
-
-class NewtonDual:
-    """The dual point of a support-Newton step, offered when a certificate misses tol.
-
-    When no zero weight violates optimality, the support is likely the optimum's, and the
-    residual that the quadratic model predicts at the support's Newton point (``newton_dual_point``)
-    is a nearly exact dual point: its gap is about the suboptimality, where the rescaled residual's
-    is about its square root. A few zero weights that barely violate optimality join the system
-    (see :meth:`pays`): a rescaled point loses first order in their violation, where the Newton
-    point meets their KKT conditions too. If it certifies, the step it came from is taken (one
-    line search) and the solve stops.
-
-    Parameters
-    ----------
-    tol : float
-        The solver's relative tolerance.
-    verbose, gram_max : as the solver's.
-    enabled : bool
-        False: never offered (``pays`` is False).
-    """
-
-    # Offered only when a diagonal Newton step's predicted decrease is within this many tol P.
-    estimate_slack = 10.0
-    # Zero weights that still violate optimality join the system (with the signs they would enter
-    # with) when there are at most this many and none violates by more than this fraction of lam1
-    # (at tol at most its square).
-    max_entering = 4
-    entering_violation = 1e-2
-
-    def __init__(self, tol, verbose=0, gram_max=0, enabled=True):
-        self.tol, self.verbose, self.gram_max, self.enabled = tol, verbose, gram_max, enabled
-        self.entering = _NO_FEATURES  # the zero weights that join the system: set by pays
-
-    def pays(self, pt, dual, vzero, nnz, g_loss, H, kept, objective):
-        """Whether to offer it (its CG solve costs a few passes over the support's columns, so
-        only where it can certify tol):
-
-        - a loss with a dual and the plain L1 penalty (the elastic net's dual is not rescaled:
-          the residual's gap already falls with the suboptimality);
-        - a nonzero support, and no zero weight violating optimality by more than tol lam1 (a
-          feature still to enter: the point's rescaling would be as poor as the residual's),
-          except at most ``max_entering`` of them, by at most ``entering_violation`` lam1, when
-          tol is at most ``entering_violation``^2: those enter the system (``entering``), each with
-          the sign of -g_j, so that the Newton point meets their KKT conditions too (news20 at
-          0.001 lam_max: one bigram at 6e-5 lam1 kept the gap at 4.6e-5 while the suboptimality
-          fell from 3e-9 to 3e-11). At a looser tol the rounds certify soon enough, and a try that
-          misses costs its Newton solve (news20's 50-lam path at tol 1e-3: 5 of 11 tries missed
-          tol by 1-2x, the path +25% in time);
-        - the suboptimality that a diagonal Newton step on the support and those features would
-          remove, sum_j v_j^2 / (2 H_jj) (v_j: their KKT violations), within 10 tol P: the
-          Newton point's gap is about the suboptimality left, so a larger one cannot certify."""
-        penalty = pt.problem.penalty
-        self.entering = _NO_FEATURES
-        if not (self.enabled and dual.has_dual and penalty.l2 == 0.0 and nnz > 0):
-            return False
-        lam1 = penalty.l1
-        if vzero > self.tol * lam1 and (
-            vzero > self.entering_violation * lam1 or self.tol > self.entering_violation**2
-        ):
-            return False
-        support = kept[pt.w[kept] != 0.0]
-        viol = g_loss[support] + lam1 * np.sign(pt.w[support])
-        estimate = 0.5 * float((viol * viol / H[support]).sum())
-        limit = self.estimate_slack * self.tol * abs(objective)
-        if estimate > limit:
-            return False  # entering features only add to it: no pass over them
-        if vzero > self.tol * lam1:
-            zero = kept[pt.w[kept] == 0.0]
-            entering = zero[np.abs(g_loss[zero]) > lam1 * (1.0 + self.tol)]
-            if entering.shape[0] > self.max_entering:
-                return False
-            curvature = np.empty(entering.shape[0])  # exact: H holds what the last outer pass read
-            kernels.column_curvatures(*pt.problem.columns.arrays, entering, pt.D, curvature)
-            pt.reads += columns_nnz(pt.problem.columns, entering)
-            excess = np.abs(g_loss[entering]) - lam1
-            estimate += 0.5 * float((excess * excess / (curvature + NU)).sum())
-            self.entering = entering
-        return estimate <= limit
-
-    def certificate(
-        self,
-        pt,
-        dual,
-        kept,
-        g_loss,
-        H,
-        violation,
-        objective,
-        max_products=CG_MAX_PRODUCTS,
-        direct=False,
-        factorise_after=None,
-    ):
-        """The best dual point's certificate once the Newton point's is offered, and the step
-        ``(support, NewtonSolve)`` (the step itself is not taken; ``direct``, ``factorise_after``:
-        solved by a factorisation, as in :func:`support_newton_step`).
-
-        CG is solved until the support's correlations are within about a tenth of tol of lam1
-        (relative): the error shrinks the dual point by as much, and the gap grows with it; a
-        tighter solve buys the dual nothing. It stops at ``max_products`` (the solver's budget)
-        at the latest; ``capped`` says it did. The features ``pays`` let enter are in the
-        system and in the returned support (a step taken from it keeps them at zero)."""
-        support = kept[pt.w[kept] != 0.0]
-        signs = None
-        if self.entering.shape[0]:
-            support = np.union1d(support, self.entering)
-            signs = np.sign(pt.w[support])
-            zero = signs == 0.0
-            signs[zero] = -np.sign(g_loss[support[zero]])
-        rtol = 0.1 * self.tol / max(violation, 1e-300)
-        solve = support_newton_direction(
-            pt,
-            support,
-            H,
-            violation,
-            verbose=self.verbose,
-            gram_max=self.gram_max,
-            rtol=rtol,
-            max_products=max_products,
-            direct=direct,
-            signs=signs,
-            factorise_after=factorise_after,
-        )
-        u, v, more = newton_dual_point(pt, support, solve.step, kept, g_loss)
-        pt.reads += solve.reads + more
-        return dual.offer(pt.w, pt.b, pt.z, u, v, kept, objective), (support, solve)
-
-    def polish(self, pt, newton, H, g_loss, kept, norms, violation):
-        """Once the Newton point's dual has certified tol, take the step it came from (already
-        solved: one line search) when it lowers P: the certificate only tightens (same dual
-        point, lower P), and the returned model's own residual comes closer to certifying too
-        (the support's KKT violations fall quadratically).
-
-        Returns bounds on the loss gradient |x_j^T r| on ``kept`` at the new point, signed as
-        the old gradient (exact on the support; elsewhere |g_j| + ||x_j||_c ||r_new - r||_{1/c}:
-        a path's carried screening needs bounds, not values), or None when the step was rejected
-        (the iterate is then as it was)."""
-        support, solve = newton
-        problem = pt.problem
-        r_before = pt.r.copy()
-        t, reads, _ = support_newton_step(
-            pt,
-            support,
-            H,
-            violation,
-            verbose=self.verbose,
-            gram_max=self.gram_max,
-            direction=solve,
-            max_halvings=POLISH_HALVINGS,
-        )
-        pt.reads += reads
-        if t == 0.0:
-            pt.recenter()  # r and D hold a trial's values: back to the certified point's
-            return None
-        pt.centered = False
-        drift = residual_distance(pt.r, r_before, problem.c)
-        bounds = np.copysign(np.abs(g_loss[kept]) + norms[kept] * drift, g_loss[kept])
-        exact = np.empty(support.shape[0] + int(problem.fit_intercept))
-        cg_kernels.support_gradient(*problem.columns.arrays, support, pt.r, problem.fit_intercept, exact)
-        pt.reads += columns_nnz(problem.columns, support)
-        bounds[np.searchsorted(kept, support)] = exact[: support.shape[0]]
-        return bounds

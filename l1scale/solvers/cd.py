@@ -42,7 +42,7 @@ iterate; the KKT violation for losses without a conjugate (probit). The rescaled
 gap falls only as the square root of the suboptimality (one violated KKT condition shrinks all
 of it), so when it misses tol while no zero weight violates optimality by more than tol lam1,
 the residual that the quadratic model predicts at the support's Newton point is offered too
-(``_support_newton.NewtonDual``): its correlations meet the support's KKT conditions, and its
+(``_newton_dual.NewtonDual``): its correlations meet the support's KKT conditions, and its
 gap is about the suboptimality itself; when it certifies, that Newton step is taken and the
 solve stops. While the support still changes, the quadratic model's own minimiser gives such a
 point (``_model_dual.ModelDual``): once a model over every feature in play (at a tight tol, a
@@ -78,12 +78,12 @@ from ._cd_state import Iterate, Loop, restore_state, saved_state
 from ._dual import DualPoints, SequentialScreening, columns_nnz
 from ._gram_cache import GramCache
 from ._model_dual import ModelDual
+from ._newton_dual import NewtonDual
 from ._repeats import Repeats, folded, left_out, over_every_row, with_repeats
 from ._row_start import row_start
 from ._support_factor import STALE_MAX_FRESH, SupportFactor
 from ._support_newton import (
     CG_MAX_PRODUCTS,
-    NewtonDual,
     budgeted_products,
     factorisation_pays,
     product_reads,
