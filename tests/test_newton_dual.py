@@ -95,6 +95,36 @@ def test_the_points_own_violators_enter_with_the_sign_of_their_correlation():
     assert solver._violators_of_point(pt, support, kept, u, v)[0].shape[0] == 0
 
 
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_near_duplicate_columns_certify_at_a_tight_tol_without_dozens_of_iterations(fit_intercept, seed, monkeypatch):
+    """Sparse data with six columns duplicated to a relative 1e-6 (bigrams in the same rows), tol
+    1e-9: without the tightening, the Newton dual points' gaps stay above tol (the floor NU moves
+    the twins' correlations by NU d_j, their steps large along the twins' differences), and the
+    solve goes on for 22-55 iterations (27-109M nonzeros read when measured); tightened, it
+    certifies in 6-12 (0.2-1.4M), the same optimum."""
+    from l1scale.solvers import _newton_dual
+    from l1scale.solvers.cd import CoordinateDescent
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    base = (rng.random((n, 60)) < 0.1) * rng.random((n, 60))
+    twins = base[:, :6] * (1.0 + 1e-6 * rng.normal(size=(n, 6)))
+    X = sp.csc_matrix(np.hstack([base, twins]))
+    score = base[:, :8].sum(axis=1)
+    y = np.where(score + 0.3 * rng.normal(size=n) > score.mean(), 1.0, -1.0)
+    problem = Problem(X, y, "logistic", lam_ratio=0.05, fit_intercept=fit_intercept)
+    tightened = CoordinateDescent(tol=1e-9).solve(problem)
+    monkeypatch.setattr(_newton_dual.NewtonDual, "_tightened", lambda *args: None)
+    plain = CoordinateDescent(tol=1e-9).solve(problem)
+    assert tightened.converged and plain.converged
+    assert tightened.objective == pytest.approx(plain.objective, rel=1e-12)
+    assert tightened.history.data_accesses[-1] < 0.1 * plain.history.data_accesses[-1]
+    for result in (tightened, plain):
+        P = problem.objective(result.coef, result.intercept)
+        assert P - problem.dual_value(result.dual_point) <= 1e-9 * P
+
+
 @pytest.mark.slow
 def test_news20s_newton_dual_point_certifies_once_tightened(monkeypatch):
     """news20 at 0.001 lam_max (the benchmark's split), tol 1e-6: the first factorised Newton dual
