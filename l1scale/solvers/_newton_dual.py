@@ -162,8 +162,10 @@ class NewtonDual:
     is a nearly exact dual point: its gap is about the suboptimality, where the rescaled residual's
     is about its square root. A few zero weights that barely violate optimality join the system
     (see :meth:`pays`): a rescaled point loses first order in their violation, where the Newton
-    point meets their KKT conditions too. If it certifies, the step it came from is taken (one
-    line search) and the solve stops.
+    point meets their KKT conditions too. At a tol of at most ``entering_violation``^2, a point
+    whose rescaling is what keeps it from certifying is made tight (the module's docstring: its
+    own violators let in, its crossing weights held at zero, the rest solved without the curvature
+    floor). If it certifies, the step it came from is taken (one line search) and the solve stops.
 
     Parameters
     ----------
@@ -253,7 +255,10 @@ class NewtonDual:
         (relative): the error shrinks the dual point by as much, and the gap grows with it; a
         tighter solve buys the dual nothing. It stops at ``max_products`` (the solver's budget)
         at the latest; ``capped`` says it did. The features ``pays`` let enter are in the
-        system and in the returned support (a step taken from it keeps them at zero)."""
+        system and in the returned support (a step taken from it keeps them at zero), and so are
+        those the tightened point let in; the tightened step is the one returned (its crossing
+        weights at zero, the rest solved without the floor: the solver's next Newton step may take
+        it as its direction on an unchanged support)."""
         support = kept[pt.w[kept] != 0.0]
         entering, entering_signs = self.entering, -np.sign(g_loss[self.entering])
         rtol = 0.1 * self.tol / max(violation, 1e-300)
