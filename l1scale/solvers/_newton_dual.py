@@ -66,7 +66,7 @@ def floor_free(pt, system, grad, step, free, precondition, target, max_products)
         product[:k] -= NU * v[:k]
         if k < v.shape[0]:
             product[k] -= NU * v[k]
-        return product[free].copy(), read
+        return product[free], read  # a new array (fancy indexing)
 
     x = step.copy()
     at_step, reads = floorless(x)
@@ -334,8 +334,11 @@ class NewtonDual:
         precondition = factor.preconditioner(pt, grown[~crossing])
         if precondition is None:
             return None
-        grad = system_gradient(pt, grown, signs)
-        pt.reads += columns_nnz(problem.columns, grown)
+        if np.array_equal(grown, system):  # nothing new entered: the solve's own right side
+            grad = solve.grad
+        else:
+            grad = system_gradient(pt, grown, signs)
+            pt.reads += columns_nnz(problem.columns, grown)
         free = np.flatnonzero(np.append(~crossing, True) if fit_b else ~crossing)
         target = 0.1 * self.tol * problem.penalty.l1
         step, more = floor_free(pt, grown, grad, step, free, precondition, target, STALE_MAX_PRODUCTS)
