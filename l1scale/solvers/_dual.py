@@ -89,14 +89,15 @@ class DualPoints:
                 np.divide(residual, problem.c, out=self.best_point, where=problem.c > 0.0)
         return self.best(cert, primal)
 
-    def offer(self, w, b, z, u, v, cols, primal):
+    def offer(self, w, b, z, u, v, cols, primal, own=False):
         """Offer the dual point ``u`` (loss' units) whose correlations ``|x_j^T (c u)|`` are at most
         ``v`` on ``cols`` (bounds suffice: the rescaling then makes it feasible all the same);
-        returns the best dual point's certificate at ``primal``."""
+        returns the best dual point's certificate at ``primal`` (with ``own``, also the point's
+        own: (best, own))."""
         cert = self.problem.certificate_from(w[cols], b, z, u, v, primal=primal)
         if self._offer(cert, v, cols):
             self.best_point[:] = u
-        return self.best(cert, primal)
+        return (self.best(cert, primal), cert) if own else self.best(cert, primal)
 
     def best(self, cert, primal):
         """``cert`` with the gap of the best dual point at the primal value ``primal``."""
@@ -220,8 +221,9 @@ def _weighted_square_distance(a, b, c):
     return total
 
 
-def correlations_near(problem, kept, g_loss, r, u_c, w, margin=1e-3):
-    """Bounds on ``|x_j^T u_c|`` over the features ``kept``, exact wherever they could reach lam1.
+def correlations_near(problem, kept, g_loss, r, u_c, w, margin=1e-3, signed=False):
+    """Bounds on ``|x_j^T u_c|`` over the features ``kept``, exact wherever they could reach lam1
+    (with ``signed``, the exact ones are the signed ``x_j^T u_c``).
 
     ``g_loss`` holds the exact correlations ``x_j^T r`` (on ``kept``) of a nearby c-weighted
     residual ``r``, the last certifying pass's. By Cauchy-Schwarz, ``|x_j^T u_c| <= |g_j| +
@@ -243,7 +245,7 @@ def correlations_near(problem, kept, g_loss, r, u_c, w, margin=1e-3):
         return bound, 0
     corr = np.empty(problem.n_features)
     kernels.check_pass(*problem.columns.arrays, cols, u_c, w, lam1, 0.0, corr)
-    bound[exact] = np.abs(corr[cols])
+    bound[exact] = corr[cols] if signed else np.abs(corr[cols])
     return bound, columns_nnz(problem.columns, cols)
 
 

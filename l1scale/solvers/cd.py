@@ -71,7 +71,7 @@ from ..problems.base import Certificate
 from . import _cd_kernels as kernels
 from . import _cg_kernels as cg_kernels
 from . import _covariance as covariance
-from . import _dual, _support_factor
+from . import _dual, _row_dual, _support_factor
 from . import _gram_kernels as gram_kernels
 from . import _local_model as local_model
 from ._cd_state import Iterate, Loop, restore_state, saved_state
@@ -80,6 +80,7 @@ from ._gram_cache import GramCache
 from ._model_dual import ModelDual
 from ._newton_dual import NewtonDual
 from ._repeats import Repeats, folded, left_out, over_every_row, with_repeats
+from ._row_dual import RowDual
 from ._row_start import row_start
 from ._support_factor import STALE_MAX_FRESH, SupportFactor
 from ._support_newton import (
@@ -253,6 +254,8 @@ class CoordinateDescent(Solver):
     ws_model_dual_near = 0.5
     # Offer the residual corrected along its violators (``_violator_dual``).
     violator_dual = True
+    # Offer the residual made feasible row by row (``_row_dual``).
+    row_dual = True
 
     def __init__(
         self,
@@ -452,6 +455,7 @@ class CoordinateDescent(Solver):
         newton_dual = NewtonDual(self.tol, self.verbose, self.gram_max, enabled=self.support_newton)
         model_dual = ModelDual(self.tol, enabled=self.model_dual)
         violator_dual = ViolatorDual(self.tol, self.gram_max, enabled=self.violator_dual)
+        row_dual = RowDual(self.tol, enabled=self.row_dual)
         history = History()
         if pt.gram_cache is None:
             pt.gram_cache = GramCache(problem, self.gram_max)
@@ -507,6 +511,10 @@ class CoordinateDescent(Solver):
             if st.full_pass:
                 g_loss = g if lam2 == 0.0 else g - lam2 * w
                 cert = dual.certificate(w, pt.b, pt.z, g_loss, st.kept, objective, pt.r)
+                if row_dual.pays(dual, cert):
+                    cert = row_dual.certificate(pt, dual, st.kept, g_loss, cert, pt.reads - st.certified_reads)
+                    if self.verbose > 1:
+                        print(f"   rows' dual point: relative gap {cert.relative:.3e}")
                 if cert.relative > self.tol and violator_dual.pays(dual, cert):
                     # At most what the round since the last certificate read (rent or buy).
                     budget = pt.reads - st.certified_reads
@@ -1076,6 +1084,7 @@ def _warm_up():
     gram_kernels.warm_up()
     cg_kernels.warm_up()
     _support_factor.warm_up()
+    _row_dual.warm_up()
     covariance.warm_up()
     _dual.warm_up()
     local_model.warm_up()
