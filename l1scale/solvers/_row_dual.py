@@ -8,9 +8,9 @@ shrink: this point shrinks, for each feature j over lam1, the rows whose terms x
 push its correlation past lam1, by the factor that brings it back (the other rows of j keep
 their terms, which pull the other way), a row taking the least factor any of its violators asks
 for (:func:`shrink_factors`). Those rows change the correlations of the other features set in
-them, so the step is repeated on the point's exact correlations (one pass over the features in
-play) while it gains, and the final point is rescaled as any other (its last excess, by then a
-few thousandths). With an intercept, sum_i c_i u_i = 0 is restored by scaling down the larger
+them, so the step is repeated on the point's exact correlations (over the features in
+play, read where the Cauchy-Schwarz bound from the residual's could reach lam1) while it gains,
+and the final point is rescaled as any other (its last excess, by then a few thousandths). With an intercept, sum_i c_i u_i = 0 is restored by scaling down the larger
 of its positive and negative parts. Shrinking a row towards zero keeps it in the conjugate's
 domain (an interval holding u_i and 0), as the uniform rescaling does.
 
@@ -68,14 +68,18 @@ def shrink_factors(data, indices, indptr, dense, cols, corr, theta, bound, facto
 @njit(cache=True, nogil=True)
 def balance_sum(theta):
     """Scale the larger of theta's positive and negative parts down to the other's size, so that
-    sum(theta) = 0 (the intercept's dual constraint); both parts are scaled towards zero only."""
+    sum(theta) = 0 (the intercept's dual constraint); both parts are scaled towards zero only (a
+    theta of one sign becomes zero, which meets it too)."""
     positive, negative = 0.0, 0.0
     for i in range(theta.shape[0]):
         if theta[i] > 0.0:
             positive += theta[i]
         else:
             negative -= theta[i]
-    if positive == negative or positive == 0.0 or negative == 0.0:
+    if positive == negative:
+        return
+    if positive == 0.0 or negative == 0.0:
+        theta[:] = 0.0
         return
     scale = negative / positive if positive > negative else positive / negative
     for i in range(theta.shape[0]):
@@ -84,14 +88,15 @@ def balance_sum(theta):
 
 
 class RowDual:
-    """When and how a CD solve offers the residual made feasible row by row.
+    """When and how a CD solve offers the residual made feasible row by row: at a full pass whose
+    rescaled residual misses tol by at most ``reach`` times, in at most ``max_rounds`` rounds.
 
     Parameters
     ----------
     tol : float
-        The solver's relative tolerance.
+        The solver's relative tolerance (the point aims a tenth of it inside lam1, at most).
     enabled : bool
-        False: never offered.
+        False: never offered (``CoordinateDescent.row_dual``).
     """
 
     # Offered when the rescaled residual's relative gap is within min(reach * tol, most): the
