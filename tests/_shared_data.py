@@ -25,3 +25,15 @@ def news20_split():
     X, y = load_svmlight_pm("news20", "news20/news20_bydate_binary.svm.bz2", 588_937)
     rows = np.sort(np.random.default_rng(0).permutation(X.shape[0])[: int(0.75 * X.shape[0])])
     return X[rows], y[rows]
+
+
+def random_binary_rows(rng, n, d, per_row):
+    """A CSR matrix of n rows, each ``per_row`` columns of ``d`` drawn uniformly (repeats merged), value
+    1: hashed one-hot rows, most columns set in a few rows when d is large."""
+    import scipy.sparse as sp
+
+    cols = np.sort(rng.integers(0, d, size=(n, per_row)), axis=1)
+    X = sp.csr_matrix((np.ones(n * per_row), cols.ravel(), np.arange(0, n * per_row + 1, per_row)), shape=(n, d))
+    X.sum_duplicates()
+    X.data[:] = 1.0
+    return X

@@ -4,6 +4,7 @@ it gives on data whose violators are set in a few rows (hashed click features)."
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _shared_data import random_binary_rows
 
 from l1scale.problems import Problem
 from l1scale.solvers._row_dual import balance_sum, shrink_factors
@@ -66,10 +67,7 @@ def test_balance_sum_meets_the_intercepts_constraint_by_shrinking_only():
 def _clicks(n=3000, d=60000, per_row=30, seed=0):
     """Hashed one-hot rows: most columns are set in one or two rows."""
     rng = np.random.default_rng(seed)
-    cols = np.sort(rng.integers(0, d, size=(n, per_row)), axis=1)
-    X = sp.csr_matrix((np.ones(n * per_row), cols.ravel(), np.arange(0, n * per_row + 1, per_row)), shape=(n, d))
-    X.sum_duplicates()
-    X.data[:] = 1.0
+    X = random_binary_rows(rng, n, d, per_row)
     truth = np.zeros(d)
     truth[rng.choice(d, 100, replace=False)] = 3.0 * rng.normal(size=100)
     y = np.where(X @ truth + rng.logistic(size=n) > 0, 1.0, -1.0)

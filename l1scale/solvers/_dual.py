@@ -99,6 +99,15 @@ class DualPoints:
             self.best_point[:] = u
         return (self.best(cert, primal), cert) if own else self.best(cert, primal)
 
+    def adopt(self, other):
+        """Take ``other``'s best dual point (of the same problem) where it is better, and its last
+        rescaled residual's value."""
+        if other.best_dual > self.best_dual:
+            self.best_dual = other.best_dual
+            self.best_point[:] = other.best_point
+            self.best_corr = other.best_corr.copy()
+        self.residual_dual = other.residual_dual
+
     def best(self, cert, primal):
         """``cert`` with the gap of the best dual point at the primal value ``primal``."""
         if not self.has_dual:

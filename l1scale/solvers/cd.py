@@ -256,6 +256,9 @@ class CoordinateDescent(Solver):
     violator_dual = True
     # Offer the residual made feasible row by row (``_row_dual``).
     row_dual = True
+    # A working set's round takes a certificate on a copy of its iterate once its steps have read
+    # this many passes over the features in play since the last one (``_peek``; np.inf: never).
+    certify_after = 8.0
 
     def __init__(
         self,
@@ -469,6 +472,9 @@ class CoordinateDescent(Solver):
         residual_dual = None
         polish = None  # the loss gradient's bounds after a final support-Newton step, when one is taken
         ck, saved = checkpoints.start(self, problem)
+        # What a path's iterate had read at its earlier lams (a resumed solve's count is its own).
+        reads_before = pt.reads if saved is None else 0
+        peeked = 0  # pt.reads after the last certificate taken in the middle of a round (_peek)
         if saved is not None:
             gradient_init = None  # the saved state says where the solve stands
         if gradient_init is not None and self.working_set:
@@ -492,6 +498,15 @@ class CoordinateDescent(Solver):
             everything = not self.working_set or st.kept.shape[0] <= st.ws_size
             if fit_intercept and not pt.centered and (st.full_pass or everything):
                 pt.recenter()  # b optimal for w before a certificate (sum_i c_i u_i = 0)
+            # A round's steps that have read certify_after passes over the features in play since
+            # the last certificate are followed by one on a copy of the iterate (``_peek``).
+            since = pt.reads - max(st.certified_reads, reads_before, peeked)
+            # (Not with a checkpoint: a resumed solve would take them at other iterations.)
+            peek = (
+                ck is None
+                and not (st.full_pass or everything or st.first_step)
+                and since >= self.certify_after * columns_nnz(problem.columns, st.kept)
+            )
             objective = pt.objective
             newton = None  # the support-Newton direction at this point, when solved for its dual point
             cols = st.kept if st.full_pass else st.ws
@@ -598,6 +613,16 @@ class CoordinateDescent(Solver):
                     st.full_pass = True
                     continue
                 st.first_step = False
+                if peek:
+                    cert, g_peek = self._peek(pt, dual, row_dual, st.kept, since)
+                    peeked = pt.reads
+                    if g_peek is not None:  # pt is now the certified copy (b optimal for w)
+                        objective = cert.objective
+                        st.recorded = self._record(history, st.it, objective, cert.value, nnz, timer, pt, m)
+                        stop_reason, converged = cert.name, True
+                        residual_dual = dual.residual_dual
+                        g[st.kept] = g_peek[st.kept]  # the returned point's gradient (loss_gradient)
+                        break
                 if st.recorded != st.it:
                     st.recorded = self._record(history, st.it, objective, np.nan, nnz, timer, pt, m)
             support = cols[w[cols] != 0.0]
@@ -901,6 +926,38 @@ class CoordinateDescent(Solver):
         if columns is None or detect is None or columns.dense:
             return None
         return detect()
+
+    def _peek(self, pt, dual, row_dual, kept, budget):
+        """A certificate in the middle of a working set's round, taken on a copy of the iterate
+        with b made optimal for w: the gradient over the features in play (one pass), the rescaled
+        residual and, where it pays, the residual made feasible row by row, offered to a dual of
+        their own. Where it certifies, ``pt`` and ``dual`` take the copy's state and its points;
+        where it misses, nothing of the solve changes (its iterate, rounds and screening go on as
+        if it had not been taken) but the nonzeros it read. Returns (the certificate, X^T r +
+        lam2 w on ``kept`` when it certified, else None)."""
+        problem = pt.problem
+        lam1, lam2 = problem.penalty.l1, problem.penalty.l2
+        copy_pt = copy.copy(pt)
+        for name in ("z", "lv", "z_new", "lv_new", "r", "D", "xTd"):
+            setattr(copy_pt, name, getattr(pt, name).copy())
+        copy_pt.recenter()
+        g_peek = np.zeros(problem.n_features)
+        kernels.check_pass(*problem.columns.arrays, kept, copy_pt.r, copy_pt.w, lam1, lam2, g_peek)
+        copy_pt.reads += columns_nnz(problem.columns, kept)
+        g_loss = g_peek if lam2 == 0.0 else g_peek - lam2 * copy_pt.w
+        own = DualPoints(problem)
+        objective = copy_pt.objective
+        cert = own.certificate(copy_pt.w, copy_pt.b, copy_pt.z, g_loss, kept, objective, copy_pt.r)
+        if row_dual.pays(own, cert):
+            cert = row_dual.certificate(copy_pt, own, kept, g_loss, cert, budget)
+        pt.reads = copy_pt.reads
+        if self.verbose > 1:
+            print(f"   a certificate within the round: relative gap {cert.relative:.3e}")
+        if cert.relative > self.tol:
+            return cert, None
+        pt.__dict__.update(copy_pt.__dict__)
+        dual.adopt(own)
+        return dual.best(cert, objective), g_peek
 
     def _record(self, history, it, objective, certificate, nnz, timer, pt, m):
         history.append(
