@@ -527,7 +527,10 @@ class CoordinateDescent(Solver):
                 g_loss = g if lam2 == 0.0 else g - lam2 * w
                 cert = dual.certificate(w, pt.b, pt.z, g_loss, st.kept, objective, pt.r)
                 if row_dual.pays(dual, cert):
-                    cert = row_dual.certificate(pt, dual, st.kept, g_loss, cert, pt.reads - st.certified_reads)
+                    # (From this lam's start along a path: an iterate carries the earlier lams' reads.)
+                    cert = row_dual.certificate(
+                        pt, dual, st.kept, g_loss, cert, pt.reads - max(st.certified_reads, reads_before)
+                    )
                     if self.verbose > 1:
                         print(f"   rows' dual point: relative gap {cert.relative:.3e}")
                 if cert.relative > self.tol and violator_dual.pays(dual, cert):
