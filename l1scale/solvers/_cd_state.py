@@ -4,6 +4,7 @@ saves both (:func:`saved_state`, :func:`restore_state`)."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import MISSING, dataclass, fields
 
 import numpy as np
@@ -86,6 +87,17 @@ class Iterate:
         )
         self.accept()
         self.centered = True
+
+    def recentered_copy(self):
+        """A copy whose margins, losses, r and D are its own, with b made optimal for w there
+        (:meth:`recenter`); everything else (w, the factorisation, the Gram cache) shared. A
+        solve can take a certificate on it and adopt it (``vars(self).update(vars(copy))``) or
+        drop it, the iterate left as it was."""
+        other = copy.copy(self)
+        for name in ("z", "lv", "z_new", "lv_new", "r", "D", "xTd"):
+            setattr(other, name, getattr(self, name).copy())
+        other.recenter()
+        return other
 
     def accept(self):
         """The trial margins and losses become the current ones."""

@@ -940,10 +940,7 @@ class CoordinateDescent(Solver):
         lam2 w on ``kept`` when it certified, else None)."""
         problem = pt.problem
         lam1, lam2 = problem.penalty.l1, problem.penalty.l2
-        copy_pt = copy.copy(pt)
-        for name in ("z", "lv", "z_new", "lv_new", "r", "D", "xTd"):
-            setattr(copy_pt, name, getattr(pt, name).copy())
-        copy_pt.recenter()
+        copy_pt = pt.recentered_copy()
         g_peek = np.zeros(problem.n_features)
         kernels.check_pass(*problem.columns.arrays, kept, copy_pt.r, copy_pt.w, lam1, lam2, g_peek)
         copy_pt.reads += columns_nnz(problem.columns, kept)
@@ -958,7 +955,7 @@ class CoordinateDescent(Solver):
             print(f"   a certificate within the round: relative gap {cert.relative:.3e}")
         if cert.relative > self.tol:
             return cert, None
-        pt.__dict__.update(copy_pt.__dict__)
+        vars(pt).update(vars(copy_pt))
         dual.adopt(own)
         return dual.best(cert, objective), g_peek
 
