@@ -375,14 +375,15 @@ class FitTimeout(Exception):
     """A fit run by :func:`call_in_child` was killed at its time limit."""
 
 
-def call_in_child(fn, timeout):
+def call_in_child(fn, timeout, daemon=True):
     """``fn()`` run in a forked child process; returns its (picklable) result.
 
     The child is killed after ``timeout`` seconds (:class:`FitTimeout`): none of the peers
     has a time limit of its own. A fit is timed inside the child (:func:`timed_median`), so
     the fork is not counted; the child inherits the parent's memory, hence its loaded data
     and its compiled Numba code. Warnings are silenced in the child; an exception there
-    is raised here as a RuntimeError with its message."""
+    is raised here as a RuntimeError with its message. ``daemon=False`` lets the child start
+    processes of its own (joblib's loky workers; a daemonic one cannot)."""
     import multiprocessing as mp
 
     ctx = mp.get_context("fork")
@@ -399,7 +400,7 @@ def call_in_child(fn, timeout):
         finally:
             send.close()
 
-    proc = ctx.Process(target=child, daemon=True)
+    proc = ctx.Process(target=child, daemon=daemon)
     proc.start()
     send.close()
     try:

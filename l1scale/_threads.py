@@ -15,7 +15,13 @@ one thread (as scikit-learn does around its own threaded sections), through thre
 ``prefer="threads"`` picks unless the caller chose another) it runs them on a
 ``concurrent.futures`` pool: joblib's own loop waits for results in 10 ms sleeps, which on a
 one-vs-rest fit of 0.2 s is 5-10% of the wall time. A backend the caller chose with
-``joblib.parallel_config`` (loky, dask, ...) still gets the jobs, through ``joblib.Parallel``.
+``joblib.parallel_config`` (loky, multiprocessing, dask, ...) still gets the jobs, through
+``joblib.Parallel``, with large arrays memory-mapped copy-on-write (``mmap_mode="c"``) rather
+than read-only, joblib's default: Numba types a read-only array apart and compiles every kernel
+again for it (earn's 5-fold CV in two loky workers: 52 s the first time, where the kernels'
+on-disk cache holds the writeable versions), and a kernel that writes into an input could not
+take one at all; pickling the arrays instead (``max_nbytes=None``) cost earn's CV 0.1 s. A job in another process cannot call back into this one: what must be counted
+there is counted here as each result arrives (``on_result``; :func:`in_this_process` says which).
 """
 
 from __future__ import annotations
@@ -30,7 +36,14 @@ from joblib import Parallel, effective_n_jobs, parallel_config
 from joblib.parallel import ThreadingBackend, get_active_backend
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["check_n_jobs", "one_blas_thread", "run_in_threads", "single_threaded_blas", "thread_count"]
+__all__ = [
+    "check_n_jobs",
+    "in_this_process",
+    "one_blas_thread",
+    "run_in_threads",
+    "single_threaded_blas",
+    "thread_count",
+]
 
 
 def check_n_jobs(n_jobs):
@@ -72,18 +85,40 @@ def one_blas_thread():
     return _blas_controller().limit(limits=1, user_api="blas")
 
 
-def run_in_threads(jobs, n_jobs):
+def in_this_process(n_jobs) -> bool:
+    """Whether :func:`run_in_threads` runs its jobs in this process (in threads, or one after
+    another), where they share its objects (a callback counting solves, a lock); False under a
+    process backend the caller chose with ``joblib.parallel_config`` (loky, multiprocessing)."""
+    backend, _ = get_active_backend(prefer="threads")
+    return thread_count(n_jobs) <= 1 or bool(getattr(backend, "supports_sharedmem", False))
+
+
+def run_in_threads(jobs, n_jobs, on_result=None):
     """The results of joblib ``delayed`` jobs, in their order, over ``n_jobs`` threads (joblib's
     conventions, :func:`thread_count`), BLAS held to one thread meanwhile.
 
     ``jobs`` may be a generator: like joblib's ``pre_dispatch="2*n_jobs"``, at most twice as many
     jobs as threads are taken from it ahead of the ones running (a CV's folds build their
     matrices as they are reached). The first job to raise stops the taking of more, and its
-    exception is raised once the running ones are done."""
+    exception is raised once the running ones are done. ``on_result(result)``, if given, is
+    called in this thread with each result, in order, as the results are collected (under a
+    process backend as each arrives; in threads once all are done)."""
+    results = _run(jobs, n_jobs)
+    if on_result is not None:
+        results = [_reported(result, on_result) for result in results]
+    return list(results)
+
+
+def _reported(result, on_result):
+    on_result(result)
+    return result
+
+
+def _run(jobs, n_jobs):
+    """The results of ``jobs``: a list, or a generator under a backend the caller chose."""
     backend, _ = get_active_backend(prefer="threads")
     if not isinstance(backend, ThreadingBackend):  # a backend the caller chose
-        with single_threaded_blas(n_jobs):
-            return Parallel(n_jobs=n_jobs, prefer="threads")(jobs)
+        return _in_backend(jobs, n_jobs, getattr(backend, "supports_return_generator", False))
     workers = thread_count(n_jobs)
     if workers <= 1:
         return [function(*args, **kwargs) for function, args, kwargs in jobs]
@@ -107,3 +142,14 @@ def run_in_threads(jobs, n_jobs):
                 break
             futures.append(pool.submit(run, function, args, kwargs))
     return [future.result() for future in futures]
+
+
+def _in_backend(jobs, n_jobs, as_generator):
+    # mmap_mode="c": large arrays memory-mapped copy-on-write, so writeable (see the module's
+    # docstring). A generator (where the backend gives one) yields each result as it arrives,
+    # keeping the BLAS limit and joblib's pool open meanwhile.
+    with single_threaded_blas(n_jobs):
+        parallel = Parallel(
+            n_jobs=n_jobs, prefer="threads", mmap_mode="c", return_as="generator" if as_generator else "list"
+        )
+        yield from parallel(jobs)

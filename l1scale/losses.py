@@ -31,6 +31,7 @@ All of them are evaluated in forms that stay finite and accurate for
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 from numba import njit, vectorize
@@ -199,94 +200,153 @@ def _hinge_derivative(y, z):
 
 
 # --------------------------------------------------------------------------- ufuncs
-# Cached NumPy ufuncs over the scalar kernels above: what Python drivers call.
-# Written out one by one because Numba cannot cache ufuncs built in a factory.
+# NumPy ufuncs over the scalar kernels above: what Python drivers call (``Loss.value`` and
+# the others). Each is built (its loop compiled, or loaded from Numba's cache) on first use:
+# building all 17 at import took 1.2-1.8 s of every ``import l1scale`` (the command line, each
+# joblib worker process), where a fit calls one or two of them, if any. The scalar functions
+# are written out one by one at module level because Numba cannot cache a ufunc whose Python
+# function is made in a factory.
 _SIG = ["float64(float64, float64)"]
 
 
-@vectorize(_SIG, cache=True)
-def logistic_value(y, z):
+class _LazyUfunc:
+    """``vectorize(_SIG, cache=True)(scalar)``, built on the first call (once, whatever the threads)."""
+
+    _lock = threading.Lock()
+
+    def __init__(self, scalar):
+        self.scalar, self._ufunc = scalar, None
+        self.__name__ = self.__qualname__ = scalar.__name__.removeprefix("_each_")
+        self.__doc__ = f"Elementwise {self.__name__}(y, z) (a NumPy ufunc, float64)."
+
+    def __call__(self, *args, **kwargs):
+        if self._ufunc is None:
+            with self._lock:
+                if self._ufunc is None:
+                    self._ufunc = vectorize(_SIG, cache=True)(self.scalar)
+        return self._ufunc(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<lazy ufunc {self.__name__}>"
+
+
+def _each_logistic_value(y, z):
     return _logistic_value(y, z)
 
 
-@vectorize(_SIG, cache=True)
-def logistic_derivative(y, z):
+logistic_value = _LazyUfunc(_each_logistic_value)
+
+
+def _each_logistic_derivative(y, z):
     return _logistic_derivative(y, z)
 
 
-@vectorize(_SIG, cache=True)
-def logistic_curvature(y, z):
+logistic_derivative = _LazyUfunc(_each_logistic_derivative)
+
+
+def _each_logistic_curvature(y, z):
     return _logistic_curvature(y, z)
 
 
-@vectorize(_SIG, cache=True)
-def logistic_conjugate(y, u):
+logistic_curvature = _LazyUfunc(_each_logistic_curvature)
+
+
+def _each_logistic_conjugate(y, u):
     return _logistic_conjugate(y, u)
 
 
-@vectorize(_SIG, cache=True)
-def probit_value(y, z):
+logistic_conjugate = _LazyUfunc(_each_logistic_conjugate)
+
+
+def _each_probit_value(y, z):
     return _probit_value(y, z)
 
 
-@vectorize(_SIG, cache=True)
-def probit_derivative(y, z):
+probit_value = _LazyUfunc(_each_probit_value)
+
+
+def _each_probit_derivative(y, z):
     return _probit_derivative(y, z)
 
 
-@vectorize(_SIG, cache=True)
-def probit_curvature(y, z):
+probit_derivative = _LazyUfunc(_each_probit_derivative)
+
+
+def _each_probit_curvature(y, z):
     return _probit_curvature(y, z)
 
 
-@vectorize(_SIG, cache=True)
-def squared_value(y, z):
+probit_curvature = _LazyUfunc(_each_probit_curvature)
+
+
+def _each_squared_value(y, z):
     return _squared_value(y, z)
 
 
-@vectorize(_SIG, cache=True)
-def squared_derivative(y, z):
+squared_value = _LazyUfunc(_each_squared_value)
+
+
+def _each_squared_derivative(y, z):
     return _squared_derivative(y, z)
 
 
-@vectorize(_SIG, cache=True)
-def squared_curvature(y, z):
+squared_derivative = _LazyUfunc(_each_squared_derivative)
+
+
+def _each_squared_curvature(y, z):
     return _squared_curvature(y, z)
 
 
-@vectorize(_SIG, cache=True)
-def squared_conjugate(y, u):
+squared_curvature = _LazyUfunc(_each_squared_curvature)
+
+
+def _each_squared_conjugate(y, u):
     return _squared_conjugate(y, u)
 
 
-@vectorize(_SIG, cache=True)
-def sq_hinge_value(y, z):
+squared_conjugate = _LazyUfunc(_each_squared_conjugate)
+
+
+def _each_sq_hinge_value(y, z):
     return _sq_hinge_value(y, z)
 
 
-@vectorize(_SIG, cache=True)
-def sq_hinge_derivative(y, z):
+sq_hinge_value = _LazyUfunc(_each_sq_hinge_value)
+
+
+def _each_sq_hinge_derivative(y, z):
     return _sq_hinge_derivative(y, z)
 
 
-@vectorize(_SIG, cache=True)
-def sq_hinge_curvature(y, z):
+sq_hinge_derivative = _LazyUfunc(_each_sq_hinge_derivative)
+
+
+def _each_sq_hinge_curvature(y, z):
     return _sq_hinge_curvature(y, z)
 
 
-@vectorize(_SIG, cache=True)
-def sq_hinge_conjugate(y, u):
+sq_hinge_curvature = _LazyUfunc(_each_sq_hinge_curvature)
+
+
+def _each_sq_hinge_conjugate(y, u):
     return _sq_hinge_conjugate(y, u)
 
 
-@vectorize(_SIG, cache=True)
-def hinge_value(y, z):
+sq_hinge_conjugate = _LazyUfunc(_each_sq_hinge_conjugate)
+
+
+def _each_hinge_value(y, z):
     return _hinge_value(y, z)
 
 
-@vectorize(_SIG, cache=True)
-def hinge_derivative(y, z):
+hinge_value = _LazyUfunc(_each_hinge_value)
+
+
+def _each_hinge_derivative(y, z):
     return _hinge_derivative(y, z)
+
+
+hinge_derivative = _LazyUfunc(_each_hinge_derivative)
 
 
 # --------------------------------------------------------------------------- dispatch

@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _multinomial_fit, _standardize, metrics
 from ._path_result import PathResult, PathRows
-from ._threads import check_n_jobs, run_in_threads, single_threaded_blas, thread_count
+from ._threads import check_n_jobs, in_this_process, run_in_threads, single_threaded_blas, thread_count
 from .data.memory import column_matrix, column_matrix_rows
 from .estimators import SparseLogisticRegression
 from .problems.memory import Problem
@@ -252,19 +252,23 @@ def _segmented_path(base, lams, bounds, tol, max_iter, n_jobs):
     with single_threaded_blas(n_jobs):
         SOLVERS["cd"](tol=tol, max_iter=max_iter).prepare_path(base, lams.size)
 
-    def segment(part):
-        kept = []
-        for result in SOLVERS["cd"](tol=tol, max_iter=max_iter).solve_path(base, part):
-            nonzero = np.flatnonzero(result.coef)
-            kept.append((nonzero, result.coef[nonzero], dataclasses.replace(result, coef=None, loss_gradient=None)))
-        return kept
-
     parts = [lams[a:b] for a, b in itertools.pairwise(bounds)]
-    for part in run_in_threads((delayed(segment)(part) for part in parts), n_jobs):
+    jobs = (delayed(_path_segment)(base, part, tol, max_iter) for part in parts)
+    for part in run_in_threads(jobs, n_jobs):
         for nonzero, values, result in part:
             coef = np.zeros(base.n_features)
             coef[nonzero] = values
             yield dataclasses.replace(result, coef=coef)
+
+
+def _path_segment(base, lams, tol, max_iter):
+    """One segment's CD path (a module-level function: a process backend pickles it by name),
+    each Result as (its nonzeros' indices, their values, the Result without coef and gradient)."""
+    kept = []
+    for result in SOLVERS["cd"](tol=tol, max_iter=max_iter).solve_path(base, lams):
+        nonzero = np.flatnonzero(result.coef)
+        kept.append((nonzero, result.coef[nonzero], dataclasses.replace(result, coef=None, loss_gradient=None)))
+    return kept
 
 
 def _warm_started(base, lams, solver, tol, max_iter, warm_start, multinomial):
@@ -293,17 +297,32 @@ def _float_matrix(X):
     return X if X.dtype.kind == "f" else X.astype(np.float64)
 
 
+# The scorers are module-level functions, not lambdas: a process backend (joblib's
+# "multiprocessing") pickles them by name.
+def _neg_log_loss(y, p):
+    return -metrics.log_loss(y, p, labels=[-1.0, 1.0])
+
+
+def _accuracy(y, p):
+    return metrics.accuracy(y, np.where(p >= 0.5, 1.0, -1.0))
+
+
+def _multinomial_neg_log_loss(y, proba, classes):
+    return -metrics.log_loss(y, proba, labels=classes)
+
+
+def _multinomial_accuracy(y, proba, classes):
+    return metrics.accuracy(y, classes[np.argmax(proba, axis=1)])
+
+
 _SCORERS = {
-    "neg_log_loss": lambda y, p: -metrics.log_loss(y, p, labels=[-1.0, 1.0]),
-    "accuracy": lambda y, p: metrics.accuracy(y, np.where(p >= 0.5, 1.0, -1.0)),
+    "neg_log_loss": _neg_log_loss,
+    "accuracy": _accuracy,
     "roc_auc": metrics.roc_auc,
     "average_precision": metrics.auprc,
 }
 #: The scorers of a multinomial model: (labels, probabilities (n, n_classes) in the classes' order).
-_MULTINOMIAL_SCORERS = {
-    "neg_log_loss": lambda y, proba, classes: -metrics.log_loss(y, proba, labels=classes),
-    "accuracy": lambda y, proba, classes: metrics.accuracy(y, classes[np.argmax(proba, axis=1)]),
-}
+_MULTINOMIAL_SCORERS = {"neg_log_loss": _multinomial_neg_log_loss, "accuracy": _multinomial_accuracy}
 #: Names the scorers had before, and what they are now (scikit-learn's names).
 _RENAMED_SCORERS = {"log_loss": "neg_log_loss"}
 _RULES = ("min", "1se")
@@ -359,7 +378,9 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
     progress : callable, optional
         ``progress(done, total)`` after each lam solved, on a fold or in the refit (``total``,
         every solve of the fit, is exact once the chosen lams are known); called from the
-        worker threads, one call at a time. The command line's progress bar.
+        worker threads, one call at a time. The command line's progress bar. Under a process
+        backend (``joblib.parallel_config(backend="loky")``) it is called in this process as
+        each fold's or refit's path arrives, ``done`` advancing by its lams.
     refit_path : {"chosen", "full"}, default "chosen"
         How far the refit on all the data goes down the grid: to the chosen lam (what
         ``coef_`` needs), or over the whole grid, as glmnet's ``cv.glmnet`` keeps the full fit
@@ -638,13 +659,16 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
         n = len(targets)
         ahead = n < thread_count(self.n_jobs)  # refits alongside the folds, the longest first
         counter = _Counter(self.progress, sum(g.size for g in grids) * (len(folds) + 1))
+        # A lam at a time from the threads, or a job at a time from worker processes.
+        here = in_this_process(self.n_jobs)
+        on_result = None if here or self.progress is None else counter.job_done
         kw = dict(
             l1_ratio=self.l1_ratio,
             fit_intercept=self.fit_intercept,
             solver=solver,
             tol=self.tol,
             max_iter=self.max_iter,
-            callback=counter.step,
+            callback=counter.step if here and self.progress is not None else None,
         )
 
         def refit(k, n_lams=None):
@@ -673,7 +697,8 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
                         dict(kw, standardize=bool(self.standardize)),
                     )
 
-        done = run_in_threads(itertools.chain((refit(k) for k in range(n) if ahead), fold_jobs()), self.n_jobs)
+        jobs = itertools.chain((refit(k) for k in range(n) if ahead), fold_jobs())
+        done = run_in_threads(jobs, self.n_jobs, on_result)
         paths, fold_scores = (done[:n], done[n:]) if ahead else (None, done)
         # fold-major: [fold 0 class 0, fold 0 class 1, ..., fold 1 class 0, ...]
         scores = [np.asarray(fold_scores[k::n]) for k in range(n)]
@@ -688,7 +713,7 @@ class SparseLogisticRegressionCV(SparseLogisticRegression):
             counter.total = sum(g.size for g in grids) * len(folds) + sum(
                 g.size if stop is None else stop for g, stop in zip(grids, stops)
             )
-            paths = run_in_threads((refit(k, stop) for k, stop in enumerate(stops)), self.n_jobs)
+            paths = run_in_threads((refit(k, stop) for k, stop in enumerate(stops)), self.n_jobs, on_result)
         return [_CVFit(*fit) for fit in zip(grids, scores, best, one_se, chosen, paths)]
 
 
@@ -713,11 +738,19 @@ class _Counter:
         self._lock = threading.Lock()
 
     def step(self, k, result):
+        self.advance(1)
+
+    def advance(self, solves):
         if self.progress is None:
             return
         with self._lock:
-            self.done += 1
+            self.done += solves
             self.progress(self.done, max(self.total, self.done))
+
+    def job_done(self, result):
+        """A whole job's solves at once, counted here as its result arrives from a worker
+        process (which cannot call back): a fold's scores, one per lam, or a refit's path."""
+        self.advance(result.lams.size if isinstance(result, PathResult) else len(result))
 
 
 def _best(scores):

@@ -276,3 +276,67 @@ def test_cv_holds_the_running_folds_copies_only(monkeypatch, n_classes):
     assert len(made) == 5  # one copy a fold, for every class
     if n_classes == 2:
         assert most[0] <= 2
+
+
+def _flags(a, k):  # module level: a process backend pickles the job's function by name
+    return bool(a.flags.writeable), type(a).__name__, float(a[k])
+
+
+@pytest.mark.parametrize("backend", ["loky", "multiprocessing"])
+def test_a_process_backend_gets_writeable_arrays_and_reports_results_here(backend):
+    """Under a process backend the caller chose, joblib memory-maps large arrays for the workers,
+    read-only by default: Numba would compile every kernel again for read-only arrays (52 s for
+    earn's CV), and a kernel writing into one could not run. They arrive writeable (copy-on-write),
+    and on_result sees each result in this process, in order."""
+    from joblib import delayed, parallel_config
+
+    from l1scale._threads import in_this_process, run_in_threads
+
+    a = np.arange(50_000, dtype=np.float64)
+    seen = []
+    with parallel_config(backend=backend, max_nbytes=1000):  # every array over 1 kB memory-mapped
+        assert not in_this_process(2)
+        assert in_this_process(1)
+        out = run_in_threads((delayed(_flags)(a, k) for k in range(4)), 2, on_result=seen.append)
+    assert out == seen == [(True, "memmap", float(k)) for k in range(4)]
+    assert in_this_process(2)  # threads, the default
+    assert run_in_threads((delayed(_flags)(a, k) for k in range(2)), 2, on_result=seen.append) == seen[-2:]
+
+
+@pytest.mark.parametrize("backend", ["loky", "multiprocessing"])
+def test_n_jobs_under_a_process_backend_gives_the_fits_of_one_job(backend):
+    """joblib.parallel_config(backend="loky") (or "multiprocessing", which pickles functions by
+    name) runs the one-vs-rest solves, a path's segments and a CV's folds in processes: every job
+    and what it carries pickles, and the results are those of n_jobs=1 (the path's segments: to
+    tol, as in threads). The CV's progress, which a worker process cannot call back, is counted
+    here as each fold's path arrives, up to the fit's total."""
+    from joblib import parallel_config
+
+    from l1scale import regularization_path
+
+    X, y = make_classification(n_samples=300, n_features=20, n_informative=5, n_classes=3, random_state=0)
+    y_pm = np.where(y == 0, 1.0, -1.0)
+    one = (
+        SparseLogisticRegression(lam_ratio=0.05, multi_class="ovr", tol=1e-8).fit(X, y),
+        regularization_path(X, y_pm, "logistic", n_lams=12, tol=1e-8),
+        SparseLogisticRegressionCV(n_lams=6, cv=3, tol=1e-8).fit(X, y),  # multinomial
+        SparseLogisticRegressionCV(n_lams=6, cv=3, tol=1e-8, scoring="accuracy").fit(X, y_pm),
+    )
+    progress = []
+    with parallel_config(backend=backend, max_nbytes=1000):
+        many = (
+            SparseLogisticRegression(lam_ratio=0.05, multi_class="ovr", tol=1e-8, n_jobs=2).fit(X, y),
+            regularization_path(X, y_pm, "logistic", n_lams=12, tol=1e-8, n_jobs=2),
+            SparseLogisticRegressionCV(n_lams=6, cv=3, tol=1e-8, n_jobs=2).fit(X, y),
+            SparseLogisticRegressionCV(
+                n_lams=6, cv=3, tol=1e-8, scoring="accuracy", n_jobs=2, progress=lambda *a: progress.append(a)
+            ).fit(X, y_pm),
+        )
+    np.testing.assert_array_equal(many[0].coef_, one[0].coef_)
+    np.testing.assert_allclose(many[1].objectives, one[1].objectives, rtol=1e-7)
+    for a, b in zip(one[2:], many[2:]):
+        for name in ("scores_", "lams_", "lam_", "coef_", "intercept_"):
+            np.testing.assert_array_equal(getattr(b, name), getattr(a, name))
+    done = [d for d, _ in progress]
+    # 3 folds and, a binary problem on two workers, the refit beside them over the whole grid
+    assert done == sorted(done) and progress[-1][0] == progress[-1][1] == many[3].lams_.size * 4
