@@ -336,6 +336,10 @@ def _speedup_case(make, X, y, args, backend=None):
                     one()
                     first = time.perf_counter() - t0
                 t, (m, cpu), times = timed_median(one, args.njobs_repeats, np.inf)
+            if chosen:  # the workers stop (and joblib's shared folders go) before the child exits
+                from joblib.externals.loky import get_reusable_executor
+
+                get_reusable_executor().shutdown(wait=True)
             return t, cpu, times, np.atleast_2d(m.coef_).copy(), first
 
         try:
