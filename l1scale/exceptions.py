@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "CheckpointError",
-    "ConvergenceWarning",
+    "ConvergenceWarning",  # noqa: F822 - provided by __getattr__ (scikit-learn imported on first use)
     "DataFormatError",
     "DiskFullError",
     "DistributedError",
@@ -16,7 +16,16 @@ __all__ = [
     "ModelFormatError",
 ]
 
-from sklearn.exceptions import ConvergenceWarning
+
+def __getattr__(name):
+    # scikit-learn's ConvergenceWarning (l1scale warns with it, so that scikit-learn's filters
+    # and tools catch ours), imported on first use: importing scikit-learn takes 1.5-2 s, which
+    # the command line's start (``l1scale --help``, reading a model file) does not need.
+    if name == "ConvergenceWarning":
+        from sklearn.exceptions import ConvergenceWarning
+
+        return ConvergenceWarning
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class DataFormatError(ValueError):

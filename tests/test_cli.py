@@ -917,3 +917,29 @@ def test_path_command_table_json_and_plot(files, tmp_path):
     png = tmp_path / "p.png"
     ok("path", files["train"], "--n-lams", "5", "--cv", "2", "--plot", png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_command_line_starts_without_scikit_learn_or_numba():
+    """``l1scale --help`` (and any command before it reads data) imports neither scikit-learn
+    (1.5-2 s: l1scale's ConvergenceWarning is scikit-learn's, imported on first use) nor Numba
+    and its compiled kernels: the command line starts in a fraction of a second."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from l1scale.cli import main\n"
+        "result = CliRunner().invoke(main, ['--help'])\n"
+        "assert result.exit_code == 0 and 'Usage' in result.output, result.output\n"
+        "print(*(name in sys.modules for name in ('sklearn', 'numba', 'scipy')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False", "False"]
+    from sklearn.exceptions import ConvergenceWarning
+
+    import l1scale.exceptions as exceptions
+
+    assert exceptions.ConvergenceWarning is ConvergenceWarning
+    with pytest.raises(AttributeError, match="no attribute"):
+        exceptions.NoSuchError  # noqa: B018

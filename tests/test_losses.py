@@ -353,7 +353,9 @@ def test_importing_the_package_builds_no_ufunc_and_first_calls_from_threads_agre
         "print(sum(isinstance(v, L._LazyUfunc) and v._ufunc is not None for v in vars(L).values()),"
         " sum(isinstance(v, L._LazyUfunc) for v in vars(L).values()))"
     )
-    built, lazy = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    built, lazy = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert (int(built), int(lazy)) == (0, 17)
 
     from l1scale import losses
