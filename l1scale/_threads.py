@@ -20,8 +20,9 @@ one-vs-rest fit of 0.2 s is 5-10% of the wall time. A backend the caller chose w
 than read-only, joblib's default: Numba types a read-only array apart and compiles every kernel
 again for it (earn's 5-fold CV in two loky workers: 52 s the first time, where the kernels'
 on-disk cache holds the writeable versions), and a kernel that writes into an input could not
-take one at all; pickling the arrays instead (``max_nbytes=None``) cost earn's CV 0.1 s. A job in another process cannot call back into this one: what must be counted
-there is counted here as each result arrives (``on_result``; :func:`in_this_process` says which).
+take one at all; pickling the arrays instead (``max_nbytes=None``) cost earn's CV 0.1 s. A job
+in another process cannot call back into this one: what must be counted there is counted here as
+each result arrives (``on_result``; :func:`in_this_process` says which).
 """
 
 from __future__ import annotations
