@@ -907,6 +907,20 @@ def test_path_command_n_jobs(files):
     assert usage.exit_code == 2 and "--n-jobs" in usage.stderr
 
 
+def test_path_command_runs_the_folds_in_processes(files):
+    """--processes: the CV's folds in loky worker processes, the same choice and path as one job
+    (the progress counted in this process as the folds' paths arrive); without --n-jobs 2 or more
+    it is a usage error."""
+    args = ("path", files["train"], "--n-lams", "12", "--tol", "1e-8", "--json", "--cv", "3")
+    one = json.loads(ok(*args).stdout)
+    out = ok(*args, "--n-jobs", "2", "--processes")
+    two = json.loads(out.stdout)
+    assert two["chosen_lam"] == one["chosen_lam"] and two["path"] == one["path"]
+    for n_jobs in ((), ("--n-jobs", "1")):
+        usage = run(*args, *n_jobs, "--processes")
+        assert usage.exit_code == 2 and "--processes" in usage.stderr and "--n-jobs 2" in usage.stderr
+
+
 def test_path_command_table_json_and_plot(files, tmp_path):
     out = ok("path", files["train"], "--n-lams", "6", "--cv", "3", "-q")
     rows = [line for line in out.stdout.splitlines() if line[:1] == " "]

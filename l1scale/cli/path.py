@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 
@@ -81,6 +82,13 @@ _SCORINGS = ("neg_log_loss", "accuracy", "roc_auc", "average_precision")
     "the cross-validation's folds, or with --cv 0 the path's segments (each after the first starts from zero: the "
     "same path to --tol, not to the bit)"
 )
+@click.option(
+    "--processes",
+    is_flag=True,
+    help="Run --n-jobs's jobs in worker processes (joblib's loky), not threads: they share no GIL (earn's "
+    "5-fold CV 1.70x on two cores, against 1.42x in threads), and take some seconds to start (each imports "
+    "l1scale and loads its compiled kernels): for cross-validations that run longer than that.",
+)
 @zero_based_option()
 @format_option()
 @click.option(
@@ -118,6 +126,7 @@ def path(
     multi_class,
     tol,
     n_jobs,
+    processes,
     zero_based,
     file_format,
     hash_bits,
@@ -139,6 +148,10 @@ def path(
 
     check_output(output, "'-o' / '--output'")
     check_output(plot, "'--plot'")
+    if processes and (n_jobs is None or n_jobs == 1):
+        raise click.BadParameter(
+            "runs --n-jobs's jobs in processes: give --n-jobs 2 or more (-1: every core)", param_hint="--processes"
+        )
     if output is not None and folds < 2:
         raise click.BadParameter("needs --cv 2 or more: the saved model is the cross-validated choice", param_hint="-o")
     if plot is not None:
@@ -166,7 +179,13 @@ def path(
     y_path = y if multinomial else np.where(y == classes[1], 1.0, -1.0)
     cv, messages = None, []
     t0 = time.perf_counter()
-    with PathProgress(enabled=not quiet) as progress, warnings.catch_warnings(record=True) as caught:
+    if processes:
+        from joblib import parallel_config
+
+        backend = parallel_config(backend="loky")
+    else:
+        backend = contextlib.nullcontext()
+    with backend, PathProgress(enabled=not quiet) as progress, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", GridEdgeWarning)
         if folds >= 2:
             cv = SparseLogisticRegressionCV(
