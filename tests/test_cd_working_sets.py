@@ -53,6 +53,12 @@ def test_working_set_is_the_features_closest_to_entering():
     for size in (20_000, 25_000, 40_000):
         chosen = smallest_scores(kept, score, size)
         np.testing.assert_array_equal(chosen, np.sort(kept[np.argsort(score, kind="stable")[:size]]))
+    # A set small beside the features (its cut found by a heap, not a partition): ties at the cut,
+    # -inf entries, and scores in decreasing order (every entry enters the heap).
+    for order in (score, np.sort(score)[::-1].copy()):
+        for size in (1, 7, 100, 1_000, 5_000):
+            chosen = smallest_scores(kept, order, size)
+            np.testing.assert_array_equal(chosen, np.sort(kept[np.argsort(order, kind="stable")[:size]]))
     # NaN ranks last; a size beyond the entries takes them all.
     kept = np.arange(4, dtype=np.int64)
     np.testing.assert_array_equal(smallest_scores(kept, np.array([np.nan, 2.0, -1.0, 0.0]), 3), [1, 2, 3])
