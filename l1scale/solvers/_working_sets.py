@@ -4,8 +4,7 @@ celer ranks the zero weights by (lam1 - |g_j|) / ||x_j||_c (negative: violating 
 takes every nonzero weight first. With NumPy that is a score array, an ``argpartition`` and a sort
 of the chosen indices, five temporaries over every feature in play, 0.5 ms on earn's 27,901 each
 time a round starts (46 rounds along earn's 50-lam path); one jitted pass and a partition of the
-scores take 0.15 ms, and the chosen come out in increasing order without a sort. Where the set
-is small beside the features in play, a heap of its size finds the cut instead of the partition.
+scores take 0.15 ms, and the chosen come out in increasing order without a sort.
 """
 
 from __future__ import annotations
@@ -14,47 +13,6 @@ import numpy as np
 from numba import njit
 
 __all__ = ["closest_to_entering", "smallest_scores"]
-
-
-# A working set far smaller than the features in play finds its cut with a heap of its size
-# (:func:`_kth_smallest`), else by NumPy's partition: on news20 (318,000 features in play, sets of
-# 100-1,520) the partition took 8-15 ms a round, 5-15% of a fit at 0.01 lam_max.
-HEAP_SHARE = 8
-
-
-@njit(cache=True, nogil=True)
-def _kth_smallest(values, k):
-    """The k-th smallest of ``values`` (1 <= k <= its length), by a max-heap of the k smallest
-    seen: one pass, an entry costing a comparison unless it enters the heap (about k log(m / k)
-    of m entries do in a random order, each log k steps)."""
-    heap = np.empty(k)
-    for i in range(k):  # the first k entries, heapified
-        heap[i] = values[i]
-    for start in range(k // 2 - 1, -1, -1):
-        _sift_down(heap, start, k)
-    for i in range(k, values.shape[0]):
-        x = values[i]
-        if x < heap[0]:
-            heap[0] = x
-            _sift_down(heap, 0, k)
-    return heap[0]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _sift_down(heap, i, n):
-    """Restore the max-heap order below ``i`` in ``heap[:n]``."""
-    x = heap[i]
-    while True:
-        child = 2 * i + 1
-        if child >= n:
-            break
-        if child + 1 < n and heap[child + 1] > heap[child]:
-            child += 1
-        if heap[child] <= x:
-            break
-        heap[i] = heap[child]
-        i = child
-    heap[i] = x
 
 
 @njit(cache=True, nogil=True)
@@ -72,7 +30,7 @@ def _smallest(kept, ranked, size):
     out = np.empty(size, dtype=np.int64)
     if size == 0:
         return out
-    cut = _kth_smallest(ranked, size) if HEAP_SHARE * size < m else np.partition(ranked, size - 1)[size - 1]
+    cut = np.partition(ranked, size - 1)[size - 1]
     below = 0  # strictly below the cut: fewer than size of them; the rest are ties at the cut
     for k in range(m):
         below += ranked[k] < cut
