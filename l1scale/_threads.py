@@ -108,15 +108,12 @@ def run_in_threads(jobs, n_jobs, on_result=None):
     exception is raised once the running ones are done. ``on_result(result)``, if given, is
     called in this thread with each result, in order, as the results are collected (under a
     process backend as each arrives; in threads once all are done)."""
-    results = _run(jobs, n_jobs)
-    if on_result is not None:
-        results = [_reported(result, on_result) for result in results]
-    return list(results)
-
-
-def _reported(result, on_result):
-    on_result(result)
-    return result
+    results = []
+    for result in _run(jobs, n_jobs):
+        if on_result is not None:
+            on_result(result)
+        results.append(result)
+    return results
 
 
 def _run(jobs, n_jobs):
