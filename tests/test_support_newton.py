@@ -361,6 +361,27 @@ def test_an_earlier_factorisation_preconditions_a_later_points_system(fit_interc
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize(("left", "came"), [(0, 0), (3, 0), (0, 2), (3, 2), (1, 16)])
+def test_a_factorisation_at_the_same_point_preconditions_a_changed_support_exactly(fit_intercept, left, came):
+    """At the point it was made, the factorisation's preconditioner on a support that has lost
+    ``left`` weights (held at zero: a Schur complement on its inverse) and gained ``came`` (bordered
+    on by theirs) is the new system's exact inverse: the algebra of ``_factor_kernels.precondition``
+    against the dense solve."""
+    problem, support, pt, rng = _correlated_case(fit_intercept)
+    factor, _ = SupportFactor.of(pt, support)
+    outside = np.setdiff1d(np.arange(problem.n_features), support)
+    new_support = np.sort(np.concatenate([support[left:], outside[outside.shape[0] - came :]]))
+    precondition = factor.preconditioner(pt, new_support)
+    assert precondition is not None
+    M = _system(problem, pt, new_support)
+    residual = rng.normal(size=M.shape[0])
+    applied = precondition.apply(residual)
+    # (M's condition number is about 2e6: the rounding of any exact solve leaves ~1e-9 here.)
+    np.testing.assert_allclose(M @ applied, residual, rtol=0, atol=1e-8 * np.abs(residual).max())
+    np.testing.assert_array_equal(precondition.apply(residual), applied)  # no state kept between calls
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
 @pytest.mark.parametrize("lam2", [0.0, 1.0])
 def test_cg_factorises_the_gram_matrix_it_bought_once_its_products_there_cost_a_fraction_of_it(fit_intercept, lam2):
     """A support system that CG does not solve in the products that pay for its Gram matrix: with

@@ -217,9 +217,9 @@ _CD_KERNEL_MODULES = [
     "l1scale.solvers._cg_kernels",
     "l1scale.solvers._covariance",
     "l1scale.solvers._dual",
+    "l1scale.solvers._factor_kernels",
     "l1scale.solvers._gram_kernels",
     "l1scale.solvers._local_model",
-    "l1scale.solvers._support_factor",
     "l1scale.solvers._working_sets",
 ]
 

@@ -16,25 +16,28 @@ earlier point is a near-exact preconditioner for the next points' systems (``Sup
 products' worth. Weights that have left the support since are held at zero in it, weights that have
 entered are bordered on exactly (their rows of the new system and the Schur complement of the old block).
 
-The factorisation and its one-right-hand-side solves run in Numba (LAPACK's potrf through Numba's
-``np.linalg.cholesky``, and the two triangular solves as loops), which releases the GIL: SciPy's
-``cho_factor`` and ``cho_solve`` hold it, and in a cross-validation's threads on earn they were an eighth of
-the time a thread held the GIL (py-spy ``--gil``), time in which the other thread waited.
+The factorisation, its one-right-hand-side solves, the preconditioner's application and the
+preconditioned CG loop run in Numba (``_factor_kernels``: LAPACK's potrf through Numba's
+``np.linalg.cholesky``, the triangular solves as loops), which releases the GIL: SciPy's ``cho_factor``
+and ``cho_solve`` hold it, and in a cross-validation's threads on earn they were an eighth of the time a
+thread held the GIL (py-spy ``--gil``), time in which the other thread waited; the CG loop and the
+application, a dozen NumPy calls each, about another quarter (earn's 50-lam path to tol 1e-4: its
+preconditioned CG 16 -> 10.5 ms, the same products and iterates).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
-from numba import njit
 
 from .._threads import one_blas_thread
 from . import _cg_kernels as cg_kernels
+from . import _factor_kernels as factor_kernels
 from . import _gram_kernels as gram_kernels
 from ._dual import columns_nnz
+from ._factor_kernels import PreconditionerParts, cholesky_factor, cholesky_solve
 from ._quadratic_step import NU
 
 __all__ = [
@@ -46,7 +49,6 @@ __all__ = [
     "cholesky_work",
     "preconditioned_cg",
     "system_product",
-    "warm_up",
 ]
 
 # An earlier factorisation preconditions CG for at most this many products before a new one is made
@@ -59,14 +61,22 @@ STALE_MAX_FRESH = 16
 
 
 class Preconditioner(NamedTuple):
-    """``apply``: an approximate inverse of a system, as a function of the residual; ``work``: what
-    one application costs, in nonzeros-read units (two triangular solves read a factor's size^2 / 2
-    entries each, from memory, 8 bytes against a stored value's 12: news20's 2,862 columns, 5 ms a
-    solve against 2.2 ms a product); ``setup``: what building it cost, in the same units."""
+    """An approximate inverse of a system (:meth:`SupportFactor.preconditioner`): ``parts``, what
+    its application reads (``_factor_kernels.precondition``); ``work``: what one application costs,
+    in nonzeros-read units (two triangular solves read a factor's size^2 / 2 entries each, from
+    memory, 8 bytes against a stored value's 12: news20's 2,862 columns, 5 ms a solve against
+    2.2 ms a product); ``setup``: what building it cost, in the same units."""
 
-    apply: Callable[[np.ndarray], np.ndarray]
+    parts: PreconditionerParts
+    size: int
     work: int
     setup: int = 0
+
+    def apply(self, residual):
+        """The approximate inverse applied to ``residual`` (a new array)."""
+        out = np.empty(self.size)
+        factor_kernels.precondition(self.parts, np.ascontiguousarray(residual, dtype=np.float64), out)
+        return out
 
 
 class SupportFactor:
@@ -249,31 +259,22 @@ class SupportFactor:
             rows_new, rows_own = np.append(rows_new, k), np.append(rows_own, k_own)
         solve_work = self.size**2 // 2  # see Preconditioner
         setup = 0
+        V, schur_held = np.empty((self.size, 0)), np.empty((0, 0))
         if held.shape[0]:
-            V = self._inverse_columns(held)  # once: each application is then one solve
+            V = np.ascontiguousarray(self._inverse_columns(held))  # once: each application is then one solve
             # E^T M^-1 E, a principal block of M^-1, is positive definite: Cholesky, whose solves
             # (as every solve of an application) run in Numba without the GIL (scipy's LU and
             # Cholesky wrappers held it, 11% of the time earn's 5-fold CV held it, py-spy --gil)
             schur_held = cholesky_factor(np.ascontiguousarray(V[held]))
             if schur_held.shape[0] == 0:
                 return None
-            held_x = np.empty(held.shape[0])
             setup += held.shape[0] * solve_work
-        full = np.zeros(self.size)
-
-        def base(r_shared):  # this factorisation's block, the held rows at zero
-            full[rows_own] = r_shared
-            full[held] = 0.0
-            x = self.solve(full)
-            if held.shape[0]:
-                cholesky_solve(schur_held, x[held], held_x)
-                x -= V @ held_x
-            return x[rows_own]
-
+        r = rows_new.shape[0]
+        B, W, schur = np.empty((r, 0)), np.empty((r, 0)), np.empty((0, 0))
         if fresh.shape[0]:
             # The new system's columns of the fresh weights: one kernel without the GIL, one read of
-            # the support's columns each (then a vector solve each, also without it: one blocked
-            # solve through SciPy would hold the GIL for all of them).
+            # the support's columns each (then a solve each, also without it: one blocked solve
+            # through SciPy would hold the GIL for all of them).
             problem = pt.problem
             columns = np.empty((k + int(fit_b), fresh.shape[0]))
             setup += gram_kernels.system_columns(
@@ -287,62 +288,13 @@ class SupportFactor:
                 columns,
             )
             B, C = columns[rows_new], columns[fresh]
-            W = np.column_stack([base(B[:, q]) for q in range(fresh.shape[0])])
+            W = factor_kernels.base_columns(self.factor, rows_own, held, V, schur_held, B)
             schur = cholesky_factor(np.ascontiguousarray(C - B.T @ W))
             if schur.shape[0] == 0:  # not positive definite: the new columns lie nearly in the old
                 return None  # ones' span, where this block's error is magnified; a new factorisation is the way
-            fresh_x = np.empty(fresh.shape[0])
             setup += fresh.shape[0] * solve_work
-
-        def apply(residual):
-            out = np.empty(residual.shape[0])
-            y = base(residual[rows_new])
-            if fresh.shape[0]:
-                cholesky_solve(schur, residual[fresh] - B.T @ y, fresh_x)
-                y -= W @ fresh_x
-                out[fresh] = fresh_x
-            out[rows_new] = y
-            return out
-
-        return Preconditioner(apply, solve_work, setup)
-
-
-@njit(cache=True, nogil=True)
-def cholesky_factor(M):
-    """The lower Cholesky factor L of the symmetric matrix M (M = L L^T; LAPACK's potrf), or an
-    empty (0, 0) array when M is not numerically positive definite."""
-    try:
-        L = np.linalg.cholesky(M)
-    except Exception:  # noqa: BLE001 (Numba raises LinAlgError as a plain exception)
-        return np.empty((0, 0))
-    for a in range(L.shape[0]):
-        if not (np.isfinite(L[a, a]) and L[a, a] > 0.0):
-            return np.empty((0, 0))
-    return L
-
-
-@njit(cache=True, nogil=True)
-def cholesky_solve(L, rhs, out):
-    """out = (L L^T)^-1 rhs: L y = rhs by rows of L, then L^T x = y by rows of L as well (each
-    x_j found is taken out of the rows above it: C-ordered L is read contiguously both ways)."""
-    k = L.shape[0]
-    for i in range(k):
-        acc = rhs[i]
-        for j in range(i):
-            acc -= L[i, j] * out[j]
-        out[i] = acc / L[i, i]
-    for j in range(k - 1, -1, -1):
-        xj = out[j] / L[j, j]
-        out[j] = xj
-        for i in range(j):
-            out[i] -= L[j, i] * xj
-
-
-def warm_up():
-    """Compile (or load from Numba's cache) the factorisation's kernels on a tiny system."""
-    L = cholesky_factor(np.eye(2))
-    cholesky_solve(L, np.ones(2), np.empty(2))
-    cholesky_factor(-np.eye(2))  # the not positive definite branch
+        parts = PreconditionerParts(self.factor, rows_new, rows_own, held, V, schur_held, fresh, B, W, schur)
+        return Preconditioner(parts, k + int(fit_b), solve_work, setup)
 
 
 def _factorisation_work(nnz_cols, gram_work, size) -> int:
@@ -377,37 +329,24 @@ def system_product(pt, support, v, out, margins) -> int:
 def preconditioned_cg(pt, support, rhs, precondition, rtol, max_products):
     """Conjugate gradients for the support's Newton system at ``pt`` (:func:`system_product`),
     ``M x = rhs`` from x = 0, with the :class:`Preconditioner` ``precondition``
-    (:meth:`SupportFactor.preconditioner`). It stops at the relative residual ``rtol``, at
-    ``max_products``, or early once its rate of convergence says it would not reach ``rtol`` within
-    twice that many. Returns (x, products, nonzeros of X read, including the preconditioner's
-    setup, converged)."""
-    margins = np.empty(pt.problem.n_samples)
-    product = np.empty(rhs.shape[0])
-    x = np.zeros(rhs.shape[0])
-    res = rhs.copy()
-    z = precondition.apply(res)
-    direction = z.copy()
-    rz = cg_kernels.dot(res, z)  # not NumPy's @: BLAS's threads (cg_kernels.dot)
-    size = float(np.sqrt(cg_kernels.dot(rhs, rhs)))
-    stop = rtol * size
-    products, reads = 0, precondition.setup + precondition.work
-    converged = size <= stop
-    while not converged and products < max_products:
-        reads += system_product(pt, support, direction, product, margins)
-        products += 1
-        if not cg_kernels.cg_advance(x, res, direction, product, rz):
-            break
-        left = float(np.sqrt(cg_kernels.dot(res, res)))
-        converged = left <= stop
-        if converged:
-            break
-        # Each product has divided the residual by (size / left)^(1 / products) on the whole:
-        # at that rate, would it reach rtol within twice the cap?
-        if products >= 4 and left > 0.0 and products * np.log(stop / size) < 2 * max_products * np.log(left / size):
-            break
-        z = precondition.apply(res)
-        reads += precondition.work
-        rz_new = cg_kernels.dot(res, z)
-        direction = z + (rz_new / rz) * direction
-        rz = rz_new
-    return x, products, reads, converged
+    (:meth:`SupportFactor.preconditioner`), in one kernel (``_factor_kernels.preconditioned_cg``).
+    It stops at the relative residual ``rtol``, at ``max_products``, or early once its rate of
+    convergence says it would not reach ``rtol`` within twice that many. Returns (x, products,
+    nonzeros of X read, including the preconditioner's setup, converged)."""
+    problem = pt.problem
+    x = np.empty(rhs.shape[0])
+    products, applications, converged = factor_kernels.preconditioned_cg(
+        *problem.columns.arrays,
+        support,
+        pt.D,
+        problem.penalty.l2 + NU,
+        NU,
+        problem.fit_intercept,
+        np.ascontiguousarray(rhs, dtype=np.float64),
+        precondition.parts,
+        rtol,
+        max_products,
+        x,
+    )
+    reads = precondition.setup + applications * precondition.work + products * 2 * columns_nnz(problem.columns, support)
+    return x, products, reads, bool(converged)

@@ -71,7 +71,7 @@ from ..problems.base import Certificate
 from . import _cd_kernels as kernels
 from . import _cg_kernels as cg_kernels
 from . import _covariance as covariance
-from . import _dual, _row_dual, _support_factor
+from . import _dual, _factor_kernels, _row_dual
 from . import _gram_kernels as gram_kernels
 from . import _local_model as local_model
 from ._cd_state import Iterate, Loop, restore_state, saved_state
@@ -1140,7 +1140,7 @@ def _warm_up():
     kernels.warm_up()
     gram_kernels.warm_up()
     cg_kernels.warm_up()
-    _support_factor.warm_up()
+    _factor_kernels.warm_up()
     _row_dual.warm_up()
     covariance.warm_up()
     _dual.warm_up()
