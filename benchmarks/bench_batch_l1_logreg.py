@@ -213,6 +213,22 @@ def l1scale_warm_up(spec):
     return {"compile_s": compile_s, "first_call_wall_s": time.perf_counter() - t0}
 
 
+def l1scale_point_warm_up(X, y, ratio, intercept, spec):
+    """Untimed fits of one point (tol 1e-1 and 1e-6) in this process, before its forked timed fits:
+    a fit loads (or compiles) the Numba code of the paths it takes, which differ with the data and
+    lam (the row start, the repeated rows, the factorisations), and the tiny warm-up reaches few of
+    them. Without this, each timed child loaded them again at its first fit: 40-85 ms on earn, a9a
+    and news20 (2026-12-02: a forked child's first fit against its second), kept out of the fits
+    repeated under --repeat-below by their median but not out of the single longer ones. Returns
+    the seconds it took."""
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        _quiet()
+        for tol in (1e-1, 1e-6):
+            spec.estimator(lam_ratio=ratio, tol=tol, max_iter=10000, fit_intercept=intercept, solver="cd").fit(X, y)
+    return time.perf_counter() - t0
+
+
 def l1scale_cold_compile():
     """Compile time of the first l1scale fit with an empty Numba cache, in a fresh process
     (NUMBA_CACHE_DIR pointed at a new temporary folder)."""
@@ -943,7 +959,14 @@ def write_markdown(path, results, meta):
         f"with an empty cache (fresh process, NUMBA_CACHE_DIR=new folder) the first fit compiles for "
         f"{cold.get('compile_s', float('nan')):.2f} s. The timed fits are forked from the warmed-up parent, "
         "so neither is in the times below (each fit's own compile time is recorded, and is ~0). "
-        f"skglm's Numba warm-up fit: {meta.get('skglm_compile_s', float('nan')):.2f} s, also excluded."
+        + (
+            f"Before each point's timed fits, two untimed l1scale fits of it (tol 1e-1 and 1e-6) in the parent load "
+            f"the code of the paths its fits take ({meta['l1scale_point_warm_up_s']:.1f} s in all): a child's first "
+            "fit loaded it again otherwise (40-85 ms). "
+            if "l1scale_point_warm_up_s" in meta
+            else ""
+        )
+        + f"skglm's Numba warm-up fit: {meta.get('skglm_compile_s', float('nan')):.2f} s, also excluded."
     )
     L.append(
         f"- l1scale: `{spec.estimator.__name__}(lam=lam, tol=tol, fit_intercept=..., max_iter={args['l1_max_iter']}, "
@@ -1257,6 +1280,10 @@ def main(argv=None):
         for intercept in intercepts:
             for ratio in ratios:
                 log(f"  {ds} ratio={ratio:g} intercept={intercept}")
+                if "l1scale" in solvers:
+                    meta["l1scale_point_warm_up_s"] = meta.get("l1scale_point_warm_up_s", 0.0) + l1scale_point_warm_up(
+                        X, y, ratio, intercept, spec
+                    )
                 t1 = time.perf_counter()
                 r = run_point(X, y, peers, ratio, intercept, solvers, args, log)
                 r.update(dataset=ds, n=X.shape[0], d=X.shape[1], nnz=int(X.nnz), wall_s=time.perf_counter() - t1)
