@@ -42,6 +42,21 @@ def support_margins_change(data, indices, indptr, dense, support, x, fit_interce
     _support_times(data, indices, indptr, dense, support, x, fit_intercept, t)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def system_times(data, indices, indptr, dense, support, D, ridge, nu, fit_intercept, v, t, out):
+    """out = M v for the support's Newton system M = X_S^T diag(D) X_S + ridge I, bordered by the
+    intercept's row (curvature floor nu) when it is fitted: the columns read twice. ``t`` (n,):
+    scratch. Shapes: v, out (k [+ 1],)."""
+    k = support.shape[0]
+    _support_times(data, indices, indptr, dense, support, v, fit_intercept, t)
+    t *= D
+    _support_transpose_times(data, indices, indptr, dense, support, t, fit_intercept, out)
+    for q in range(k):
+        out[q] += ridge * v[q]
+    if fit_intercept:
+        out[k] += nu * v[k]
+
+
 @njit(cache=True, nogil=True)
 def support_cg(
     data,
@@ -115,14 +130,8 @@ def support_cg(
             reads += m * m
             on_gram += 1
         else:
-            _support_times(data, indices, indptr, dense, support, direction, fit_intercept, t)
-            t *= D
-            _support_transpose_times(data, indices, indptr, dense, support, t, fit_intercept, product)
+            system_times(data, indices, indptr, dense, support, D, ridge, nu, fit_intercept, direction, t, product)
             reads += 2 * nnz_support
-            for q in range(k):
-                product[q] += ridge * direction[q]
-            if fit_intercept:
-                product[k] += nu * direction[k]
         products += 1
         if not cg_advance(x, res, direction, product, rz):
             break

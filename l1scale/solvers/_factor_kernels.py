@@ -189,7 +189,6 @@ def preconditioned_cg(data, indices, indptr, dense, support, D, ridge, nu, fit_b
     the relative residual ``rtol``, at ``max_products``, or early once its rate of convergence
     says it would not reach ``rtol`` within twice that many. Returns (products, applications of
     the preconditioner, converged)."""
-    k = support.shape[0]
     margins, product = np.empty(D.shape[0]), np.empty(rhs.shape[0])
     res, z = rhs.copy(), np.empty(rhs.shape[0])
     x[:] = 0.0
@@ -202,14 +201,7 @@ def preconditioned_cg(data, indices, indptr, dense, support, D, ridge, nu, fit_b
     products = 0
     converged = size <= stop
     while not converged and products < max_products:
-        # The system's product (``_support_factor.system_product``).
-        cg_kernels.support_margins_change(data, indices, indptr, dense, support, direction, fit_b, margins)
-        margins *= D
-        cg_kernels.support_gradient(data, indices, indptr, dense, support, margins, fit_b, product)
-        for j in range(k):
-            product[j] += ridge * direction[j]
-        if fit_b:
-            product[k] += nu * direction[k]
+        cg_kernels.system_times(data, indices, indptr, dense, support, D, ridge, nu, fit_b, direction, margins, product)
         products += 1
         if not cg_kernels.cg_advance(x, res, direction, product, rz):
             break

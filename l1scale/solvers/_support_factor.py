@@ -68,9 +68,13 @@ class Preconditioner(NamedTuple):
     2.2 ms a product); ``setup``: what building it cost, in the same units."""
 
     parts: PreconditionerParts
-    size: int
     work: int
     setup: int = 0
+
+    @property
+    def size(self) -> int:
+        """The system's size: its rows shared with the factorisation and the fresh ones."""
+        return self.parts.rows_new.shape[0] + self.parts.fresh.shape[0]
 
     def apply(self, residual):
         """The approximate inverse applied to ``residual`` (a new array)."""
@@ -294,7 +298,7 @@ class SupportFactor:
                 return None  # ones' span, where this block's error is magnified; a new factorisation is the way
             setup += fresh.shape[0] * solve_work
         parts = PreconditionerParts(self.factor, rows_new, rows_own, held, V, schur_held, fresh, B, W, schur)
-        return Preconditioner(parts, k + int(fit_b), solve_work, setup)
+        return Preconditioner(parts, solve_work, setup)
 
 
 def _factorisation_work(nnz_cols, gram_work, size) -> int:
@@ -315,14 +319,9 @@ def system_product(pt, support, v, out, margins) -> int:
     ``X_S^T diag(D) X_S + (lam2 + nu) I``, the intercept's row with curvature floor nu); ``margins``
     (n,) is scratch. Returns the nonzeros of X read."""
     problem = pt.problem
-    arrays, fit_b = problem.columns.arrays, problem.fit_intercept
-    k = support.shape[0]
-    cg_kernels.support_margins_change(*arrays, support, v, fit_b, margins)
-    margins *= pt.D
-    cg_kernels.support_gradient(*arrays, support, margins, fit_b, out)
-    out[:k] += (problem.penalty.l2 + NU) * v[:k]
-    if fit_b:
-        out[k] += NU * v[k]
+    cg_kernels.system_times(
+        *problem.columns.arrays, support, pt.D, problem.penalty.l2 + NU, NU, problem.fit_intercept, v, margins, out
+    )
     return 2 * columns_nnz(problem.columns, support)
 
 
