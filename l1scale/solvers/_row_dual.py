@@ -41,27 +41,32 @@ def shrink_factors(data, indices, indptr, dense, cols, corr, theta, bound, facto
     row's ``factors[i]`` becomes min(factors[i], f); the others are left. Shapes: cols, corr (k,);
     theta, factors (n,). Returns the stored values read."""
     reads = 0
+    one = np.uint64(1)
     for q in range(cols.shape[0]):
         cq = corr[q]
         if abs(cq) <= bound:
             continue
         j = cols[q]
-        start, end = indptr[j], indptr[j + 1]
+        start, end = np.uint64(indptr[j]), np.uint64(indptr[j + 1])
         same, opposite = 0.0, 0.0
-        for k in range(start, end):
-            t = data[k] * theta[k - start if dense else indices[k]]
+        k = start
+        while k < end:  # unsigned positions: Numba checks a signed index for wrapping around
+            t = data[k] * theta[k - start if dense else np.uint64(indices[k])]
             if t * cq > 0.0:
                 same += abs(t)
             else:
                 opposite += abs(t)
+            k += one
         if same <= 0.0:
             continue
         f = (bound + opposite) / same
-        for k in range(start, end):
-            i = k - start if dense else indices[k]
+        k = start
+        while k < end:
+            i = k - start if dense else np.uint64(indices[k])
             if data[k] * theta[i] * cq > 0.0 and f < factors[i]:
                 factors[i] = f
-        reads += 2 * (end - start)
+            k += one
+        reads += 2 * np.int64(end - start)
     return reads
 
 
