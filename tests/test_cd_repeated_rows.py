@@ -202,18 +202,23 @@ def test_a_column_layout_finds_the_same_groups_as_the_rows(layout):
     np.testing.assert_allclose(by_columns.c, by_rows.c, rtol=1e-15)
 
 
-@pytest.mark.parametrize("layout", ["csc", "dense"])
-def test_a_collision_of_hashes_keeps_its_rows_apart(layout, monkeypatch):
-    # Every hash made equal: the value-by-value check must still tell the rows apart.
+@pytest.mark.parametrize("layout", ["csr", "csc", "dense"])
+def test_a_collision_of_hashes_keeps_its_rows_apart(layout):
+    # Every hash made equal: the value-by-value check must still tell the rows apart, in the
+    # row layout (``_verify_rows``) as in the column layouts (``_verify_columns``).
     X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 2.0], [1.0, 0.0, 2.0], [1.0, 0.0, 3.0]] * 5))
-    columns = as_columns(X.tocsc() if layout == "csc" else X.toarray())
-    data, indices, indptr, dense = columns.arrays
-    bits = data.view(np.uint64)
+    y_bits = np.zeros(20, dtype=np.uint64)
     hashes, counts = np.zeros(20, dtype=np.uint64), np.full(20, 2, dtype=np.int64)
     rep = np.empty(20, dtype=np.int64)
-    repeated_rows._candidates(hashes, counts, np.zeros(20, dtype=np.uint64), rep)
+    repeated_rows._candidates(hashes, counts, y_bits, rep)
     assert (rep == 0).all()  # one candidate group for all
-    repeated_rows._verify_columns(bits, indices, indptr, dense, rep)
+    if layout == "csr":
+        rows = as_rows(X)
+        repeated_rows._verify_rows(rows.indices, rows.indptr, rows.data.view(np.uint64), y_bits, rep)
+    else:
+        columns = as_columns(X.tocsc() if layout == "csc" else X.toarray())
+        data, indices, indptr, dense = columns.arrays
+        repeated_rows._verify_columns(data.view(np.uint64), indices, indptr, dense, rep)
     group, first, weights = np.empty(20, dtype=np.int64), np.empty(20, dtype=np.int64), np.empty(20)
     n = repeated_rows._number(rep, np.ones(20), group, first, weights)
     # Rows equal to row 0 stay with it; the others are their own groups.
