@@ -13,8 +13,9 @@ its label), O(1) per row; rows with distinct signatures are distinct, and where 
 every row's values are hashed, and rows of equal hashes are compared value by value, so that
 only rows equal to the bit are merged.
 
-Every position read per stored value is unsigned: Numba checks a signed index for wrapping
-around (a negative one counts from the end), a branch per read that kept these loops from being
+Every position read per stored value is unsigned (a column layout's columns are read through
+``memory.column``, as the solvers read theirs): Numba checks a signed index for wrapping around
+(a negative one counts from the end), a branch per read that kept these loops from being
 compiled tightly. Measured on a9a, medians of 30 interleaved with the signed loops (2026-12-02,
 this project's 2-core host): the search in the rows 3.0 -> 2.4 ms, in the columns (CSC) 5.4-6.7
 -> 4.1-4.2 ms, the distinct rows' column layout 2.1-2.6 -> 1.7-1.8 ms (its scatter alone 2.3 ->
@@ -29,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from .memory import Matrix, as_columns, as_rows, index_dtype
+from .memory import Matrix, as_columns, as_rows, column, index_dtype
 
 __all__ = [
     "COLUMNS_MAX",
@@ -203,16 +204,13 @@ def _column_signatures(value_bits, indices, indptr, dense, probes, y_bits, out):
     """Each row's signature from a few columns (``probes``) of a column layout: its values there
     (absent: none) and its label."""
     n = out.shape[0]
-    one = np.uint64(1)
     for i in range(n):
         out[i] = np.uint64(y_bits[i]) ^ _GOLDEN
     for j in probes:
-        start, end = np.uint64(indptr[j]), np.uint64(indptr[j + 1])
-        p = start
-        while p < end:
-            i = p - start if dense else np.uint64(indices[p])
-            out[i] = (out[i] ^ _fold(value_bits[p])) * _ODD + np.uint64(j)
-            p += one
+        rows, bits = column(value_bits, indices, indptr, dense, j)
+        for p in range(rows.shape[0]):
+            i = np.uint64(rows[p])
+            out[i] = (out[i] ^ _fold(bits[p])) * _ODD + np.uint64(j)
     for i in range(n):
         out[i] = _mix(out[i])
 
@@ -222,18 +220,15 @@ def _column_hashes(value_bits, indices, indptr, dense, y_bits, hashes, counts):
     """Each row's hash over its values in column order (a row's values are met in increasing
     column order, as in its CSR row) and its number of stored values."""
     n = hashes.shape[0]
-    one = np.uint64(1)
     for i in range(n):
         hashes[i] = np.uint64(y_bits[i])
         counts[i] = 0
     for j in range(indptr.shape[0] - 1):
-        start, end = np.uint64(indptr[j]), np.uint64(indptr[j + 1])
-        p = start
-        while p < end:
-            i = p - start if dense else np.uint64(indices[p])
-            hashes[i] = (hashes[i] ^ _fold(value_bits[p])) * _ODD + np.uint64(j)
+        rows, bits = column(value_bits, indices, indptr, dense, j)
+        for p in range(rows.shape[0]):
+            i = np.uint64(rows[p])
+            hashes[i] = (hashes[i] ^ _fold(bits[p])) * _ODD + np.uint64(j)
             counts[i] += 1
-            p += one
     for i in range(n):
         hashes[i] = _mix(hashes[i] ^ _mix(np.uint64(counts[i])))
 
@@ -270,25 +265,20 @@ def _verify_columns(value_bits, indices, indptr, dense, rep):
     with equal numbers of values, all equal means equal rows (a binary search of the candidate
     in each column cost 2.5x as much on a9a)."""
     n = rep.shape[0]
-    one = np.uint64(1)
     bad = np.zeros(n, dtype=np.bool_)
     seen_in = np.full(n, -1, dtype=np.int64)  # the last column in which each row has a value
     seen = np.empty(n, dtype=np.uint64)
     for j in range(indptr.shape[0] - 1):
-        start, end = np.uint64(indptr[j]), np.uint64(indptr[j + 1])
-        p = start
-        while p < end:
-            i = p - start if dense else np.uint64(indices[p])
+        rows, bits = column(value_bits, indices, indptr, dense, j)
+        for p in range(rows.shape[0]):
+            i = np.uint64(rows[p])
             seen_in[i] = j
-            seen[i] = value_bits[p]
-            p += one
-        p = start
-        while p < end:
-            i = p - start if dense else np.uint64(indices[p])
+            seen[i] = bits[p]
+        for p in range(rows.shape[0]):
+            i = np.uint64(rows[p])
             r = np.uint64(rep[i])
-            if r != i and (seen_in[r] != j or seen[r] != value_bits[p]):
+            if r != i and (seen_in[r] != j or seen[r] != bits[p]):
                 bad[i] = True
-            p += one
     for i in range(n):
         if bad[i]:
             rep[i] = i

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..data.memory import column
 from ._dual import columns_nnz, correlations_near, loss_units
 
 __all__ = ["RowDual", "balance_sum", "shrink_factors"]
@@ -41,32 +42,26 @@ def shrink_factors(data, indices, indptr, dense, cols, corr, theta, bound, facto
     row's ``factors[i]`` becomes min(factors[i], f); the others are left. Shapes: cols, corr (k,);
     theta, factors (n,). Returns the stored values read."""
     reads = 0
-    one = np.uint64(1)
     for q in range(cols.shape[0]):
         cq = corr[q]
         if abs(cq) <= bound:
             continue
-        j = cols[q]
-        start, end = np.uint64(indptr[j]), np.uint64(indptr[j + 1])
+        rows, vals = column(data, indices, indptr, dense, cols[q])  # unsigned positions below
         same, opposite = 0.0, 0.0
-        k = start
-        while k < end:  # unsigned positions: Numba checks a signed index for wrapping around
-            t = data[k] * theta[k - start if dense else np.uint64(indices[k])]
+        for p in range(rows.shape[0]):
+            t = vals[p] * theta[np.uint64(rows[p])]
             if t * cq > 0.0:
                 same += abs(t)
             else:
                 opposite += abs(t)
-            k += one
         if same <= 0.0:
             continue
         f = (bound + opposite) / same
-        k = start
-        while k < end:
-            i = k - start if dense else np.uint64(indices[k])
-            if data[k] * theta[i] * cq > 0.0 and f < factors[i]:
+        for p in range(rows.shape[0]):
+            i = np.uint64(rows[p])
+            if vals[p] * theta[i] * cq > 0.0 and f < factors[i]:
                 factors[i] = f
-            k += one
-        reads += 2 * np.int64(end - start)
+        reads += 2 * rows.shape[0]
     return reads
 
 
