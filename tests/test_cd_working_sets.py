@@ -53,8 +53,9 @@ def test_working_set_is_the_features_closest_to_entering():
     for size in (20_000, 25_000, 40_000):
         chosen = smallest_scores(kept, score, size)
         np.testing.assert_array_equal(chosen, np.sort(kept[np.argsort(score, kind="stable")[:size]]))
-    # Sets small beside the features: ties at the cut, -inf entries, and scores in decreasing order.
-    for order in (score, np.sort(score)[::-1].copy()):
+    # Sets small beside the features: ties at the cut, -inf entries, and scores in decreasing and
+    # increasing order (the orders that make a select's pivots bad).
+    for order in (score, np.sort(score)[::-1].copy(), np.sort(score)):
         for size in (1, 7, 100, 1_000, 5_000):
             chosen = smallest_scores(kept, order, size)
             np.testing.assert_array_equal(chosen, np.sort(kept[np.argsort(order, kind="stable")[:size]]))

@@ -30,6 +30,7 @@ from ..data.memory import (
     column_matrix_rows,
     matrix_of,
     repeated_columns,
+    transposed_index_dtype,
 )
 from ..data.repeated_rows import distinct_columns, distinct_rows, distinct_rows_of_columns
 from ..data.rows import row_correlations, row_dots_and_norms
@@ -347,6 +348,14 @@ class Problem(InMemoryProblemBase):
         """Seconds spent converting the rows to columns, once made on a read of ``columns`` (0
         otherwise): a solver reports them apart from its solve (``Result.timings["convert"]``)."""
         return self._derived.get("conversion_seconds", 0.0)
+
+    @property
+    def column_index_dtype(self):
+        """The type of the column layout's index arrays, before a CSR problem makes it (what its
+        solver's kernels are compiled for: ``data.memory.transposed_index_dtype``)."""
+        if self.has_columns:
+            return self.columns.indices.dtype
+        return np.dtype(transposed_index_dtype(self._source))
 
     @property
     def has_columns(self) -> bool:

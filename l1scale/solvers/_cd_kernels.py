@@ -619,9 +619,10 @@ def largest_magnitude(v):
     return peak
 
 
-def warm_up():
-    """Compile (or load from Numba's cache) every kernel on tiny inputs."""
-    data, idx, ptr = np.ones(2), np.arange(2, dtype=np.int64), np.array([0, 2], dtype=np.int64)
+def warm_up(index=np.int32):
+    """Compile (or load from Numba's cache) every kernel on tiny inputs. ``index``: the type of the data layout's index arrays (``data.memory.index_dtype``): a kernel
+    is compiled once per type of its arguments, so the warm-up compiles what the solve will call."""
+    data, idx, ptr = np.ones(2), np.arange(2, dtype=index), np.array([0, 2], dtype=index)
     ws, v2, v1 = np.zeros(1, dtype=np.int64), np.ones(2), np.zeros(1)
     outer_pass(data, idx, ptr, False, ws, v2, v2, v1, 0.1, 0.0, 0.0, v1.copy(), v1.copy(), ws.copy())
     check_pass(data, idx, ptr, False, ws, v2, v1, 0.1, 0.0, v1.copy())
@@ -646,4 +647,5 @@ def warm_up():
     penalty_change(ws, 1, v1, v1, 1.0, 0.1, 0.0)
     take_step(ws, 1, v1.copy(), v1.copy(), 0.5)
     largest_magnitude(v2)
+    changed_count(ws, ws)
     seed(0)

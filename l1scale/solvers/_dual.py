@@ -298,9 +298,11 @@ def _lower_to_sphere(corr, norms, top, radius, scale):
             corr[j] = bound
 
 
-def warm_up():
-    """Compile (or load from Numba's cache) the bookkeeping loops on tiny inputs."""
+def warm_up(index=np.int32):
+    """Compile (or load from Numba's cache) the bookkeeping loops on tiny inputs (``index``: the
+    type of the column layout's ``indptr``, as ``_cd_kernels.warm_up``'s)."""
     cols, v, w, out = np.zeros(1, dtype=np.int64), np.ones(1), np.zeros(1), np.empty(1, dtype=np.bool_)
+    _columns_nnz(np.array([0, 1], dtype=index), cols)
     _sphere_screen_all(v, 1.0, v, 0.0, 1.0, w, out)
     _put_scaled_abs(cols, v, 1.0, v.copy())
     _add_scaled(v.copy(), v, 0.0)

@@ -75,11 +75,20 @@ def newton_direction(data, indices, indptr, dense, active, m_outer, model, setti
     return d_b, sweeps, reads + int(local_indptr[m_outer]), gram_price, tight, gram_out
 
 
-def warm_up():
-    """Compile (or load from Numba's cache) :func:`newton_direction` on tiny inputs."""
-    data, index, v1, v2 = np.ones(2), np.arange(2, dtype=np.int64), np.zeros(1), np.ones(2)
+def warm_up(index=np.int32):
+    """Compile (or load from Numba's cache) :func:`newton_direction` on tiny inputs (``index``: as
+    ``_cd_kernels.warm_up``'s)."""
+    data, rows, v1, v2 = np.ones(2), np.arange(2, dtype=index), np.zeros(1), np.ones(2)
     model = kernels.QuadraticModel(v1, np.ones(1), v1, v1.copy(), np.zeros(2), v2, 0.0)
     settings = kernels.InnerSettings(0.1, 0.0, True, 1.0, 3, 0.0, 10)
     newton_direction(
-        data, index, np.array([0, 2]), False, np.zeros(1, dtype=np.int64), 1, model, settings, np.empty((0, 0))
+        data,
+        rows,
+        np.array([0, 2], dtype=index),
+        False,
+        np.zeros(1, dtype=np.int64),
+        1,
+        model,
+        settings,
+        np.empty((0, 0)),
     )

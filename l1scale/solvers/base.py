@@ -13,7 +13,16 @@ import numpy as np
 from ..exceptions import ConvergenceWarning
 from ..problems.base import ProblemLike
 
-__all__ = ["EstimatorSettings", "History", "Result", "Solver", "Timer", "certified_result", "compiled_once"]
+__all__ = [
+    "EstimatorSettings",
+    "History",
+    "Result",
+    "Solver",
+    "Timer",
+    "certified_result",
+    "column_index_type",
+    "compiled_once",
+]
 
 
 @dataclass
@@ -238,29 +247,42 @@ class Solver:
 
 def compiled_once(warm_up):
     """Decorator for a function that compiles (or loads from Numba's cache) a solver's
-    kernels on tiny inputs: it runs once per process, and the call returns the seconds
-    it took (0.0 afterwards), which solvers report apart from their solve time.
+    kernels on tiny inputs: it runs once per process for each set of arguments (a kernel is
+    compiled once per type of its arguments: ``index``, the type of the data's index arrays,
+    where the warm-up takes one), and the call returns the seconds it took (0.0 afterwards),
+    which solvers report apart from their solve time.
 
     Thread-safe: solves in threads (``n_jobs``) that start together run it once; the
     others wait for it to finish (and return 0.0) instead of compiling again or
     solving with kernels half loaded. A warm-up that raises is tried again next call."""
-    done = False
+    done = set()
     lock = threading.Lock()
 
-    def run() -> float:
-        nonlocal done
-        if done:
+    def run(*args) -> float:
+        if args in done:
             return 0.0
         with lock:
-            if done:  # another thread finished it while this one waited
+            if args in done:  # another thread finished it while this one waited
                 return 0.0
             start = time.perf_counter()
-            warm_up()
-            done = True
+            warm_up(*args)
+            done.add(args)
             return time.perf_counter() - start
 
     run.__doc__ = warm_up.__doc__
     return run
+
+
+def column_index_type(problem):
+    """The type of the index arrays of the column layout a solve reads (a CSR problem's is made at
+    its first read of the columns, after the solver's warm-up): what a solver's warm-up compiles
+    its kernels for (:func:`compiled_once`). int32, the layouts' usual type, for a problem that
+    holds no column layout here (a distributed one: its workers read their partitions)."""
+    known = getattr(problem, "column_index_dtype", None)
+    if known is None:
+        columns = getattr(problem, "columns", None)
+        known = np.int32 if columns is None else columns.indices.dtype
+    return np.dtype(known)
 
 
 def certified_result(

@@ -66,7 +66,7 @@ import numpy as np
 
 from .. import checkpoint as checkpoints
 from ..data import repeated_rows
-from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
+from ..losses import weighted_conjugate, weighted_derivatives, weighted_terms_along, weighted_value
 from ..problems.base import Certificate
 from . import _cd_kernels as kernels
 from . import _cg_kernels as cg_kernels
@@ -92,7 +92,7 @@ from ._support_newton import (
 )
 from ._violator_dual import ViolatorDual
 from ._working_sets import closest_to_entering
-from .base import History, Solver, Timer, certified_result, compiled_once
+from .base import History, Solver, Timer, certified_result, column_index_type, compiled_once
 
 __all__ = ["CoordinateDescent"]
 
@@ -295,7 +295,7 @@ class CoordinateDescent(Solver):
         ``loss_gradient``, e.g. the last lam of a path), picks the first working set without
         a pass over the data (strong rules' role in glmnet); nothing is certified from it."""
         self.check_problem(problem)
-        compile_seconds = _warm_up()
+        compile_seconds = _warm_up(column_index_type(problem))
         groups = self._distinct_rows(problem, on_covariances=gradient_init is None)
         if groups is not None:
             result = self.solve(groups.problem, coef_init, intercept_init, gradient_init=gradient_init)
@@ -388,7 +388,7 @@ class CoordinateDescent(Solver):
         coef_init, intercept_init : the start of the first solve (zero by default).
         """
         self.check_problem(problem)
-        compile_seconds = _warm_up()
+        compile_seconds = _warm_up(column_index_type(problem))
         groups = self._distinct_rows(problem, columns=True, n_solves=len(lams))
         if groups is not None:
             for result in self.solve_path(groups.problem, lams, coef_init, intercept_init):
@@ -1135,18 +1135,25 @@ class CoordinateDescent(Solver):
 
 
 @compiled_once
-def _warm_up():
-    """Compile (or load from cache) the kernels on tiny inputs."""
-    kernels.warm_up()
-    gram_kernels.warm_up()
-    cg_kernels.warm_up()
-    _factor_kernels.warm_up()
-    _row_dual.warm_up()
+def _warm_up(index):
+    """Compile (or load from cache) the kernels on tiny inputs, those that read the column
+    layout for its index type ``index`` (``base.column_index_type``). A kernel is compiled once per type of
+    its arguments: the layouts are int32 wherever they fit (``data.memory.index_dtype``), and a
+    warm-up on int64 arrays compiled, at a process's first fit with an empty Numba cache, 68 s
+    of kernels that the solve then compiled again for int32 (30 s more; the first fit took 118 s
+    on this 2-core host), and a process with the cache loaded both."""
+    kernels.warm_up(index)
+    gram_kernels.warm_up(index)
+    cg_kernels.warm_up(index)
+    _factor_kernels.warm_up(index)
+    _row_dual.warm_up(index)
     covariance.warm_up()
-    _dual.warm_up()
-    local_model.warm_up()
+    _dual.warm_up(index)
+    local_model.warm_up(index)
     repeated_rows.warm_up()
     v2 = np.ones(2)
+    closest_to_entering(np.zeros(1, dtype=np.int64), v2, v2, v2, 0.1, 1)
+    weighted_derivatives(0, v2, v2, 0.0, v2)  # the intercept's Newton solve
     weighted_terms_along(0, v2, v2, v2, 1.0, v2, v2, v2.copy(), v2.copy(), v2.copy(), v2.copy())
     weighted_conjugate(0, v2, v2, v2, 1.0)  # certificates (Problem.certificate_from)
     weighted_value(0, v2, v2, v2)

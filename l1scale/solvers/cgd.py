@@ -54,7 +54,7 @@ from .. import checkpoint as checkpoints
 from ..data.memory import column, column_moments
 from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
 from ..problems.base import ProblemLike
-from .base import History, Result, Solver, Timer, certified_result, compiled_once
+from .base import History, Result, Solver, Timer, certified_result, column_index_type, compiled_once
 
 __all__ = ["CoordinateGradientDescent"]
 
@@ -260,7 +260,7 @@ class CoordinateGradientDescent(Solver):
         ``intercept_init`` (default 0)."""
         self.check_problem(problem)
         self._check_parameters()
-        compile_seconds = _warm_up()
+        compile_seconds = _warm_up(column_index_type(problem))
         timer = Timer()
         n, dim = problem.n_samples, problem.n_features
         cols, kind = problem.columns, problem.loss.kernel_id
@@ -452,9 +452,10 @@ class CoordinateGradientDescent(Solver):
 
 
 @compiled_once
-def _warm_up():
-    """Compile (or load from cache) the kernels on tiny inputs."""
-    data, idx, ptr = np.ones(2), np.arange(2, dtype=np.int64), np.array([0, 2], dtype=np.int64)
+def _warm_up(index):
+    """Compile (or load from cache) the kernels on tiny inputs, for the column layout's index type
+    ``index`` (``base.column_index_type``: a kernel is compiled once per type of its arguments)."""
+    data, idx, ptr = np.ones(2), np.arange(2, dtype=index), np.array([0, 2], dtype=index)
     ws, v2, v1 = np.zeros(1, dtype=np.int64), np.ones(2), np.zeros(1)
     _gradient_pass(data, idx, ptr, False, v2, v2, v1, 0.1, 0.0, v1.copy(), v1.copy(), v1.copy())
     _block_direction(data, idx, ptr, False, np.ones(1), 0.5, v1, v1, np.ones(1), 0.1, 0.0, ws.copy(), v2.copy())

@@ -78,7 +78,7 @@ from ..losses import (
 )
 from ..problems.base import ProblemLike
 from ..problems.memory import newton_intercept
-from .base import History, Result, Solver, Timer, certified_result, compiled_once
+from .base import History, Result, Solver, Timer, certified_result, column_index_type, compiled_once
 
 __all__ = ["FISTA", "ISTA", "MultiscaleFISTA", "ProximalGradient"]
 
@@ -267,7 +267,7 @@ class ProximalGradient(Solver):
         self.check_problem(problem)
         self._check_options()
         scaling = self._scaling()
-        compile_seconds = _warm_up()
+        compile_seconds = _warm_up(column_index_type(problem))
         timer = Timer()
         passes = InMemoryPasses(problem) if passes is None else passes
         dim, fit_b, eta = problem.n_features, problem.fit_intercept, float(self.backtrack)
@@ -569,9 +569,10 @@ class MultiscaleFISTA(ProximalGradient):
 
 
 @compiled_once
-def _warm_up():
-    """Compile (or load from cache) the kernels on tiny inputs."""
-    data, idx, ptr = np.ones(2), np.arange(2, dtype=np.int64), np.array([0, 2], dtype=np.int64)
+def _warm_up(index):
+    """Compile (or load from cache) the kernels on tiny inputs, for the column layout's index type
+    ``index`` (``base.column_index_type``: a kernel is compiled once per type of its arguments)."""
+    data, idx, ptr = np.ones(2), np.arange(2, dtype=index), np.array([0, 2], dtype=index)
     v2, v1 = np.ones(2), np.zeros(1)
     weighted_derivatives(0, v2, v2, 0.0, v2)
     _gradient_curvature(data, idx, ptr, False, v2, v2, v1.copy(), v1.copy())

@@ -130,7 +130,7 @@ from ..losses import (
     weighted_value,
 )
 from ..problems.base import ProblemLike
-from .base import History, Result, Solver, Timer, compiled_once
+from .base import History, Result, Solver, Timer, column_index_type, compiled_once
 
 __all__ = ["CENTRE_RATIO", "GreedyCD", "StochasticCD"]
 
@@ -611,7 +611,7 @@ class _DuplicatedCD(Solver):
             raise ValueError(
                 f"curvature must be one of {', '.join(map(repr, self.curvatures))}, got curvature={self.curvature!r}"
             )
-        compile_seconds = _warm_up()
+        compile_seconds = _warm_up(column_index_type(problem))
         timer = Timer()
         # Under the Newton steps (the default), with an intercept, columns with a large offset are
         # learned centred: the same problem (module docstring); the intercept is mapped back below.
@@ -1033,15 +1033,16 @@ class GreedyCD(_DuplicatedCD):
 
 
 @compiled_once
-def _warm_up():
-    """Compile (or load from cache) the kernels on tiny inputs."""
-    data, idx, ptr = np.ones(2), np.arange(2, dtype=np.int64), np.array([0, 2], dtype=np.int64)
+def _warm_up(index):
+    """Compile (or load from cache) the kernels on tiny inputs, for the column layout's index type
+    ``index`` (``base.column_index_type``: a kernel is compiled once per type of its arguments)."""
+    data, idx, ptr = np.ones(2), np.arange(2, dtype=index), np.array([0, 2], dtype=index)
     v2 = np.ones(2)
     v, curv = np.zeros(3), np.ones(3)
     _column_curvatures(data, idx, ptr, False, v2, 0.25, 0.0, curv)
     z, r = np.zeros(2), np.zeros(2)
     _residuals(0, v2, v2, z, r)
-    _scd_epoch(data, idx, ptr, False, 0, v2, v2, z, r, v, curv, 0.1, 0.0, np.arange(3, dtype=np.int64))
+    _scd_epoch(data, idx, ptr, False, 0, v2, v2, z, r, v, curv, 0.1, 0.0, np.arange(3, dtype=np.int64), np.inf)
     D = np.zeros(2)
     lv = np.zeros(2)
     _curvatures_and_values(0, v2, v2, z, D, lv)
