@@ -53,7 +53,6 @@ __all__ = [
     "repeated_columns",
     "row",
     "row_matrix",
-    "transposed_index_dtype",
     "verified_repeats",
 ]
 
@@ -103,14 +102,6 @@ def index_dtype(largest: int, *given):
     return np.int32
 
 
-def transposed_index_dtype(X):
-    """The index type of the other layout of a compressed X (CSR -> CSC or back), as this
-    module's conversion makes it: int32 wherever it holds X's major dimension and stored
-    values, whatever X's own index type (a solver warms its kernels up for the layout its solve
-    will read before that layout is made)."""
-    return index_dtype(max(X.shape[0 if X.format == "csr" else 1], X.nnz))
-
-
 def _as_sparse_layout(X, fmt: str, dtype, checked: bool) -> Matrix:
     # Before scipy's conversion, which trusts the index arrays as the kernels do.
     if not checked:
@@ -121,9 +112,8 @@ def _as_sparse_layout(X, fmt: str, dtype, checked: bool) -> Matrix:
         # A CSR <-> CSC conversion of a canonical matrix, by our own scatter (canonical too),
         # into int32 index arrays wherever they fit (``_transpose``: 2x scipy's on int64 input).
         n_major, n_minor = X.shape if X.format == "csr" else X.shape[::-1]
-        data, indices, indptr = transposed_arrays(
-            X.data, X.indices, X.indptr, n_minor, dtype, transposed_index_dtype(X)
-        )
+        index = index_dtype(max(n_major, X.nnz))
+        data, indices, indptr = transposed_arrays(X.data, X.indices, X.indptr, n_minor, dtype, index)
         return Matrix(data, indices, indptr, False, X.shape)
     X = X.asformat(fmt, copy=False)
     if not X.has_canonical_format:

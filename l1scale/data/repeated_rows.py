@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from .memory import Matrix, as_columns, as_rows, column, index_dtype
+from .memory import Matrix, column, index_dtype
 
 __all__ = [
     "COLUMNS_MAX",
@@ -41,7 +41,6 @@ __all__ = [
     "distinct_columns",
     "distinct_rows",
     "distinct_rows_of_columns",
-    "warm_up",
 ]
 
 #: Rows are merged only when at least this share of them repeat another: below it, the pass that
@@ -402,13 +401,3 @@ def distinct_columns(rows: Matrix, first):
     matrix.data, matrix.indices, matrix.indptr = new_data, new_indices, new_indptr
     matrix.has_canonical_format = True
     return matrix
-
-
-def warm_up():
-    """Compile (or load from Numba's cache) the search's kernels on tiny inputs, both layouts."""
-    X = sp.csr_matrix(np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 2.0]]))
-    y, c = np.ones(4), np.full(4, 0.25)
-    rows = as_rows(X, checked=True)
-    distinct_columns(rows, distinct_rows(rows, y, c, min_share=0.0).first)
-    distinct_rows_of_columns(as_columns(X, checked=True), y, c, min_share=0.0)
-    distinct_rows_of_columns(as_columns(X.toarray()), y, c, min_share=0.0)

@@ -14,7 +14,6 @@ which the other problems share.
 from __future__ import annotations
 
 import copy
-import time
 from typing import NamedTuple
 
 import numpy as np
@@ -22,6 +21,7 @@ import scipy.sparse as sp
 from numba import njit
 from scipy.special import ndtri
 
+from .._clock import Timer
 from ..data.memory import (
     CHECKED_MARK,
     as_columns,
@@ -30,7 +30,6 @@ from ..data.memory import (
     column_matrix_rows,
     matrix_of,
     repeated_columns,
-    transposed_index_dtype,
 )
 from ..data.repeated_rows import distinct_columns, distinct_rows, distinct_rows_of_columns
 from ..data.rows import row_correlations, row_dots_and_norms
@@ -325,9 +324,9 @@ class Problem(InMemoryProblemBase):
         """The column layout (:class:`~l1scale.data.memory.Matrix`: CSC or Fortran-ordered), made
         from the rows on first use and shared with ``with_lam``'s copies."""
         if "columns" not in self._derived:
-            start = time.perf_counter()
+            timer = Timer()  # less the conversion kernels' compilation (``_clock``)
             self._derived["columns"] = as_columns(self._source, checked=True)
-            self._derived["conversion_seconds"] = time.perf_counter() - start
+            self._derived["conversion_seconds"] = timer()
         return self._derived["columns"]
 
     @columns.setter
@@ -348,14 +347,6 @@ class Problem(InMemoryProblemBase):
         """Seconds spent converting the rows to columns, once made on a read of ``columns`` (0
         otherwise): a solver reports them apart from its solve (``Result.timings["convert"]``)."""
         return self._derived.get("conversion_seconds", 0.0)
-
-    @property
-    def column_index_dtype(self):
-        """The type of the column layout's index arrays, before a CSR problem makes it (what its
-        solver's kernels are compiled for: ``data.memory.transposed_index_dtype``)."""
-        if self.has_columns:
-            return self.columns.indices.dtype
-        return np.dtype(transposed_index_dtype(self._source))
 
     @property
     def has_columns(self) -> bool:
@@ -446,14 +437,14 @@ class Problem(InMemoryProblemBase):
         fresh = key not in self._derived
         if fresh:
             found = None
-            start = time.perf_counter()
+            timer = Timer()
             if self.rows_only:
                 groups = distinct_rows(self.rows, self.y, self.c)
             elif columns:
                 groups = distinct_rows_of_columns(self.columns, self.y, self.c)
             else:
                 groups = None
-            searched = time.perf_counter() - start
+            searched = timer()
             if groups is not None:
                 if self.rows_only:
                     matrix = distinct_columns(self.rows, groups.first)
@@ -465,7 +456,7 @@ class Problem(InMemoryProblemBase):
                 merged.columns = as_columns(matrix, checked=True)
                 merged.n_samples = matrix.shape[0]
                 merged.y, merged.c = groups.y, groups.c
-                found = RowGroups(merged, groups.group, searched, time.perf_counter() - start - searched)
+                found = RowGroups(merged, groups.group, searched, timer() - searched)
             self._derived[key] = found
         found = self._derived[key]
         if found is None:

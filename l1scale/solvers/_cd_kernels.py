@@ -617,35 +617,3 @@ def largest_magnitude(v):
     for i in range(v.shape[0]):
         peak = max(peak, abs(v[i]))
     return peak
-
-
-def warm_up(index=np.int32):
-    """Compile (or load from Numba's cache) every kernel on tiny inputs. ``index``: the type of the data layout's index arrays (``data.memory.index_dtype``): a kernel
-    is compiled once per type of its arguments, so the warm-up compiles what the solve will call."""
-    data, idx, ptr = np.ones(2), np.arange(2, dtype=index), np.array([0, 2], dtype=index)
-    ws, v2, v1 = np.zeros(1, dtype=np.int64), np.ones(2), np.zeros(1)
-    outer_pass(data, idx, ptr, False, ws, v2, v2, v1, 0.1, 0.0, 0.0, v1.copy(), v1.copy(), ws.copy())
-    check_pass(data, idx, ptr, False, ws, v2, v1, 0.1, 0.0, v1.copy())
-    support_margins(data, idx, ptr, False, v1, 0.0, v2.copy())
-    column_curvatures(data, idx, ptr, False, ws, v2, v1.copy())
-    for gram_first in (0.0, np.inf):
-        model = QuadraticModel(v1, np.ones(1), v1, v1.copy(), np.zeros(2), v2, 0.0)
-        newton_direction(
-            data,
-            idx,
-            ptr,
-            False,
-            ws.copy(),
-            1,
-            model,
-            InnerSettings(0.1, 0.0, True, 1.0, 3, gram_first, 10),
-            np.empty((0, 0)),
-        )
-        model_change(ws, 1, model, 0.0, 0.1, 0.0)
-    model_decrease(ws, 1, v1, v1, v1, 0.1)
-    model_dual_point(0, v2, v2, v2, v2, v2, True, v2.copy())
-    penalty_change(ws, 1, v1, v1, 1.0, 0.1, 0.0)
-    take_step(ws, 1, v1.copy(), v1.copy(), 0.5)
-    largest_magnitude(v2)
-    changed_count(ws, ws)
-    seed(0)

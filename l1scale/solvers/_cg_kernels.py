@@ -240,38 +240,3 @@ def cg_advance(x, res, direction, product, rz):
     x += alpha * direction
     res -= alpha * product
     return True
-
-
-def warm_up(index=np.int32):
-    """Compile (or load from Numba's cache) every kernel on tiny inputs (``index``: as
-    ``_cd_kernels.warm_up``'s)."""
-    data, idx, ptr = np.ones(2), np.arange(2, dtype=index), np.array([0, 2], dtype=index)
-    ws, v2 = np.zeros(1, dtype=np.int64), np.ones(2)
-    dot(v2, v2)
-    for gram_max in (0, 10):
-        support_cg(
-            data,
-            idx,
-            ptr,
-            False,
-            ws,
-            v2,
-            0.0,
-            1e-12,
-            True,
-            np.ones(2),
-            np.ones(2),
-            1e-8,
-            5,
-            np.zeros(2),
-            np.zeros(2),
-            gram_max,
-            np.ones(1),
-            0,
-            -1,  # given, as the solves give it: an omitted default is a signature of its own
-        )
-    Q = np.eye(2)
-    gram_cg(Q, np.arange(2, dtype=np.int64), 1, 0.0, 1e-12, np.ones(2), np.ones(2), 1e-8, 5, np.zeros(2))
-    gram_product(Q, 1, 0.0, 1e-12, np.ones(2), np.zeros(2))
-    support_gradient(data, idx, ptr, False, ws, v2, True, np.zeros(2))
-    support_margins_change(data, idx, ptr, False, ws, np.ones(1), False, np.zeros(2))

@@ -386,13 +386,3 @@ def certified_point(problem, w, b):
     cert = problem.certificate_from(w, b, z, u, v)
     # A gap below zero by rounding only is 0, as CD reports it (Certificate.duality_gap).
     return Certificate.duality_gap(cert.objective, cert.objective - cert.value), b, v, u
-
-
-def warm_up():
-    """Compile (or load from Numba's cache) the kernels on tiny inputs."""
-    S, v, index = np.eye(2), np.ones(2), np.arange(2, dtype=np.int64)
-    _sweep(S, v, v.copy(), v.copy(), 0.1, index)
-    _add_rows(S, index, v, v.copy())
-    _dot(v, v)
-    for dtype in (np.int32, np.int64):  # the index types of a CSR layout (``data.memory.index_dtype``)
-        rows_gram(v, np.arange(2, dtype=dtype), np.array([0, 1, 2], dtype=dtype), v, 2)

@@ -17,8 +17,6 @@ included: its dual is as strongly concave, and w*_j = 0 exactly when |x_j^T (c u
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 from numba import njit
 
@@ -33,7 +31,6 @@ __all__ = [
     "correlations_near",
     "loss_units",
     "residual_distance",
-    "warm_up",
 ]
 
 # A feature is screened out only when its bound is below lam1 by this relative margin, so
@@ -296,19 +293,6 @@ def _lower_to_sphere(corr, norms, top, radius, scale):
         bound = (top + norms[j] * radius) / scale
         if bound < corr[j]:
             corr[j] = bound
-
-
-def warm_up(index=np.int32):
-    """Compile (or load from Numba's cache) the bookkeeping loops on tiny inputs (``index``: the
-    type of the column layout's ``indptr``, as ``_cd_kernels.warm_up``'s)."""
-    cols, v, w, out = np.zeros(1, dtype=np.int64), np.ones(1), np.zeros(1), np.empty(1, dtype=np.bool_)
-    _columns_nnz(np.array([0, 1], dtype=index), cols)
-    _sphere_screen_all(v, 1.0, v, 0.0, 1.0, w, out)
-    _put_scaled_abs(cols, v, 1.0, v.copy())
-    _add_scaled(v.copy(), v, 0.0)
-    _lower_to_sphere(v.copy(), v, 1.0, 0.0, 1.0)
-    dual_scale(SimpleNamespace(l1=1.0, l2=0.0), v)  # its max |v_j| loop
-    _weighted_square_distance(v, w, v)
 
 
 def loss_units(u_c, c):

@@ -35,7 +35,6 @@ __all__ = [
     "cholesky_solve",
     "precondition",
     "preconditioned_cg",
-    "warm_up",
 ]
 
 
@@ -221,45 +220,3 @@ def preconditioned_cg(data, indices, indptr, dense, support, D, ridge, nu, fit_b
             direction[j] = z[j] + beta * direction[j]
         rz = rz_new
     return products, applications, converged
-
-
-def warm_up(index=np.int32):
-    """Compile (or load from Numba's cache) these kernels on a tiny system (``index``: as
-    ``_cd_kernels.warm_up``'s)."""
-    L = cholesky_factor(np.eye(2))
-    cholesky_solve(L, np.ones(2), np.empty(2))
-    cholesky_factor(-np.eye(2))  # the not positive definite branch
-    first, none = np.arange(1, dtype=np.int64), np.empty(0, dtype=np.int64)
-    one = np.ones((1, 1))
-    parts = PreconditionerParts(
-        L[:1, :1].copy(),
-        first,
-        first,
-        none,
-        np.empty((1, 0)),
-        np.empty((0, 0)),
-        none,
-        np.empty((1, 0)),
-        np.empty((1, 0)),
-        np.empty((0, 0)),
-    )
-    base_columns(parts.factor, first, none, parts.held_columns, parts.held_schur, one)
-    out = np.empty(1)
-    precondition(parts, np.ones(1), out)
-    data, ptr = np.ones(2), np.array([0, 2], dtype=index)
-    preconditioned_cg(
-        data,
-        np.arange(2, dtype=index),
-        ptr,
-        False,
-        first[:1] * 0,
-        np.ones(2),
-        1.0,
-        1e-6,
-        False,
-        np.ones(1),
-        parts,
-        1e-6,
-        2,
-        np.empty(1),
-    )

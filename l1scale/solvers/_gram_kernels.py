@@ -638,23 +638,3 @@ def curvature_term_gram(active, local, m, w, wpd, Qd, d_b):
     for k in range(m):
         quad += (wpd[active[k]] - w[active[k]]) * Qd[local[k]]
     return quad
-
-
-def warm_up(index=np.int32):
-    """Compile (or load from Numba's cache) the kernels that ``_cd_kernels.newton_direction``'s
-    warm-up does not reach (``index``: as ``_cd_kernels.warm_up``'s)."""
-    data, idx, ptr = np.ones(2), np.arange(2, dtype=index), np.array([0, 2], dtype=index)
-    border_gram(data, idx, ptr, False, np.zeros(2, dtype=np.int64), 1, 2, np.ones(2), np.eye(2), True, np.zeros(2))
-    system_columns(
-        data,
-        idx,
-        ptr,
-        False,
-        np.zeros(1, dtype=np.int64),
-        np.zeros(1, dtype=np.int64),
-        np.ones(2),
-        1.0,
-        True,
-        np.zeros(2),
-        np.empty((2, 1)),
-    )

@@ -35,60 +35,59 @@ LOCAL_MIN_COORDINATES = 1000
 LOCAL_MIN_SPREAD = 8
 
 
-@njit(cache=True, nogil=True)
 def newton_direction(data, indices, indptr, dense, active, m_outer, model, settings, gram_in):
     """:func:`~l1scale.solvers._cd_kernels.newton_direction`, on a copy of the model's columns
     and coordinates where that pays (a sparse X of many columns, a model of many coordinates:
     see the module's docstring); the same results. ``model.wpd`` and ``active[:m_outer]``
     (its order: the model's CD shrinks by swapping) are written back; ``gram_in`` and the Gram
-    matrix returned are in the order of ``active[:m_outer]``, the copy's too."""
-    g, H, w, wpd, xTd, D, g_b, d_b = model
+    matrix returned are in the order of ``active[:m_outer]``, the copy's too.
+
+    Python, not a kernel: a kernel that calls the model's solver has that solver's whole call
+    tree linked into its own code and optimised again (3.5 s more at the first fit with an
+    empty cache), where three calls from here cost microseconds."""
+    g = model.g
     if dense or m_outer < LOCAL_MIN_COORDINATES or g.shape[0] < LOCAL_MIN_SPREAD * m_outer:
         return kernels.newton_direction(data, indices, indptr, dense, active, m_outer, model, settings, gram_in)
     cols = active[:m_outer].copy()
-    local_indptr = np.empty(m_outer + 1, dtype=indptr.dtype)
+    local_data, local_indices, local_indptr, local_g, local_H, local_w, local_wpd = _local_copy(
+        data, indices, indptr, cols, model.g, model.H, model.w, model.wpd
+    )
+    local_active = np.arange(m_outer, dtype=active.dtype)
+    local = model._replace(g=local_g, H=local_H, w=local_w, wpd=local_wpd)
+    d_b, sweeps, reads, gram_price, tight, gram_out = kernels.newton_direction(
+        local_data, local_indices, local_indptr, dense, local_active, m_outer, local, settings, gram_in
+    )
+    _put_back(cols, local_active, local_wpd, model.wpd, active)
+    # The copy read the model's columns once.
+    return d_b, sweeps, reads + int(local_indptr[m_outer]), gram_price, tight, gram_out
+
+
+@njit(cache=True, nogil=True)
+def _local_copy(data, indices, indptr, cols, g, H, w, wpd):
+    """The columns ``cols`` of X and their coordinates of the model, contiguous in that order."""
+    m = cols.shape[0]
+    local_indptr = np.empty(m + 1, dtype=indptr.dtype)
     local_indptr[0] = 0
-    for s in range(m_outer):
+    for s in range(m):
         j = cols[s]
         local_indptr[s + 1] = local_indptr[s] + (indptr[j + 1] - indptr[j])
-    local_data = np.empty(local_indptr[m_outer], dtype=data.dtype)
-    local_indices = np.empty(local_indptr[m_outer], dtype=indices.dtype)
-    local_g, local_H = np.empty(m_outer), np.empty(m_outer)
-    local_w, local_wpd = np.empty(m_outer), np.empty(m_outer)
-    local_active = np.empty(m_outer, dtype=active.dtype)
-    for s in range(m_outer):
+    local_data = np.empty(local_indptr[m], dtype=data.dtype)
+    local_indices = np.empty(local_indptr[m], dtype=indices.dtype)
+    local_g, local_H = np.empty(m), np.empty(m)
+    local_w, local_wpd = np.empty(m), np.empty(m)
+    for s in range(m):
         j = cols[s]
         start, p = indptr[j], local_indptr[s]
         for q in range(indptr[j + 1] - start):
             local_data[p + q] = data[start + q]
             local_indices[p + q] = indices[start + q]
         local_g[s], local_H[s], local_w[s], local_wpd[s] = g[j], H[j], w[j], wpd[j]
-        local_active[s] = s
-    local = kernels.QuadraticModel(local_g, local_H, local_w, local_wpd, xTd, D, g_b, d_b)
-    d_b, sweeps, reads, gram_price, tight, gram_out = kernels.newton_direction(
-        local_data, local_indices, local_indptr, dense, local_active, m_outer, local, settings, gram_in
-    )
-    for s in range(m_outer):
+    return local_data, local_indices, local_indptr, local_g, local_H, local_w, local_wpd
+
+
+@njit(cache=True, nogil=True)
+def _put_back(cols, local_active, local_wpd, wpd, active):
+    """The copy's iterate into ``wpd`` and its order into ``active[:m]``."""
+    for s in range(cols.shape[0]):
         wpd[cols[s]] = local_wpd[s]
         active[s] = cols[local_active[s]]
-    # The copy read the model's columns once.
-    return d_b, sweeps, reads + int(local_indptr[m_outer]), gram_price, tight, gram_out
-
-
-def warm_up(index=np.int32):
-    """Compile (or load from Numba's cache) :func:`newton_direction` on tiny inputs (``index``: as
-    ``_cd_kernels.warm_up``'s)."""
-    data, rows, v1, v2 = np.ones(2), np.arange(2, dtype=index), np.zeros(1), np.ones(2)
-    model = kernels.QuadraticModel(v1, np.ones(1), v1, v1.copy(), np.zeros(2), v2, 0.0)
-    settings = kernels.InnerSettings(0.1, 0.0, True, 1.0, 3, 0.0, 10)
-    newton_direction(
-        data,
-        rows,
-        np.array([0, 2], dtype=index),
-        False,
-        np.zeros(1, dtype=np.int64),
-        1,
-        model,
-        settings,
-        np.empty((0, 0)),
-    )

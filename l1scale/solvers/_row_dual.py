@@ -164,22 +164,3 @@ class RowDual:
                 break
             last = point.relative
         return cert
-
-
-def warm_up(index=np.int32):
-    """Compile (or load from Numba's cache) the kernels on tiny inputs (``index``: as
-    ``_cd_kernels.warm_up``'s)."""
-    data, rows, theta = np.ones(2), np.arange(2, dtype=index), np.array([1.0, -1.0])
-    factors = np.ones(2)
-    shrink_factors(
-        data,
-        rows,
-        np.array([0, 2], dtype=index),
-        False,
-        np.zeros(1, dtype=np.int64),
-        np.array([2.0]),
-        theta,
-        1.0,
-        factors,
-    )
-    balance_sum(theta)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._clock import Timer
 from ..exceptions import ConvergenceWarning
 from ..problems.base import ProblemLike
 
@@ -20,7 +21,6 @@ __all__ = [
     "Solver",
     "Timer",
     "certified_result",
-    "column_index_type",
     "compiled_once",
 ]
 
@@ -163,20 +163,6 @@ class Result:
         return int(np.count_nonzero(self.coef))
 
 
-class Timer:
-    """Seconds since creation; ``pause()`` excludes a block (e.g. JIT compilation)."""
-
-    def __init__(self):
-        self._start = time.perf_counter()
-        self._excluded = 0.0
-
-    def __call__(self) -> float:
-        return time.perf_counter() - self._start - self._excluded
-
-    def exclude(self, seconds: float):
-        self._excluded += seconds
-
-
 @dataclass(frozen=True)
 class EstimatorSettings:
     """What an estimator's parameters say to the solver it builds (:meth:`Solver.from_estimator`):
@@ -246,43 +232,31 @@ class Solver:
 
 
 def compiled_once(warm_up):
-    """Decorator for a function that compiles (or loads from Numba's cache) a solver's
-    kernels on tiny inputs: it runs once per process for each set of arguments (a kernel is
-    compiled once per type of its arguments: ``index``, the type of the data's index arrays,
-    where the warm-up takes one), and the call returns the seconds it took (0.0 afterwards),
-    which solvers report apart from their solve time.
+    """Decorator for a function that compiles (or loads from Numba's cache) a solver's kernels on
+    tiny inputs, for a solver whose kernels must be compiled before its threads start (FCL's
+    writers and trainer: see ``_clock`` for the others, whose kernels compile at first use). It
+    runs once per process, and the call returns the seconds it took (0.0 afterwards).
 
     Thread-safe: solves in threads (``n_jobs``) that start together run it once; the
     others wait for it to finish (and return 0.0) instead of compiling again or
     solving with kernels half loaded. A warm-up that raises is tried again next call."""
-    done = set()
+    done = False
     lock = threading.Lock()
 
-    def run(*args) -> float:
-        if args in done:
+    def run() -> float:
+        nonlocal done
+        if done:
             return 0.0
         with lock:
-            if args in done:  # another thread finished it while this one waited
+            if done:  # another thread finished it while this one waited
                 return 0.0
             start = time.perf_counter()
-            warm_up(*args)
-            done.add(args)
+            warm_up()
+            done = True
             return time.perf_counter() - start
 
     run.__doc__ = warm_up.__doc__
     return run
-
-
-def column_index_type(problem):
-    """The type of the index arrays of the column layout a solve reads (a CSR problem's is made at
-    its first read of the columns, after the solver's warm-up): what a solver's warm-up compiles
-    its kernels for (:func:`compiled_once`). int32, the layouts' usual type, for a problem that
-    holds no column layout here (a distributed one: its workers read their partitions)."""
-    known = getattr(problem, "column_index_dtype", None)
-    if known is None:
-        columns = getattr(problem, "columns", None)
-        known = np.int32 if columns is None else columns.indices.dtype
-    return np.dtype(known)
 
 
 def certified_result(
@@ -296,7 +270,6 @@ def certified_result(
     cert,
     history,
     timer,
-    compile_seconds,
     line_search_failed=False,
     line_search_message="line search failed to decrease the objective",
     warn=True,
@@ -331,5 +304,5 @@ def certified_result(
         certificate=cert.value,
         relative_certificate=cert.relative,
         history=history,
-        timings={"solve": timer(), "compile": compile_seconds},
+        timings={"solve": timer(), "compile": timer.compiled()},
     )

@@ -30,14 +30,13 @@ Omega and beta.
 
 from __future__ import annotations
 
-import time
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from ..problems.base import ProblemLike
-from .base import History, Result, Solver
+from .base import History, Result, Solver, Timer
 from .shooting import Sketch, shooting_sweeps, taylor_terms
 
 __all__ = ["OnlineSketch", "OnlineSketchState"]
@@ -475,7 +474,7 @@ class OnlineSketch(Solver):
         self.check_problem(problem)
         if coef_init is not None or intercept_init is not None:
             raise ValueError("the Online algorithm starts from beta = 0 (Algorithm 2); it takes no warm start")
-        t0 = time.perf_counter()
+        timer = Timer()
         state = self.new_state(problem.n_features, problem.fit_intercept) if state is None else state
         self.state_ = state
         history = History()
@@ -490,7 +489,7 @@ class OnlineSketch(Solver):
                 objective=np.nan,
                 certificate=np.nan,
                 nnz=np.count_nonzero(state.coef),
-                time=time.perf_counter() - t0,
+                time=timer(),
                 data_accesses=int(state.stats[0]),
             )
             if self.verbose:
@@ -513,5 +512,5 @@ class OnlineSketch(Solver):
             certificate=np.nan,
             relative_certificate=np.nan,
             history=history,
-            timings={"solve": time.perf_counter() - t0, "compile": 0.0},
+            timings={"solve": timer(), "compile": timer.compiled()},
         )

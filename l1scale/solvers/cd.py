@@ -65,14 +65,11 @@ import copy
 import numpy as np
 
 from .. import checkpoint as checkpoints
-from ..data import repeated_rows
-from ..losses import weighted_conjugate, weighted_derivatives, weighted_terms_along, weighted_value
+from .._clock import CompileClock
+from ..losses import weighted_terms_along
 from ..problems.base import Certificate
 from . import _cd_kernels as kernels
-from . import _cg_kernels as cg_kernels
 from . import _covariance as covariance
-from . import _dual, _factor_kernels, _row_dual
-from . import _gram_kernels as gram_kernels
 from . import _local_model as local_model
 from ._cd_state import Iterate, Loop, restore_state, saved_state
 from ._dual import DualPoints, SequentialScreening, columns_nnz
@@ -92,7 +89,7 @@ from ._support_newton import (
 )
 from ._violator_dual import ViolatorDual
 from ._working_sets import closest_to_entering
-from .base import History, Solver, Timer, certified_result, column_index_type, compiled_once
+from .base import History, Solver, Timer, certified_result
 
 __all__ = ["CoordinateDescent"]
 
@@ -295,39 +292,44 @@ class CoordinateDescent(Solver):
         ``loss_gradient``, e.g. the last lam of a path), picks the first working set without
         a pass over the data (strong rules' role in glmnet); nothing is certified from it."""
         self.check_problem(problem)
-        compile_seconds = _warm_up(column_index_type(problem))
+        compiled = CompileClock()  # the kernels are compiled at their first call (``_clock``)
+        result = self._solve_from(problem, coef_init, intercept_init, gradient_init)
+        result.timings["compile"] = compiled()
+        return result
+
+    def _solve_from(self, problem, coef_init, intercept_init, gradient_init):
+        """:meth:`solve`, its compile seconds not counted."""
         groups = self._distinct_rows(problem, on_covariances=gradient_init is None)
         if groups is not None:
-            result = self.solve(groups.problem, coef_init, intercept_init, gradient_init=gradient_init)
-            result.timings["compile"] = result.timings.get("compile", 0.0) + compile_seconds
+            result = self._solve_from(groups.problem, coef_init, intercept_init, gradient_init)
             return over_every_row(result, groups)
         converted = getattr(problem, "conversion_seconds", 0.0)
         gram_limit = np.inf
         if gradient_init is None and covariance.applies(problem, self):
-            return self._on_covariances(problem, coef_init, compile_seconds, converted)
+            return self._on_covariances(problem, coef_init, converted)
         if gradient_init is None:
             gram_limit = covariance.gram_limit(problem, self)
-        result = self._cd_solve(problem, coef_init, intercept_init, gradient_init, compile_seconds, gram_limit)
+        result = self._cd_solve(problem, coef_init, intercept_init, gradient_init, gram_limit)
         if result.stop_reason != _TO_COVARIANCES:
             return result
         # A model wanted a Gram matrix that costs a large share of S: the Lasso goes on on S instead.
-        return self._on_covariances(problem, result.coef, 0.0, converted, before=result)
+        return self._on_covariances(problem, result.coef, converted, before=result)
 
-    def _on_covariances(self, problem, coef_init, compile_seconds, converted, before=None):
+    def _on_covariances(self, problem, coef_init, converted, before=None):
         """The Lasso on its covariances from ``coef_init`` (:meth:`_covariance_solve`), and where
         its point misses tol, CD from there (not limited: it may buy its Gram matrices); a CD solve
         handed over (``before``) is counted in the Result's iterations and seconds either way."""
-        result, start = self._covariance_solve(problem, coef_init, compile_seconds, converted, before)
+        result, start = self._covariance_solve(problem, coef_init, converted, before)
         if result is not None:
             return result
-        result = self._cd_solve(problem, *start, None, compile_seconds)
+        result = self._cd_solve(problem, *start, None)
         if before is not None:
             result.n_iter += before.n_iter
             result.timings["solve"] += before.timings["solve"]
             result.timings["convert"] += before.timings.get("convert", 0.0)
         return result
 
-    def _cd_solve(self, problem, coef_init, intercept_init, gradient_init, compile_seconds, gram_limit=np.inf):
+    def _cd_solve(self, problem, coef_init, intercept_init, gradient_init, gram_limit=np.inf):
         """:meth:`solve` by CD's Newton steps; stopped (``stop_reason`` ``_TO_COVARIANCES``, no
         warning) before a quadratic model buys a Gram matrix dearer than ``gram_limit``."""
         timer = Timer()
@@ -337,7 +339,6 @@ class CoordinateDescent(Solver):
             # and certified from the rows (``_row_start``); else it goes on from where that left.
             result, start, copied = row_start(self, problem, timer)
             if result is not None:
-                result.timings["compile"] = compile_seconds
                 return result
             if start is not None:
                 coef_init, intercept_init, gradient_init = start
@@ -353,9 +354,7 @@ class CoordinateDescent(Solver):
         # kept out), as the estimator's conversion before the solve used to be.
         converting = getattr(problem, "conversion_seconds", 0.0) - converted
         timer.exclude(converting)
-        result, _, _ = self._solve(
-            problem, pt, timer, compile_seconds, gradient_init, left_out(None, repeats), gram_limit=gram_limit
-        )
+        result, _, _ = self._solve(problem, pt, timer, gradient_init, left_out(None, repeats), gram_limit=gram_limit)
         result.timings["convert"] = copied + converting
         return with_repeats(result, repeats)
 
@@ -388,14 +387,19 @@ class CoordinateDescent(Solver):
         coef_init, intercept_init : the start of the first solve (zero by default).
         """
         self.check_problem(problem)
-        compile_seconds = _warm_up(column_index_type(problem))
+        compiled = CompileClock()  # each lam's since the last (the first's: since the call)
+        for result in self._path_from(problem, lams, coef_init, intercept_init):
+            result.timings["compile"] = compiled()
+            yield result
+            compiled = CompileClock()
+
+    def _path_from(self, problem, lams, coef_init, intercept_init):
+        """:meth:`solve_path`, its compile seconds not counted."""
         groups = self._distinct_rows(problem, columns=True, n_solves=len(lams))
         if groups is not None:
-            for result in self.solve_path(groups.problem, lams, coef_init, intercept_init):
-                result.timings["compile"] = result.timings.get("compile", 0.0) + compile_seconds
+            for result in self._path_from(groups.problem, lams, coef_init, intercept_init):
                 yield over_every_row(result, groups)
-                # counted at the first lam
-                compile_seconds, groups = 0.0, groups._replace(seconds=0.0, conversion_seconds=0.0)
+                groups = groups._replace(seconds=0.0, conversion_seconds=0.0)  # counted at the first lam
             return
         converted = getattr(problem, "conversion_seconds", 0.0)
         if covariance.applies(problem, self, n_solves=len(lams)):
@@ -405,8 +409,8 @@ class CoordinateDescent(Solver):
             coef = None if coef_init is None else np.asarray(coef_init, dtype=np.float64).copy()
             for lam in lams:
                 lam_problem = problem.with_lam(float(lam))
-                result = self._on_covariances(lam_problem, coef, compile_seconds, converted)
-                compile_seconds, converted = 0.0, getattr(lam_problem, "conversion_seconds", 0.0)
+                result = self._on_covariances(lam_problem, coef, converted)
+                converted = getattr(lam_problem, "conversion_seconds", 0.0)
                 coef = result.coef.copy()
                 yield result
             return
@@ -429,10 +433,9 @@ class CoordinateDescent(Solver):
             if gradient is None and coef_init is None and self.working_set:
                 gradient = problem.null_gradient()
             result, kept, residual_dual = self._solve(
-                lam_problem, pt, timer, compile_seconds, gradient, left_out(screened, repeats), previous_l1
+                lam_problem, pt, timer, gradient, left_out(screened, repeats), previous_l1
             )
             previous_l1 = lam_problem.penalty.l1
-            compile_seconds = 0.0
             result.coef = result.coef.copy()  # the iterate goes on to the next lam
             if carried is not None:
                 carried.update(
@@ -441,9 +444,7 @@ class CoordinateDescent(Solver):
             gradient = result.loss_gradient
             yield with_repeats(result, repeats)
 
-    def _solve(
-        self, problem, pt, timer, compile_seconds, gradient_init, screened=None, previous_l1=None, gram_limit=np.inf
-    ):
+    def _solve(self, problem, pt, timer, gradient_init, screened=None, previous_l1=None, gram_limit=np.inf):
         n, d = problem.n_samples, problem.n_features
         arrays = problem.columns.arrays
         lam1, lam2 = problem.penalty.l1, problem.penalty.l2
@@ -795,7 +796,6 @@ class CoordinateDescent(Solver):
             cert=cert,
             history=history,
             timer=timer,
-            compile_seconds=compile_seconds,
             line_search_failed=st.failed,
             warn=stop_reason != _TO_COVARIANCES,
         )
@@ -818,7 +818,7 @@ class CoordinateDescent(Solver):
         pt.factorise_near = st.last_support is not None and self._direct(problem, st.last_support, st, pt.factor)
         return result, st.kept, residual_dual
 
-    def _covariance_solve(self, problem, coef_init, compile_seconds, converted, before=None):
+    def _covariance_solve(self, problem, coef_init, converted, before=None):
         """The Lasso on its covariances (``_covariance``): (a Result certified by the problem's own
         duality gap, None) or, when that gap misses tol (the covariance form's sums round where the
         residual is tiny against y), (None, the point reached) for CD to go on from. ``converted``:
@@ -864,7 +864,6 @@ class CoordinateDescent(Solver):
             cert=cert,
             history=history,
             timer=timer,
-            compile_seconds=compile_seconds if before is None else before.timings.get("compile", 0.0),
         )
         result.loss_gradient = gradient
         result.dual_point = u
@@ -1132,28 +1131,3 @@ class CoordinateDescent(Solver):
                 return step, loss_change, pen_change
             step *= 0.5
         return None, 0.0, 0.0
-
-
-@compiled_once
-def _warm_up(index):
-    """Compile (or load from cache) the kernels on tiny inputs, those that read the column
-    layout for its index type ``index`` (``base.column_index_type``). A kernel is compiled once per type of
-    its arguments: the layouts are int32 wherever they fit (``data.memory.index_dtype``), and a
-    warm-up on int64 arrays compiled, at a process's first fit with an empty Numba cache, 68 s
-    of kernels that the solve then compiled again for int32 (30 s more; the first fit took 118 s
-    on this 2-core host), and a process with the cache loaded both."""
-    kernels.warm_up(index)
-    gram_kernels.warm_up(index)
-    cg_kernels.warm_up(index)
-    _factor_kernels.warm_up(index)
-    _row_dual.warm_up(index)
-    covariance.warm_up()
-    _dual.warm_up(index)
-    local_model.warm_up(index)
-    repeated_rows.warm_up()
-    v2 = np.ones(2)
-    closest_to_entering(np.zeros(1, dtype=np.int64), v2, v2, v2, 0.1, 1)
-    weighted_derivatives(0, v2, v2, 0.0, v2)  # the intercept's Newton solve
-    weighted_terms_along(0, v2, v2, v2, 1.0, v2, v2, v2.copy(), v2.copy(), v2.copy(), v2.copy())
-    weighted_conjugate(0, v2, v2, v2, 1.0)  # certificates (Problem.certificate_from)
-    weighted_value(0, v2, v2, v2)

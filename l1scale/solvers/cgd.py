@@ -52,9 +52,9 @@ from numba import njit
 
 from .. import checkpoint as checkpoints
 from ..data.memory import column, column_moments
-from ..losses import weighted_conjugate, weighted_terms_along, weighted_value
+from ..losses import weighted_terms_along
 from ..problems.base import ProblemLike
-from .base import History, Result, Solver, Timer, certified_result, column_index_type, compiled_once
+from .base import History, Result, Solver, Timer, certified_result
 
 __all__ = ["CoordinateGradientDescent"]
 
@@ -260,7 +260,6 @@ class CoordinateGradientDescent(Solver):
         ``intercept_init`` (default 0)."""
         self.check_problem(problem)
         self._check_parameters()
-        compile_seconds = _warm_up(column_index_type(problem))
         timer = Timer()
         n, dim = problem.n_samples, problem.n_features
         cols, kind = problem.columns, problem.loss.kernel_id
@@ -383,7 +382,6 @@ class CoordinateGradientDescent(Solver):
             cert=cert,
             history=history,
             timer=timer,
-            compile_seconds=compile_seconds,
             line_search_failed=failed,
         )
 
@@ -449,19 +447,3 @@ class CoordinateGradientDescent(Solver):
         zero = np.zeros_like(z)
         loss_sum = weighted_terms_along(problem.loss.kernel_id, problem.y, z, zero, 0.0, problem.c, zero, z, lv, r, D)
         return loss_sum, reads
-
-
-@compiled_once
-def _warm_up(index):
-    """Compile (or load from cache) the kernels on tiny inputs, for the column layout's index type
-    ``index`` (``base.column_index_type``: a kernel is compiled once per type of its arguments)."""
-    data, idx, ptr = np.ones(2), np.arange(2, dtype=index), np.array([0, 2], dtype=index)
-    ws, v2, v1 = np.zeros(1, dtype=np.int64), np.ones(2), np.zeros(1)
-    _gradient_pass(data, idx, ptr, False, v2, v2, v1, 0.1, 0.0, v1.copy(), v1.copy(), v1.copy())
-    _block_direction(data, idx, ptr, False, np.ones(1), 0.5, v1, v1, np.ones(1), 0.1, 0.0, ws.copy(), v2.copy())
-    _penalty_change(ws, 1, v1, v1, 1.0, 0.1, 0.0)
-    _along(v2, v2, v2)
-    _take_step(ws, 1, v1.copy(), v1.copy(), 0.5)
-    weighted_terms_along(0, v2, v2, v2, 1.0, v2, v2, v2.copy(), v2.copy(), v2.copy(), v2.copy())
-    weighted_conjugate(0, v2, v2, v2, 1.0)  # certificates (Problem.certificate_from)
-    weighted_value(0, v2, v2, v2)

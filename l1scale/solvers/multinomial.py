@@ -44,8 +44,6 @@ copy of every weight.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from ..problems.multinomial import MultinomialProblem
@@ -53,7 +51,7 @@ from . import _multinomial_kernels as kernels
 from ._dual import columns_nnz
 from ._multinomial_newton import newton_dual_value
 from ._working_sets import smallest_scores
-from .base import History, Solver, Timer, certified_result, compiled_once
+from .base import History, Solver, Timer, certified_result
 from .cd import CoordinateDescent
 
 __all__ = ["MultinomialCD"]
@@ -176,7 +174,6 @@ class MultinomialCD(Solver):
         self.check_problem(problem)
         if not isinstance(problem, MultinomialProblem):
             return self._solve_binary(problem, coef_init, intercept_init)
-        compile_seconds = _warm_up()
         timer = Timer()
         d, K = problem.n_features, problem.n_classes
         W = np.zeros((d, K))
@@ -186,7 +183,7 @@ class MultinomialCD(Solver):
         if intercept_init is not None and problem.fit_intercept:
             b[:] = np.asarray(intercept_init, dtype=np.float64).reshape(K)
         kernels.seed(0 if self.random_state is None else int(self.random_state) % (2**32))
-        return self._solve(problem, _State(problem, W, b), timer, compile_seconds)
+        return self._solve(problem, _State(problem, W, b), timer)
 
     def _solve_binary(self, problem, coef_init, intercept_init):
         """A binary logistic Problem: the binary CD solver's optimum is the two-class softmax's
@@ -204,7 +201,7 @@ class MultinomialCD(Solver):
         return solver.solve(problem, coef_init, intercept_init)
 
     # ------------------------------------------------------------------ the solve
-    def _solve(self, problem, st, timer, compile_seconds):
+    def _solve(self, problem, st, timer):
         n, d, K = problem.n_samples, problem.n_features, problem.n_classes
         arrays = problem.columns.arrays
         lam1, lam2 = problem.penalty.l1, problem.penalty.l2
@@ -345,7 +342,6 @@ class MultinomialCD(Solver):
             cert=cert,
             history=history,
             timer=timer,
-            compile_seconds=compile_seconds,
             line_search_failed=failed or stalls >= 2,
             line_search_message=(
                 "the objective stopped decreasing (float64 resolution) before the certificate reached tol"
@@ -419,33 +415,3 @@ class MultinomialCD(Solver):
                 return step, loss_change, pen_change
             step *= 0.5
         return None, 0.0, 0.0
-
-
-@compiled_once
-def _warm_up():
-    """Compile (or load from the cache) the kernels on a tiny problem, dense and sparse."""
-    import scipy.sparse as sp
-
-    X = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for Xv in (X, sp.csc_matrix(X)):
-            problem = MultinomialProblem(Xv, np.array([0, 1, 2]), 0.1)
-            state = _State(problem, np.zeros((2, 3)), np.zeros(3))
-            MultinomialCD(tol=1e-3, max_iter=2)._solve(problem, state, Timer(), 0)
-            # The support-Newton point's CG, which a two-step solve may not reach.
-            one = np.zeros(1, dtype=np.int64)
-            kernels.support_cg(
-                *problem.columns.arrays,
-                one,
-                one,
-                one,
-                np.zeros((0, 3), dtype=np.int64),
-                True,
-                state.P,
-                state.CP,
-                np.ones(4),
-                np.ones(4),
-                0.1,
-                2,
-            )

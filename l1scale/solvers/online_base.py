@@ -71,7 +71,6 @@ from __future__ import annotations
 import copy
 import math
 import threading
-import time
 import warnings
 from queue import Empty, Queue
 from typing import NamedTuple
@@ -85,7 +84,7 @@ from ..losses import loss_value
 from ..penalties import ElasticNet
 from ..problems.base import ProblemLike
 from ..problems.memory import CENTRE_RATIO, centred_design, centring_offsets, null_correlation
-from .base import History, Result, Solver
+from .base import History, Result, Solver, Timer
 
 _PREFETCH = 2  # chunks read ahead by the reader thread
 
@@ -676,7 +675,7 @@ class OnlineSolver(Solver):
             )
         self._start(problem, state, fresh)
         self.state_ = state
-        history, t0 = History(), time.perf_counter()
+        history, timer = History(), Timer()
         # Weights scaled to mean 1 (n / W); declared classes (no label pass) leave them as given.
         mean_scale = 1.0 if problem.n_samples is None else problem.n_samples / problem.weight_sum
         best, waited, stop_reason = None, 0, "max_iter"
@@ -684,7 +683,7 @@ class OnlineSolver(Solver):
         first_pass = 1
         if saved is not None:
             first_pass, best, waited, totals = self._restore(saved, state, history, problem)
-            t0 -= saved.scalar("elapsed", float, 0.0)
+            timer.exclude(-saved.scalar("elapsed", float, 0.0))
         # Without a label scan (declared classes: stdin, a one-pass generator) the stream may be
         # read only once, so the rate is calibrated on its first chunk as it arrives (as
         # partial_fit does); otherwise one pass before learning scans the whole data for it.
@@ -746,7 +745,7 @@ class OnlineSolver(Solver):
                 objective=np.nan,
                 certificate=np.nan,
                 nnz=np.count_nonzero(coef_now),
-                time=time.perf_counter() - t0,
+                time=timer(),
                 data_accesses=int(totals[5]),
                 examples=int(totals[4]),
                 progressive_loss=progressive,
@@ -767,7 +766,7 @@ class OnlineSolver(Solver):
                     if waited >= self.n_iter_no_change:
                         stop_reason, stop = "early_stopping", True
             if ck is not None and (ck.due() or z == self.max_iter or stop):
-                self._save(ck, state, z + 1, best, waited, totals, history, problem, time.perf_counter() - t0)
+                self._save(ck, state, z + 1, best, waited, totals, history, problem, timer())
             if self.callback is not None:
                 self.callback(z, history)
             if stop:
@@ -820,7 +819,7 @@ class OnlineSolver(Solver):
             certificate=np.nan if cert is None else float(cert.value),
             relative_certificate=np.nan if cert is None else float(cert.relative),
             history=history,
-            timings={"solve": time.perf_counter() - t0, "compile": 0.0},
+            timings={"solve": timer(), "compile": timer.compiled()},
         )
 
     # -- divergence

@@ -72,13 +72,11 @@ from ..losses import (
     LOGISTIC,
     loss_terms,
     loss_value,
-    weighted_conjugate,
     weighted_derivatives,
-    weighted_value,
 )
 from ..problems.base import ProblemLike
 from ..problems.memory import newton_intercept
-from .base import History, Result, Solver, Timer, certified_result, column_index_type, compiled_once
+from .base import History, Result, Solver, Timer, certified_result
 
 __all__ = ["FISTA", "ISTA", "MultiscaleFISTA", "ProximalGradient"]
 
@@ -267,7 +265,6 @@ class ProximalGradient(Solver):
         self.check_problem(problem)
         self._check_options()
         scaling = self._scaling()
-        compile_seconds = _warm_up(column_index_type(problem))
         timer = Timer()
         passes = InMemoryPasses(problem) if passes is None else passes
         dim, fit_b, eta = problem.n_features, problem.fit_intercept, float(self.backtrack)
@@ -430,7 +427,6 @@ class ProximalGradient(Solver):
             cert=cert,
             history=history,
             timer=timer,
-            compile_seconds=compile_seconds,
             line_search_failed=failed,
             line_search_message="backtracking found no step satisfying the quadratic model",
         )
@@ -566,19 +562,3 @@ class MultiscaleFISTA(ProximalGradient):
         if self.hessian not in ("eq7", "eq8"):
             raise ValueError(f"hessian must be 'eq7' or 'eq8', got hessian={self.hessian!r}")
         return self.hessian
-
-
-@compiled_once
-def _warm_up(index):
-    """Compile (or load from cache) the kernels on tiny inputs, for the column layout's index type
-    ``index`` (``base.column_index_type``: a kernel is compiled once per type of its arguments)."""
-    data, idx, ptr = np.ones(2), np.arange(2, dtype=index), np.array([0, 2], dtype=index)
-    v2, v1 = np.ones(2), np.zeros(1)
-    weighted_derivatives(0, v2, v2, 0.0, v2)
-    _gradient_curvature(data, idx, ptr, False, v2, v2, v1.copy(), v1.copy())
-    _prox_step(v1, v1, np.ones(1), 1.0, 0.1, v1.copy())
-    _update_scaling(v1, np.ones(1), v1, True)
-    margin_loss_terms(0, v2, v2, 0.0, v2, v2.copy(), v2.copy(), v2.copy(), v2.copy())
-    loss_change(0, v2, v2, 0.0, v2, v2)
-    weighted_value(0, v2, v2, v2)  # certificates (Problem.certificate_from)
-    weighted_conjugate(0, v2, v2, v2, 1.0)  # certificates (Problem.certificate_from)

@@ -126,11 +126,10 @@ from ..losses import (
     loss_derivative,
     loss_derivative_curvature,
     loss_value,
-    weighted_conjugate,
     weighted_value,
 )
 from ..problems.base import ProblemLike
-from .base import History, Result, Solver, Timer, column_index_type, compiled_once
+from .base import History, Result, Solver, Timer
 
 __all__ = ["CENTRE_RATIO", "GreedyCD", "StochasticCD"]
 
@@ -611,7 +610,6 @@ class _DuplicatedCD(Solver):
             raise ValueError(
                 f"curvature must be one of {', '.join(map(repr, self.curvatures))}, got curvature={self.curvature!r}"
             )
-        compile_seconds = _warm_up(column_index_type(problem))
         timer = Timer()
         # Under the Newton steps (the default), with an intercept, columns with a large offset are
         # learned centred: the same problem (module docstring); the intercept is mapped back below.
@@ -709,7 +707,7 @@ class _DuplicatedCD(Solver):
             certificate=cert.value,
             relative_certificate=cert.relative,
             history=history,
-            timings={"solve": timer(), "compile": compile_seconds},
+            timings={"solve": timer(), "compile": timer.compiled()},
         )
 
     def _offsets(self, problem):
@@ -1030,26 +1028,3 @@ class GreedyCD(_DuplicatedCD):
                 *arrays, kind, y, c, z, r, self._D, self._lv, v, curv, lam1, lam2, self._steps, self._grad
             )
         return reads, taken < self._steps
-
-
-@compiled_once
-def _warm_up(index):
-    """Compile (or load from cache) the kernels on tiny inputs, for the column layout's index type
-    ``index`` (``base.column_index_type``: a kernel is compiled once per type of its arguments)."""
-    data, idx, ptr = np.ones(2), np.arange(2, dtype=index), np.array([0, 2], dtype=index)
-    v2 = np.ones(2)
-    v, curv = np.zeros(3), np.ones(3)
-    _column_curvatures(data, idx, ptr, False, v2, 0.25, 0.0, curv)
-    z, r = np.zeros(2), np.zeros(2)
-    _residuals(0, v2, v2, z, r)
-    _scd_epoch(data, idx, ptr, False, 0, v2, v2, z, r, v, curv, 0.1, 0.0, np.arange(3, dtype=np.int64), np.inf)
-    D = np.zeros(2)
-    lv = np.zeros(2)
-    _curvatures_and_values(0, v2, v2, z, D, lv)
-    _scd_newton_epoch(data, idx, ptr, False, 0, v2, v2, z, r, D, lv, v, curv, 0.1, 0.0, np.arange(3, dtype=np.int64))
-    pair = np.zeros(2, dtype=np.int64)
-    _scd_pair_epoch(data, idx, ptr, False, 0, v2, v2, z, r, D, lv, v[:2], curv[:2], 0.1, 0.0, pair, pair, v2, np.inf)
-    _greedy_epoch(data, idx, ptr, False, 0, v2, v2, z, r, v, curv, 0.1, 0.0, 1, np.empty(1))
-    _greedy_newton_epoch(data, idx, ptr, False, 0, v2, v2, z, r, D, lv, v, curv, 0.1, 0.0, 1, np.empty(1))
-    weighted_conjugate(0, v2, v2, v2, 1.0)  # certificates (Problem.certificate_from)
-    weighted_value(0, v2, v2, v2)

@@ -408,7 +408,7 @@ class MultiPass(Solver):
             certificate=viol,
             relative_certificate=viol / problem.penalty.l1,
             history=history,
-            timings={"solve": timer(), "compile": 0.0},
+            timings={"solve": timer(), "compile": timer.compiled()},
         )
 
     def _hint(self) -> str:
