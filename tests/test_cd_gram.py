@@ -346,7 +346,7 @@ def test_support_cg_on_the_gram_matrix_solves_the_same_system(fit_intercept):
         x, t = np.empty(A.shape[0]), np.empty(n)
         products, reads, _, _ = cg_kernels.support_cg(
             *arrays, support, D, 1e-6, NU, fit_intercept, rhs, np.diag(A).copy(), 1e-13, 500, x, t, gram_max,
-            x, -1,  # no crossing test
+            x, -1, -1,  # no crossing test, no cap on the products
         )  # fmt: skip
         assert reads > 0 and products > 2
         solutions.append(x)

@@ -168,7 +168,7 @@ def test_support_cg_stops_once_its_iterate_crosses_more_weights_than_allowed():
         x, t = np.empty(20), np.empty(n)
         products, _, _, _ = cg_kernels.support_cg(
             *problem.columns.arrays, support, D, 1e-6, NU, False, rhs, diag, 1e-12, 200, x, t, 0,
-            w_s, max_crossings,
+            w_s, max_crossings, -1,
         )  # fmt: skip
         runs[max_crossings] = products
     # The first iterate moves along the preconditioned right side: tiny weights of the opposite
@@ -350,7 +350,7 @@ def test_an_earlier_factorisation_preconditions_a_later_points_system(fit_interc
     jacobi, work = np.empty(M.shape[0]), np.empty(problem.n_samples)
     jacobi_products, _, _, _ = cg_kernels.support_cg(
         *problem.columns.arrays, new_support, later.D, problem.penalty.l2 + NU, NU,
-        fit_intercept, rhs, diag, 1e-10, 500, jacobi, work, 0, jacobi, -1,
+        fit_intercept, rhs, diag, 1e-10, 500, jacobi, work, 0, jacobi, -1, -1,
     )  # fmt: skip
     assert products <= 12 and jacobi_products >= 10 * products
     assert reads >= products * 2 * int(problem.X[:, new_support].nnz)

@@ -77,7 +77,7 @@ def support_cg(
     gram_max,
     w_s,
     max_crossings,
-    gram_products=-1,
+    gram_products,
 ):
     """Jacobi-preconditioned conjugate gradients for the Newton system on the support,
 

@@ -321,6 +321,7 @@ def orthant_refined(
             gram_max,
             correction,  # no crossing test (max_crossings < 0)
             -1,
+            -1,  # no factorisation to hand on to (a default would compile a signature of its own)
         )
         reads += more
         left -= products

@@ -131,6 +131,7 @@ class ViolatorDual:
             self.gram_max,
             a,  # no crossing test (max_crossings < 0)
             -1,
+            -1,  # no factorisation to hand on to (a default would compile a signature of its own)
         )
         cg_kernels.support_margins_change(*arrays, violators, -a, fit_b, t)
         u_c = np.empty(problem.n_samples)
