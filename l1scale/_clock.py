@@ -21,11 +21,12 @@ from __future__ import annotations
 import threading
 import time
 
-__all__ = ["CompileClock", "Timer", "compile_seconds"]
+__all__ = ["CompileClock", "Timer", "compile_seconds", "compiling_since"]
 
 _state = threading.local()
 _install_lock = threading.Lock()
 _listening = threading.Event()  # set once the listener is registered
+_ongoing = {}  # thread ident -> perf_counter() at the start of its outermost compilation now running
 
 
 def _thread_state():
@@ -46,6 +47,7 @@ def _install():
                 state = _thread_state()
                 if state["depth"] == 0:
                     state["started"] = time.perf_counter()
+                    _ongoing[threading.get_ident()] = state["started"]
                 state["depth"] += 1
 
             def on_end(self, ev):
@@ -53,6 +55,7 @@ def _install():
                 state["depth"] -= 1
                 if state["depth"] == 0:
                     state["total"] += time.perf_counter() - state["started"]
+                    _ongoing.pop(threading.get_ident(), None)
 
         event.register("numba:compiler_lock", _Listener())
         _listening.set()
@@ -68,6 +71,16 @@ def compile_seconds() -> float:
     if state["depth"]:  # read from inside a compilation (a callback of the compiler)
         return state["total"] + time.perf_counter() - state["started"]
     return state["total"]
+
+
+def compiling_since():
+    """``time.perf_counter()`` at the start of the oldest compilation running now in any thread
+    (its outermost call: a kernel's callees are compiled inside it), or None: what a progress
+    display watches to say why a first fit is silent (``cli._progress.CompileNotice``)."""
+    if not _listening.is_set():
+        _install()
+    starts = list(_ongoing.values())  # a copy: compiling threads change it
+    return min(starts) if starts else None
 
 
 class CompileClock:

@@ -3,6 +3,7 @@
 from click.testing import CliRunner
 
 from l1scale.cli import main
+from l1scale.cli._progress import COMPILE_NOTICE
 
 
 def run(*args, env=None):
@@ -19,3 +20,10 @@ def ok(*args, env=None):
     result = run(*args, env=env)
     assert result.exit_code == 0, result.stderr
     return result
+
+
+def stderr_lines(result):
+    """The lines of ``result``'s stderr less the compile notice: a fit that spends seconds compiling
+    kernels (the first in a process with an empty Numba cache, as in CI) says so before its
+    progress table (``cli._progress.CompileNotice``)."""
+    return [line for line in result.stderr.splitlines() if line != COMPILE_NOTICE]

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _cli_runner import ok, run
+from _cli_runner import ok, run, stderr_lines
 
 from l1scale import load
 from l1scale.data import dump_svmlight, dump_vw, load_svmlight, load_vw
@@ -138,7 +138,7 @@ def test_predict_widens_a_narrower_file(files):
 
 def test_progress_goes_to_stderr_and_quiet_silences_it(files):
     loud = ok("train", files["train"], "--tol", "1e-4")
-    lines = loud.stderr.splitlines()
+    lines = stderr_lines(loud)
     assert lines[0].split() == ["iter", "objective", "certificate", "nnz", "seconds"]
     assert len(lines) >= 2 and lines[1].split()[0] == "0"
     assert "objective" in loud.stdout and "iter " not in loud.stdout
@@ -282,8 +282,8 @@ def no_loading(files, monkeypatch):
     return refused  # clear it to let a test load on purpose
 
 
-def _progress_rows(stderr, head=STREAM_HEAD):
-    lines = [line.split() for line in stderr.splitlines() if not line.startswith("Warning: ")]
+def _progress_rows(result, head=STREAM_HEAD):
+    lines = [line.split() for line in stderr_lines(result) if not line.startswith("Warning: ")]
     assert lines[0] == head, lines[0]
     return lines[1:]
 
@@ -319,7 +319,7 @@ def test_rmmp_streams_the_data_and_matches_cd(files, tmp_path, no_loading):
     }
     assert s["train"] is None and s["test"]["n_samples"] == 60  # train metrics: another pass
     # one progress line per pass: pass number, active-set size, nnz, objective, KKT, seconds
-    rows = _progress_rows(result.stderr)
+    rows = _progress_rows(result)
     assert [int(r[0]) for r in rows] == list(range(1, s["n_iter"] + 1))
     assert all(len(r) == 6 for r in rows)
     active = [int(r[1]) for r in rows]
@@ -346,7 +346,7 @@ def test_streamed_one_vs_rest_shows_the_class(files, no_loading):
     result = ok("train", files["multi"], "--solver", "rmmp", "--json")
     s = json.loads(result.stdout)
     assert s["classes"] == [0, 1, 2] and len(s["problems"]) == 3 and s["data"]["n_samples"] == 300
-    rows = _progress_rows(result.stderr, ["class"] + STREAM_HEAD)
+    rows = _progress_rows(result, ["class"] + STREAM_HEAD)
     assert sorted({r[0] for r in rows}) == ["0", "1", "2"]
     for c, p in zip("012", s["problems"]):
         passes = [int(r[1]) for r in rows if r[0] == c]
@@ -357,12 +357,12 @@ def test_online_and_mp_progress(files, no_loading):
     result = ok("train", files["train"], "--solver", "online", "--lam", "0.01", "--json")
     s = json.loads(result.stdout)
     assert s["solver"] == "online" and s["objective"] is None and s["stop_reason"] == "one_pass"
-    rows = _progress_rows(result.stderr, ["chunk"] + STREAM_HEAD[1:])
+    rows = _progress_rows(result, ["chunk"] + STREAM_HEAD[1:])
     assert rows and all(len(r) == 3 for r in rows)  # chunk, nnz, seconds: NaN and no active set blank
     assert int(rows[-1][1]) == s["nnz"]
     assert "one pass" in ok("train", files["train"], "--solver", "online", "--lam", "0.01", "-q").stdout
     result = ok("train", files["train"], "--solver", "mp", "--lam", "0.01", "--json")
-    rows = _progress_rows(result.stderr)
+    rows = _progress_rows(result)
     assert all(int(r[1]) == 20 for r in rows)  # MP's sketch holds every coordinate
 
 
@@ -375,12 +375,12 @@ def test_checkpoint_resumes(files, tmp_path, no_loading):
     cut = ok(*args, "--max-iter", "3")  # stopped after 3 passes; the state of pass 3 is saved
     assert json.loads(cut.stdout)["converged"] is False and ck.exists()
     resumed = ok(*args, "-o", tmp_path / "a.bin")
-    rows = _progress_rows(resumed.stderr)
+    rows = _progress_rows(resumed)
     assert int(rows[0][0]) == 3  # it went on from the checkpoint, not from pass 1
     s = json.loads(resumed.stdout)
     assert s["converged"] is True and s["n_iter"] == whole["n_iter"]
     again = ok(*args, "-o", tmp_path / "b.bin")  # the checkpoint of a finished run: the same model
-    assert len(_progress_rows(again.stderr)) == 1
+    assert len(_progress_rows(again)) == 1
     a, b = load(tmp_path / "a.bin"), load(tmp_path / "b.bin")
     np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-12)
     assert json.loads(again.stdout)["objective"] == pytest.approx(whole["objective"], rel=1e-12)
@@ -517,7 +517,7 @@ def test_truncated_gradient_on_vw_data(files, vw, tmp_path, vw_streamed):
     assert s["online"]["examples"] == 720
     assert s["online"]["learning_rate"] > 0 and s["online"]["learning_rate"] != 0.5  # calibrated, not VW's fixed 0.5
     # one progress row per pass: examples seen, progressive and holdout loss, nnz, examples/s, seconds
-    rows = _progress_rows(result.stderr, ONLINE_HEAD)
+    rows = _progress_rows(result, ONLINE_HEAD)
     assert [int(r[0]) for r in rows] == [1, 2, 3] and all(len(r) == 7 for r in rows)
     assert [int(r[1]) for r in rows] == [240, 480, 720]
     assert float(rows[-1][2]) == pytest.approx(s["online"]["progressive_loss"], abs=1e-6)
@@ -555,7 +555,7 @@ def test_other_online_solvers_run(vw, solver, vw_streamed):
     assert np.isfinite(rate) and rate > 0 and rate != {"sgd_cumulative": 0.5, "smidas": 0.1}[solver]
     again = ok("train", vw["train"], "--solver", solver, "--passes", 2, "--hash-bits", 10, "--lam", "0.01", "--json")
     assert json.loads(again.stdout)["online"]["learning_rate"] == rate
-    rows = _progress_rows(result.stderr, ONLINE_HEAD)
+    rows = _progress_rows(result, ONLINE_HEAD)
     assert [int(r[0]) for r in rows] == [1, 2]
 
 
@@ -578,7 +578,7 @@ def test_online_flags_reach_the_solver(files, vw, vw_streamed):
     s = json.loads(result.stdout)
     assert s["online"]["holdout"] == 0 and s["online"]["learning_rate"] == 0.05
     assert s["online"]["holdout_loss"] is None and s["data"]["hash_bits"] == 18  # the default b
-    rows = _progress_rows(result.stderr, ONLINE_HEAD)
+    rows = _progress_rows(result, ONLINE_HEAD)
     assert all(len(r) == 6 for r in rows)  # no holdout: its column blank
     text = ok("train", vw["train"], "--solver", "smidas", "--holdout", 0, "--lam", "0.01", "-q").stdout
     assert "none (--holdout 0)" in text and "max_iter (1 pass made)" in text
@@ -601,7 +601,7 @@ def test_online_flags_reach_the_solver(files, vw, vw_streamed):
     assert s["n_iter"] == 2 and s["online"]["learning_rate"] == 0.2 and "format" not in s["data"]
     result = ok("train", files["multi"], "--solver", "truncated_gradient", "--passes", 2, "--json")
     s = json.loads(result.stdout)
-    rows = _progress_rows(result.stderr, ["class"] + ONLINE_HEAD)
+    rows = _progress_rows(result, ["class"] + ONLINE_HEAD)
     assert [r[0] for r in rows] == ["0", "0", "1", "1", "2", "2"]
     assert len(s["online"]["progressive_loss"]) == 3 and len(s["problems"]) == 3
 
@@ -613,7 +613,7 @@ def test_scd_and_detcd_run_in_memory(files, solver):
     assert s["solver"] == solver and s["certificate_name"] == "duality_gap" and s["n_iter"] >= 1
     assert s["train"]["n_samples"] == 240  # loaded into memory: train metrics
     assert "online" not in s
-    rows = _progress_rows(result.stderr, ["iter", "objective", "certificate", "nnz", "seconds"])
+    rows = _progress_rows(result, ["iter", "objective", "certificate", "nnz", "seconds"])
     assert rows
 
 

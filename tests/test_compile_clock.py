@@ -5,6 +5,7 @@ wherever that call comes; ``l1scale._clock`` sums those seconds per thread from 
 lock events, and ``Timer`` subtracts them from its window.
 """
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -14,9 +15,12 @@ import time
 import numpy as np
 import pytest
 from numba import njit
+from numba.core import event
 from numba.core.errors import TypingError
 
-from l1scale._clock import CompileClock, Timer, compile_seconds
+from l1scale._clock import CompileClock, Timer, compile_seconds, compiling_since
+from l1scale.cli import _progress
+from l1scale.cli._progress import COMPILE_NOTICE, CompileNotice
 
 
 def _fresh_kernel():
@@ -93,3 +97,56 @@ def test_a_first_fit_reports_its_kernels_compile_seconds_apart_from_the_solve():
     assert first["solve"] < first["compile"]
     for timings in (first, second):
         assert timings["last"] <= timings["solve"] + 1e-9
+
+
+def _compiling(seconds):
+    """What Numba announces around a compilation that lasts ``seconds``."""
+    event.start_event("numba:compiler_lock")
+    try:
+        time.sleep(seconds)
+    finally:
+        event.end_event("numba:compiler_lock")
+
+
+def test_compiling_since_is_the_start_of_the_compilation_running_now():
+    assert compiling_since() is None
+    seen = []
+    worker = threading.Thread(target=_compiling, args=(0.3,))
+    before = time.perf_counter()
+    worker.start()
+    time.sleep(0.1)
+    seen.append(compiling_since())
+    worker.join()
+    assert seen[0] is not None and before <= seen[0] <= before + 0.1
+    assert compiling_since() is None
+
+
+def test_the_command_line_says_why_a_first_fit_is_silent(monkeypatch):
+    # A compilation past the notice's threshold gets one line; a short one (a cache load) none.
+    shown = []
+    with CompileNotice(shown.append, after=0.1) as notice:
+        _compiling(0.4)
+        _compiling(0.4)
+    assert shown == [COMPILE_NOTICE] and notice.shown
+    quiet = []
+    with CompileNotice(quiet.append, after=5.0):
+        _compiling(0.05)
+    assert quiet == []
+
+    # train's run_fit shows it through the progress display's console.
+    printed = []
+
+    class Console:
+        def print(self, message, markup=True, soft_wrap=False):
+            printed.append(message)
+
+    class Display(contextlib.nullcontext):
+        console = Console()
+
+    class Estimator:
+        def fit(self, *args):
+            _compiling(0.4)
+
+    monkeypatch.setattr(_progress, "COMPILE_NOTICE_AFTER_S", 0.1)
+    _progress.run_fit(Estimator(), "data", (), Display())
+    assert printed == [COMPILE_NOTICE]

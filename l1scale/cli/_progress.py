@@ -190,14 +190,63 @@ class Progress:
         return table
 
 
+#: A compilation that has run this long is announced (``CompileNotice``).
+COMPILE_NOTICE_AFTER_S = 2.0
+COMPILE_NOTICE = "compiling l1scale's kernels: once after installing, later runs load them from the cache..."
+
+
+class CompileNotice:
+    """One line on stderr when a compilation of Numba kernels has run for
+    ``COMPILE_NOTICE_AFTER_S`` seconds: the first fit with an empty cache spends half a minute or
+    more there, before its solver's first iteration, and would show nothing meanwhile. ``echo``
+    writes the line (the live table's console while one is shown)."""
+
+    def __init__(self, echo=None, after=None):
+        self.echo = echo if echo is not None else (lambda message: click.echo(message, err=True))
+        self.after = COMPILE_NOTICE_AFTER_S if after is None else after
+        self.shown = False
+        self._stop = None
+        self._thread = None
+
+    def __enter__(self):
+        import threading
+
+        from .._clock import compiling_since
+
+        compiling_since()  # the clock listens from here on
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True, name="l1scale-compile-notice")
+        self._thread.start()
+        return self
+
+    def _watch(self):
+        from .._clock import compiling_since
+
+        while not self._stop.wait(0.05):
+            since = compiling_since()
+            if since is not None and time.perf_counter() - since >= self.after:
+                self.echo(COMPILE_NOTICE)
+                self.shown = True
+                return
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        return False
+
+
 def run_fit(est, data, args, progress):
     """``est.fit(*args)`` under the progress display; returns (warning messages, seconds)."""
     from ..exceptions import ConvergenceWarning, DataFormatError
 
+    echo = None
+    if progress is not None:
+        echo = lambda message: progress.console.print(message, markup=False, soft_wrap=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         t0 = time.perf_counter()
-        with progress if progress is not None else contextlib.nullcontext():
+        notice = CompileNotice(echo) if progress is not None else contextlib.nullcontext()
+        with progress if progress is not None else contextlib.nullcontext(), notice:
             try:
                 est.fit(*args)
             except DataFormatError:

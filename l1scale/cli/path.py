@@ -20,7 +20,7 @@ from ._params import (
     n_jobs_option,
     zero_based_option,
 )
-from ._progress import PathProgress
+from ._progress import CompileNotice, PathProgress
 
 _PROBABILISTIC = tuple(name for name in LOSSES if name in ("logistic", "probit"))
 _SCORINGS = ("neg_log_loss", "accuracy", "roc_auc", "average_precision")
@@ -185,7 +185,13 @@ def path(
         backend = parallel_config(backend="loky")
     else:
         backend = contextlib.nullcontext()
-    with backend, PathProgress(enabled=not quiet) as progress, warnings.catch_warnings(record=True) as caught:
+    notice = contextlib.nullcontext() if quiet else CompileNotice(lambda message: click.echo(message, err=True))
+    with (
+        backend,
+        PathProgress(enabled=not quiet) as progress,
+        notice,
+        warnings.catch_warnings(record=True) as caught,
+    ):
         warnings.simplefilter("always", GridEdgeWarning)
         if folds >= 2:
             cv = SparseLogisticRegressionCV(

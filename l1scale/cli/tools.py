@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import click
@@ -17,6 +18,7 @@ from ._params import (
     zero_based_option,
     zero_based_value,
 )
+from ._progress import CompileNotice
 
 #: DST names that ``convert`` writes as svmlight text (anything else: a cache directory).
 SVMLIGHT_SUFFIXES = (".svm", ".svmlight", ".libsvm", ".txt", ".gz", ".bz2", ".xz")
@@ -213,7 +215,8 @@ def demo(quick, seed, quiet, as_json):
     from ..demo import run_demo
 
     log = None if quiet else (lambda message: click.echo(message, err=True))
-    rows = run_demo(quick=quick, random_state=seed, log=log)
+    with contextlib.nullcontext() if quiet else CompileNotice(log):
+        rows = run_demo(quick=quick, random_state=seed, log=log)
     if as_json:
         echo_json({"command": "demo", "quick": quick, "seed": seed, "rows": rows, "versions": versions()})
         return
