@@ -239,14 +239,14 @@ def run_fit(est, data, args, progress):
     """``est.fit(*args)`` under the progress display; returns (warning messages, seconds)."""
     from ..exceptions import ConvergenceWarning, DataFormatError
 
-    echo = None
-    if progress is not None:
-        echo = lambda message: progress.console.print(message, markup=False, soft_wrap=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         t0 = time.perf_counter()
-        notice = CompileNotice(echo) if progress is not None else contextlib.nullcontext()
-        with progress if progress is not None else contextlib.nullcontext(), notice:
+        if progress is None:
+            progress = notice = contextlib.nullcontext()
+        else:  # the line goes through the live table's console
+            notice = CompileNotice(lambda message: progress.console.print(message, markup=False, soft_wrap=True))
+        with progress, notice:
             try:
                 est.fit(*args)
             except DataFormatError:

@@ -185,7 +185,7 @@ def path(
         backend = parallel_config(backend="loky")
     else:
         backend = contextlib.nullcontext()
-    notice = contextlib.nullcontext() if quiet else CompileNotice(lambda message: click.echo(message, err=True))
+    notice = contextlib.nullcontext() if quiet else CompileNotice()
     with (
         backend,
         PathProgress(enabled=not quiet) as progress,

@@ -14,15 +14,7 @@ from .._clock import Timer
 from ..exceptions import ConvergenceWarning
 from ..problems.base import ProblemLike
 
-__all__ = [
-    "EstimatorSettings",
-    "History",
-    "Result",
-    "Solver",
-    "Timer",
-    "certified_result",
-    "compiled_once",
-]
+__all__ = ["EstimatorSettings", "History", "Result", "Solver", "Timer", "certified_result", "compiled_once"]
 
 
 @dataclass
