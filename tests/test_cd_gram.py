@@ -300,7 +300,7 @@ def test_a_gram_matrix_is_bought_at_once_only_when_it_costs_at_most_gram_reuse_t
     # Long rows: the Gram matrix costs about 30 sweeps, so rent-or-buy alone never buys it for
     # a model of independent columns that CD solves in a few.
     X = sp.csc_matrix(rng.normal(size=(n, d)))
-    arrays = as_columns(X).arrays
+    arrays = (X.data, X.indices, X.indptr, False)  # its CSC arrays (as_columns would lay it out dense)
     D = rng.uniform(0.05, 0.25, size=n) / n
     r = rng.normal(size=n) / n
     g = X.T @ r

@@ -5,9 +5,11 @@ import pytest
 import scipy.sparse as sp
 from numba import njit
 
+from l1scale.data._transpose import densified_columns
 from l1scale.data.memory import (
     CHECKED_MARK,
     DENSE_AXPY_BLOCK_ROWS,
+    DENSE_SHARE,
     as_columns,
     as_rows,
     column,
@@ -20,6 +22,7 @@ from l1scale.data.memory import (
     column_weighted_dot,
     column_weighted_dot_and_sum,
     columns_axpy,
+    dense_enough,
     index_dtype,
     row,
 )
@@ -136,10 +139,10 @@ def test_a_matrix_without_values_or_out_of_order_converts(make):
     """No stored value, or indices out of order (not canonical: scipy's conversion sorts them)."""
     empty = as_columns(make((4, 3)))
     assert empty.nnz == 0 and empty.indptr.tolist() == [0, 0, 0, 0]
-    A = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([2, 0, 1]), np.array([0, 2, 3])), shape=(2, 3))
+    A = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([2, 0, 1]), np.array([0, 2, 3])), shape=(2, 4))
     assert not A.has_sorted_indices
     cols = as_columns(A)
-    assert cols.indptr.tolist() == [0, 1, 2, 3] and cols.indices.tolist() == [0, 1, 0]
+    assert cols.indptr.tolist() == [0, 1, 2, 3, 3] and cols.indices.tolist() == [0, 1, 0]
     assert cols.data.tolist() == [2.0, 3.0, 1.0]
 
 
@@ -151,7 +154,7 @@ def test_index_dtype_is_int64_beyond_int32():
 
 
 def test_duplicate_entries_are_summed_once():
-    A = sp.csr_matrix((np.array([1.0, 2.0]), np.array([1, 1]), np.array([0, 2])), shape=(1, 3))
+    A = sp.csr_matrix((np.array([1.0, 2.0]), np.array([1, 1]), np.array([0, 2])), shape=(1, 5))
     cols = as_columns(A)
     assert cols.nnz == 1 and cols.data[0] == 3.0
 
@@ -246,7 +249,7 @@ def test_many_column_products_are_one_column_products_to_the_bit(fmt, k):
     rng = np.random.default_rng(k)
     n, d = 2 * DENSE_AXPY_BLOCK_ROWS + 37, 11
     X = rng.normal(size=(n, d))
-    X[rng.random(X.shape) < 0.3] = 0.0
+    X[rng.random(X.shape) < 0.6] = 0.0  # sparse enough to keep the CSC layout (DENSE_SHARE)
     given = {"dense": X, "csc": sp.csc_matrix(X), "csr": sp.csr_matrix(X)}[fmt]
     arrays = as_columns(given).arrays
     cols = rng.permutation(d)[:k].astype(np.int64)
@@ -286,3 +289,74 @@ def test_a_dense_columns_sums_in_partial_sums_are_the_columns_sums(n):
             )
             np.testing.assert_allclose(got[:3], expected[:3], rtol=1e-13, atol=1e-14)
             np.testing.assert_allclose(got[3], expected[3], rtol=1e-13, atol=1e-14)
+
+
+def _half_full(n_rows, n_cols, share, seed):
+    """A matrix storing round(share * n_rows * n_cols) nonzero entries at random places."""
+    rng = np.random.default_rng(seed)
+    A = np.zeros(n_rows * n_cols)
+    stored = round(share * A.size)
+    A[rng.choice(A.size, stored, replace=False)] = rng.normal(size=stored)
+    return A.reshape(n_rows, n_cols)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("share", [DENSE_SHARE, 0.8, 1.0])
+def test_a_sparse_matrix_dense_enough_is_laid_out_dense(fmt, share):
+    """A sparse X storing at least DENSE_SHARE of its entries gets the dense Fortran layout in
+    columns: the same values, and the same column products as its CSC layout would give."""
+    A = _half_full(40, 30, share, seed=1)
+    given = sp.csr_matrix(A).asformat(fmt)
+    assert dense_enough(given)
+    cols = as_columns(given)
+    assert cols.dense and cols.shape == A.shape
+    np.testing.assert_array_equal(cols.data, A.ravel(order="F"))
+    v = np.random.default_rng(2).normal(size=40)
+    out = np.empty(30)
+    _column_dots(*cols.arrays, v, out)
+    np.testing.assert_allclose(out, A.T @ v, rtol=1e-12)
+    assert isinstance(column_matrix(given), np.ndarray)  # what an estimator's problems share
+    assert not as_rows(given).dense  # the row layout stays sparse (row passes, stochastic solvers)
+
+
+def test_a_matrix_below_the_dense_share_stays_sparse():
+    A = _half_full(40, 30, DENSE_SHARE - 1 / 1200, seed=3)
+    given = sp.csr_matrix(A)
+    assert not dense_enough(given)
+    cols = as_columns(given)
+    assert not cols.dense and cols.nnz == given.nnz
+
+
+@pytest.mark.parametrize("make", [sp.csr_matrix, sp.csc_matrix])
+def test_densified_columns_sum_duplicates_in_any_order(make):
+    """Duplicate entries are summed and unsorted indices placed, integer values cast to float64,
+    as scipy's toarray does; an empty matrix gives zeros."""
+    data, indices, indptr = np.array([1, 2, 3, 4, 5]), np.array([2, 0, 2, 1, 0]), np.array([0, 3, 5])
+    A = make((data, indices, indptr), shape=(2, 3) if make is sp.csr_matrix else (3, 2))
+    assert not A.has_canonical_format
+    got = densified_columns(A.data, A.indices, A.indptr, A.shape, rows_major=make is sp.csr_matrix)
+    assert got.flags.f_contiguous and got.dtype == np.float64
+    np.testing.assert_array_equal(got, A.toarray())
+    empty = densified_columns(np.empty(0), np.empty(0, np.int32), np.zeros(1, np.int32), (0, 4), rows_major=True)
+    assert empty.shape == (0, 4)
+
+
+def test_a_problem_on_a_dense_enough_csr_solves_on_dense_columns_to_the_same_optimum():
+    """The estimator's fit of a CSR X half full solves on the dense layout (columns converted on
+    first read), and reaches the optimum of the same X given sparse below the share (its CSC
+    columns: DENSE_SHARE raised past 1) to 1e-10 relative."""
+    from l1scale import SparseLogisticRegression
+
+    A = _half_full(300, 40, 0.7, seed=4)
+    y = np.where(A @ np.random.default_rng(5).normal(size=40) + 0.3 > 0, 1, -1)
+    X = sp.csr_matrix(A)
+    problem = Problem(X, y, lam_ratio=0.05)
+    assert problem.rows is not None and problem.columns.dense
+    fit = SparseLogisticRegression(lam_ratio=0.05, tol=1e-12).fit(X, y)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("l1scale.data.memory.DENSE_SHARE", 2.0)
+        assert not Problem(X, y, lam_ratio=0.05).columns.dense
+        sparse_fit = SparseLogisticRegression(lam_ratio=0.05, tol=1e-12).fit(X, y)
+    P, P_sparse = fit.result_.objective, sparse_fit.result_.objective
+    assert abs(P - P_sparse) <= 1e-10 * P_sparse
+    np.testing.assert_allclose(fit.coef_, sparse_fit.coef_, atol=1e-6)

@@ -31,11 +31,12 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ._transpose import transposed_arrays
+from ._transpose import densified_columns, transposed_arrays
 from .validation import check_sparse_structure
 
 __all__ = [
     "CHECKED_MARK",
+    "DENSE_SHARE",
     "Matrix",
     "as_columns",
     "as_rows",
@@ -48,6 +49,7 @@ __all__ = [
     "column_norms",
     "column_weighted_dot_and_sum",
     "columns_axpy",
+    "dense_enough",
     "index_dtype",
     "matrix_of",
     "repeated_columns",
@@ -138,11 +140,44 @@ def _as_dense_layout(X, order: str, dtype) -> Matrix:
     return Matrix(X.ravel(order=order), np.arange(n_minor, dtype=index), indptr, True, X.shape)
 
 
+#: A sparse X that stores at least this share of its n x d entries is laid out dense in
+#: columns (:func:`dense_enough`). Its dense array takes 8 bytes an entry, where CSC takes 12-16
+#: a stored value: at most 1.33 times the CSC's memory at this share, less above 2/3. The dense
+#: columns are read as contiguous slices that the compiler vectorises, with no index per value.
+#: Measured (2026-12-03, this project's 2-core host), whole CD fits of a CSR X at 0.1 / 0.01 /
+#: 0.001 lam_max, tol 1e-2 and 1e-6, against the same X passed as a Fortran array: MADELON
+#: (2,000 x 500, 100% stored) 0.09 -> 0.04 s and 0.20 -> 0.11 s at 0.01 and 0.001 lam_max,
+#: ARCENE (54%) 1.2-2.3x, magic04 and splice (100%) 1.3-2x faster dense; Spambase (23%) level;
+#: MNIST (19%) 1.2-1.5x slower dense.
+DENSE_SHARE = 0.5
+
+
+def dense_enough(X) -> bool:
+    """Whether a sparse X stores at least :data:`DENSE_SHARE` of its entries (duplicates
+    counted: a bound that a canonical X meets exactly)."""
+    n_rows, n_cols = X.shape
+    return n_rows * n_cols > 0 and X.nnz >= DENSE_SHARE * n_rows * n_cols
+
+
+def _as_densified_layout(X, dtype, checked: bool) -> Matrix:
+    if not checked:
+        check_sparse_structure(X)
+    if X.format not in ("csr", "csc"):
+        X = X.tocsc()  # COO, BSR, ...: scipy's conversion, then the scatter
+    array = densified_columns(X.data, X.indices, X.indptr, X.shape, rows_major=X.format == "csr")
+    return _as_dense_layout(array, "F", dtype)
+
+
 def as_columns(X, dtype=np.float64, *, checked=False) -> Matrix:
-    """Column layout: CSC for sparse input, Fortran order for dense input. ``checked``: the
-    caller has just checked a sparse X's index arrays (``check_sparse_structure``), so they
-    are not scanned again (a Problem checks its design first: one scan per fit, not two)."""
-    return _as_sparse_layout(X, "csc", dtype, checked) if sp.issparse(X) else _as_dense_layout(X, "F", dtype)
+    """Column layout: CSC for sparse input, Fortran order for dense input and for a sparse X
+    dense enough (:func:`dense_enough`). ``checked``: the caller has just checked a sparse X's
+    index arrays (``check_sparse_structure``), so they are not scanned again (a Problem checks
+    its design first: one scan per fit, not two)."""
+    if not sp.issparse(X):
+        return _as_dense_layout(X, "F", dtype)
+    if dense_enough(X):
+        return _as_densified_layout(X, dtype, checked)
+    return _as_sparse_layout(X, "csc", dtype, checked)
 
 
 def as_rows(X, dtype=np.float64, *, checked=False) -> Matrix:
