@@ -107,7 +107,8 @@ def dna_select(codes, starts, patterns):
             if ok:
                 if e == buf.shape[0]:  # grow geometrically: the output size is unknown
                     bigger = np.empty(2 * buf.shape[0] + 1, dtype=np.int64)
-                    bigger[:e] = buf[:e]
+                    for copied in range(e):  # a loop: a slice assigned an array compiles a shape check
+                        bigger[copied] = buf[copied]
                     buf = bigger
                 buf[e] = t
                 e += 1
@@ -247,8 +248,10 @@ def products_rows(indptr, indices, data, degree, include_inputs, deg_off, block_
             e = _emit_row(a, p0, indptr[i + 1], indices, data, degree, include_inputs, deg_off[a], cols, vals, e)
             # the odometer walks the tails in lex order, the index map is colex: sort the block
             order = np.argsort(cols[e0:e], kind="mergesort")
-            cols[e0:e] = cols[e0:e][order] + block_start[a]
-            vals[e0:e] = vals[e0:e][order]
+            sorted_cols, sorted_vals = cols[e0:e][order], vals[e0:e][order]
+            for moved in range(e - e0):  # a loop: a slice assigned an array compiles a shape check
+                cols[e0 + moved] = sorted_cols[moved] + block_start[a]
+                vals[e0 + moved] = sorted_vals[moved]
     return out_ptr, cols, vals
 
 

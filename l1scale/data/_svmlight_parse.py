@@ -315,7 +315,8 @@ def _push_slow(slow, st, target, start, end):
     k = st[S_NSLOW]
     if k == slow.shape[0]:
         bigger = np.empty((2 * k + 64, 3), dtype=np.int64)
-        bigger[:k] = slow[:k]
+        for r in range(k):  # a loop: an array assigned to a slice compiles a shape check (2.5 s)
+            bigger[r, 0], bigger[r, 1], bigger[r, 2] = slow[r, 0], slow[r, 1], slow[r, 2]
         slow = bigger
     slow[k, 0], slow[k, 1], slow[k, 2] = target, start, end
     st[S_NSLOW] = k + 1

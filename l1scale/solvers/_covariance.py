@@ -32,7 +32,7 @@ from numba import njit
 from ..problems.base import Certificate
 from ._cd_kernels import support_margins
 from ._cg_kernels import support_gradient
-from ._factor_kernels import cholesky_factor, cholesky_solve
+from ._cholesky import cholesky_factor, cholesky_solve
 from ._gram_kernels import GRAM_BAND_BYTES, GRAM_BLOCK_ENTRIES, gram_cost, model_gram, symmetric_gram
 
 __all__ = ["Covariances", "applies", "certified_point", "columns_dot", "covariances", "gram_limit", "solve"]

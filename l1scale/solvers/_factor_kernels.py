@@ -1,5 +1,6 @@
-"""The support-Newton system's factorisation in Numba: Cholesky factor and solves, and conjugate
-gradients preconditioned by an earlier point's factorisation (``_support_factor``), without the GIL.
+"""The support-Newton system's preconditioned conjugate gradients in Numba: CG preconditioned by an
+earlier point's Cholesky factorisation (``_support_factor``; the factor and its solves are in
+``_cholesky``), without the GIL.
 
 A path's later lams solve their Newton systems by CG preconditioned with the last lam's
 factorisation (:meth:`_support_factor.SupportFactor.preconditioner`): a few products each, on
@@ -27,12 +28,11 @@ import numpy as np
 from numba import njit
 
 from . import _cg_kernels as cg_kernels
+from ._cholesky import cholesky_solve
 
 __all__ = [
     "PreconditionerParts",
     "base_columns",
-    "cholesky_factor",
-    "cholesky_solve",
     "precondition",
     "preconditioned_cg",
 ]
@@ -73,37 +73,6 @@ class PreconditionerParts(NamedTuple):
     fresh_rows: np.ndarray
     fresh_solved: np.ndarray
     fresh_schur: np.ndarray
-
-
-@njit(cache=True, nogil=True)
-def cholesky_factor(M):
-    """The lower Cholesky factor L of the symmetric matrix M (M = L L^T; LAPACK's potrf), or an
-    empty (0, 0) array when M is not numerically positive definite."""
-    try:
-        L = np.linalg.cholesky(M)
-    except Exception:  # noqa: BLE001 (Numba raises LinAlgError as a plain exception)
-        return np.empty((0, 0))
-    for a in range(L.shape[0]):
-        if not (np.isfinite(L[a, a]) and L[a, a] > 0.0):
-            return np.empty((0, 0))
-    return L
-
-
-@njit(cache=True, nogil=True)
-def cholesky_solve(L, rhs, out):
-    """out = (L L^T)^-1 rhs: L y = rhs by rows of L, then L^T x = y by rows of L as well (each
-    x_j found is taken out of the rows above it: C-ordered L is read contiguously both ways)."""
-    k = L.shape[0]
-    for i in range(k):
-        acc = rhs[i]
-        for j in range(i):
-            acc -= L[i, j] * out[j]
-        out[i] = acc / L[i, i]
-    for j in range(k - 1, -1, -1):
-        xj = out[j] / L[j, j]
-        out[j] = xj
-        for i in range(j):
-            out[i] -= L[j, i] * xj
 
 
 @njit(cache=True, nogil=True, inline="always")

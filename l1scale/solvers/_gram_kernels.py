@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from ..data.memory import column, column_axpy, column_dot, column_weighted_dot
+from ._cholesky import cholesky_factor, cholesky_solve
 from ._quadratic_step import NU, coordinate_step, intercept_eliminated
 
 # A dense Gram matrix against the scalar loops, per multiply-add, and the copy of each of its
@@ -200,7 +201,11 @@ def _dense_gram(data, indptr, active, m, D, fit_intercept):
             for i in range(b):
                 row[i] = source[i] * root[i]
         if fit_intercept:
-            scratch[m * b : size * b] = root[:b]
+            # A loop, not ``scratch[m * b : size * b] = root[:b]``: an array assigned to a slice
+            # compiles Numba's shape-mismatch error and its string formatting (2.5 s at the first
+            # fit after installing).
+            for i in range(b):
+                scratch[m * b + i] = root[i]
         scratch[size * b : padded * b] = 0.0
         _upper_products(scratch, padded, b, Q)
     return _symmetric_from_upper(Q, size, m, D, fit_intercept)
@@ -249,7 +254,8 @@ def _densified_gram(data, indices, indptr, active, m, D, fit_intercept):
                 p += 1
             cursor[s] = p
         if fit_intercept:
-            scratch[m * b : size * b] = root[:b]
+            for i in range(b):  # a loop: see _dense_gram
+                scratch[m * b + i] = root[i]
         _upper_products(scratch, padded, b, Q)
     return _symmetric_from_upper(Q, size, m, D, fit_intercept)
 
@@ -453,7 +459,8 @@ def gram_support_solve(active, local, m, g, w, wpd, Q, Qd, d_b, g_b, lam1, lam2)
     feat = np.empty(k, dtype=np.int64)
     rhs = np.empty(n_sys)  # minus the model's gradient on the face
     ridge = np.full(n_sys, NU)
-    ridge[:k] += lam2
+    for t in range(k):  # a loop: an array op on a slice compiles a shape check (_dense_gram)
+        ridge[t] += lam2
     t = 0
     for s in range(m):
         j = active[s]
@@ -468,8 +475,19 @@ def gram_support_solve(active, local, m, g, w, wpd, Q, Qd, d_b, g_b, lam1, lam2)
     for a in range(n_sys):
         for b in range(n_sys):
             A[a, b] = Q[pos[a], pos[b]]
+    # The face's matrix with its ridge is positive definite: solved by Cholesky (LAPACK's potrf,
+    # already compiled for the support-Newton steps; ``np.linalg.solve`` cost 3.5 s of compiling
+    # at the first fit after installing). Where rounding leaves it not numerically positive
+    # definite, it is damped until it is: the direction is checked below in any case.
+    L = cholesky_factor(_with_ridge(A, ridge, 1e-10))
+    if L.shape[0] == 0:
+        L = cholesky_factor(_with_ridge(A, ridge, 1e-6))
+    work = n_sys**3 // 3 + 2 * n_sys * n_sys
+    if L.shape[0] == 0:
+        return 0.0, work, False
+    x = np.empty(n_sys)
+    cholesky_solve(L, rhs, x)
     # The model's slope and curvature along the solve's direction x, from the face's matrix.
-    x = np.linalg.solve(_with_ridge(A, ridge), rhs)
     slope, curv = 0.0, 0.0
     for a in range(n_sys):
         slope -= rhs[a] * x[a]
@@ -477,7 +495,6 @@ def gram_support_solve(active, local, m, g, w, wpd, Q, Qd, d_b, g_b, lam1, lam2)
         for b in range(n_sys):
             qa += A[a, b] * x[b]
         curv += x[a] * qa
-    work = n_sys**3 // 3 + 2 * n_sys * n_sys
     if not (slope < 0.0 and curv > 0.0):
         return 0.0, work, False
     step, cross = min(1.0, -slope / curv), -1
@@ -503,12 +520,13 @@ def gram_support_solve(active, local, m, g, w, wpd, Q, Qd, d_b, g_b, lam1, lam2)
 
 
 @njit(cache=True, nogil=True)
-def _with_ridge(A, ridge):
-    """A copy of A with ``ridge`` and a relative 1e-10 on its diagonal: keeps LU off exact zero
-    pivots (one-hot blocks beside the intercept make the face's matrix singular)."""
+def _with_ridge(A, ridge, relative):
+    """A copy of A with ``ridge`` and ``relative`` times itself on its diagonal: keeps the
+    factorisation off zero pivots (one-hot blocks beside the intercept make the face's matrix
+    singular but for the ridge)."""
     B = A.copy()
     for a in range(A.shape[0]):
-        B[a, a] = A[a, a] * (1.0 + 1e-10) + ridge[a]
+        B[a, a] = A[a, a] * (1.0 + relative) + ridge[a]
     return B
 
 

@@ -239,10 +239,10 @@ def _support_product(data, indices, indptr, dense, x, sup_j, sup_k, rows, fit_b,
         for q in range(rows.shape[0]):
             for k in range(K):
                 Vr[q, k] = V[rows[q], k]
-        dZ[:, :] = np.dot(A.T, Vr)
-        for i in range(dZ.shape[0]):
+        product = np.dot(A.T, Vr)
+        for i in range(dZ.shape[0]):  # a loop: a slice assigned an array compiles a shape check
             for k in range(K):
-                dZ[i, k] += db[k]
+                dZ[i, k] = product[i, k] + db[k]
         reads = rows.shape[0] * dZ.shape[0]
     else:
         reads = support_margins(data, indices, indptr, dense, V, db, dZ)

@@ -36,8 +36,9 @@ from .._threads import one_blas_thread
 from . import _cg_kernels as cg_kernels
 from . import _factor_kernels as factor_kernels
 from . import _gram_kernels as gram_kernels
+from ._cholesky import cholesky_factor, cholesky_solve
 from ._dual import columns_nnz
-from ._factor_kernels import PreconditionerParts, cholesky_factor, cholesky_solve
+from ._factor_kernels import PreconditionerParts
 from ._quadratic_step import NU
 
 __all__ = [

@@ -191,8 +191,9 @@ def _add_pairs(sk, used, pos, val, m_i, a, mark, found):
         if missing > 0:
             if length + missing > col_cap[j]:
                 cap = max(2 * col_cap[j], length + missing, 8)
-                rows[used : used + length] = rows[start : start + length]
-                vals[used : used + length] = vals[start : start + length]
+                for t in range(length):  # a loop: a slice assigned an array compiles a shape check
+                    rows[used + t] = rows[start + t]
+                    vals[used + t] = vals[start + t]
                 start = used
                 col_start[j], col_cap[j] = used, cap
                 used += cap
