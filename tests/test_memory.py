@@ -360,3 +360,14 @@ def test_a_problem_on_a_dense_enough_csr_solves_on_dense_columns_to_the_same_opt
     P, P_sparse = fit.result_.objective, sparse_fit.result_.objective
     assert abs(P - P_sparse) <= 1e-10 * P_sparse
     np.testing.assert_allclose(fit.coef_, sparse_fit.coef_, atol=1e-6)
+
+
+def test_the_rows_of_a_dense_column_matrix_come_in_fortran_order():
+    """A fold of a dense (or densified) column matrix is taken in Fortran order, in any row order,
+    with repeats: the column layout of the problem built on it copies nothing more."""
+    X = np.asfortranarray(np.random.default_rng(6).normal(size=(50, 7)))
+    rows = np.array([3, 1, 4, 4, 49])
+    fold = column_matrix_rows(column_matrix(X), rows)
+    assert fold.flags.f_contiguous
+    np.testing.assert_array_equal(fold, X[rows])
+    assert as_columns(fold).data.base is fold or np.shares_memory(as_columns(fold).data, fold)

@@ -247,6 +247,10 @@ def column_matrix_rows(X_columns, rows):
     increasing = rows.ndim == 1 and (rows.shape[0] < 2 or bool(np.all(rows[1:] > rows[:-1])))
     in_range = rows.shape[0] == 0 or (rows.dtype.kind in "iu" and rows[0] >= 0 and rows[-1] < n)
     checked = bool(getattr(X_columns, CHECKED_MARK, False))
+    if isinstance(X_columns, np.ndarray) and X_columns.ndim == 2 and X_columns.flags.f_contiguous:
+        # The rows of a Fortran array in Fortran order, in one copy (X[rows] is C-ordered, and its
+        # column layout would copy it again): a dense X's folds, and a sparse X dense enough.
+        return column_matrix(X_columns.T[:, rows].T, checked=checked)
     if not (sp.issparse(X_columns) and X_columns.format == "csc" and increasing and in_range):
         return column_matrix(X_columns[rows], checked=checked)
     position = np.full(n, -1, dtype=np.int64)
