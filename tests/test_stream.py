@@ -92,10 +92,22 @@ def test_from_arrays_chunks_are_views():
     dense = np.arange(60.0).reshape(20, 3)
     chunk = next(iter(Stream.from_arrays(dense, np.zeros(20), chunk_rows=8)))
     assert np.shares_memory(chunk.X, dense)
-    csr = sp.csr_matrix(dense)
+    csr = sp.csr_matrix(np.where(dense % 3 == 1, dense, 0.0))  # a third stored: below DENSE_SHARE
     csr.indices = csr.indices.astype(np.int64)
     chunk = list(Stream.from_arrays(csr, np.zeros(20), chunk_rows=8))[1]
     assert np.shares_memory(chunk.X.data, csr.data) and np.shares_memory(chunk.X.indices, csr.indices)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_from_arrays_gives_dense_rows_of_a_sparse_matrix_dense_enough(fmt):
+    """A sparse X storing at least DENSE_SHARE of its entries is streamed as C-ordered dense
+    chunks, made once: the same rows, duplicates summed."""
+    dense = np.arange(1.0, 61.0).reshape(20, 3)
+    dense[::4, 1] = 0.0
+    X = sp.csr_matrix(dense).asformat(fmt)
+    chunks = list(Stream.from_arrays(X, np.zeros(20), chunk_rows=8))
+    assert all(isinstance(c.X, np.ndarray) and c.X.flags.c_contiguous for c in chunks)
+    np.testing.assert_array_equal(np.vstack([c.X for c in chunks]), dense)
 
 
 def test_from_arrays_rejects_mismatched_lengths():
