@@ -208,12 +208,16 @@ class _ArraySource:
             raise ValueError(f"chunk_rows must be positive, got {chunk_rows}")
         if sp.issparse(X):
             check_sparse_structure(X)  # the chunks below index X's arrays directly
-            X = sp.csr_matrix(X)  # CSC/COO/...: one conversion; CSR: no copy
             if dense_enough(X):
-                # Its rows as a C-ordered array: X^T's columns in Fortran order, transposed.
-                X = densified_columns(X.data, X.indices, X.indptr, X.shape[::-1], rows_major=False).T
-            elif not X.has_sorted_indices:
-                X = X.sorted_indices()
+                if X.format not in ("csr", "csc"):
+                    X = X.tocsr()
+                # Its rows as a C-ordered array: X^T's columns in Fortran order, transposed (X's CSR
+                # arrays are X^T's CSC ones and the other way round: a CSC X is not converted first).
+                X = densified_columns(X.data, X.indices, X.indptr, X.shape[::-1], rows_major=X.format == "csc").T
+            else:
+                X = sp.csr_matrix(X)  # CSC/COO/...: one conversion; CSR: no copy
+                if not X.has_sorted_indices:
+                    X = X.sorted_indices()
         else:
             X = np.asarray(X)
             if X.ndim != 2:
