@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 from numba import njit
 
-from l1scale.data._transpose import densified_columns
+from l1scale.data._transpose import BLOCKED_MIN_COLUMNS, block_shift, densified_columns, transposed_arrays
 from l1scale.data.memory import (
     CHECKED_MARK,
     DENSE_AXPY_BLOCK_ROWS,
@@ -132,6 +132,50 @@ def test_the_other_layout_is_scipys_conversion_in_int32_arrays(source, index, dt
     out = np.empty(A.shape[1] if source == "csr" else A.shape[0])
     (_column_dots if source == "csr" else _row_dots)(*got.arrays, v, out)
     np.testing.assert_allclose(out, (A.T if source == "csr" else A) @ v, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shift", [0, 2, 3, 6, 17])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_blocked_transposition_gives_the_single_scatters_arrays(shift, index, dtype):
+    """Through column blocks of 2**shift (a last block cut short, empty rows and columns, blocks
+    without values, a block wider than the matrix, a column within its block beyond uint16),
+    the arrays of the single scatter to the bit: the same values in the same rows' order."""
+    rng = np.random.default_rng(shift)
+    A = sp.random(40, 203, density=0.1, format="csr", random_state=shift)
+    A.data = rng.normal(size=A.nnz)
+    A = A.tolil()
+    A[3, :] = 0
+    A[:, 100:140] = 0
+    A = sp.csr_matrix(A)
+    A.eliminate_zeros()
+    single = transposed_arrays(A.data, A.indices, A.indptr, A.shape[1], dtype, index, shift=-1)
+    blocked = transposed_arrays(A.data, A.indices, A.indptr, A.shape[1], dtype, index, shift=shift)
+    expected = A.tocsc()
+    for got in (single, blocked):
+        np.testing.assert_array_equal(got[2], expected.indptr)
+        np.testing.assert_array_equal(got[1], expected.indices)
+        np.testing.assert_array_equal(got[0], expected.data.astype(dtype))
+        assert got[0].dtype == dtype and got[1].dtype == got[2].dtype == index
+    empty = transposed_arrays(
+        np.empty(0), np.empty(0, np.int32), np.zeros(5, np.int32), 300, np.float64, np.int32, shift
+    )
+    assert empty[0].size == 0 and empty[2].tolist() == [0] * 301
+
+
+def test_a_wide_matrix_is_transposed_through_blocks_by_default():
+    """From BLOCKED_MIN_COLUMNS columns on (and as many values), about BLOCKS blocks of at
+    least 64 columns; the column layout of such a matrix is scipy's conversion."""
+    assert block_shift(BLOCKED_MIN_COLUMNS - 1, 10**6) == -1
+    assert block_shift(10**6, 100) == -1
+    assert block_shift(BLOCKED_MIN_COLUMNS, 10**6) == 6
+    assert block_shift(588_937, 10**6) == 13
+    A = sp.random(300, 3 * BLOCKED_MIN_COLUMNS + 5, density=0.02, format="csr", random_state=1)
+    assert block_shift(A.shape[1], A.nnz) > 0
+    expected, got = A.tocsc(), as_columns(A)
+    np.testing.assert_array_equal(got.indptr, expected.indptr)
+    np.testing.assert_array_equal(got.indices, expected.indices)
+    np.testing.assert_array_equal(got.data, expected.data)
 
 
 @pytest.mark.parametrize("make", [sp.csr_matrix, sp.csc_matrix])
